@@ -1,0 +1,78 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// One list of settings for every target: Swift 6 language mode with strict concurrency everywhere.
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "campaign-relay",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "campaign-relay", targets: ["CampaignRelay"]),
+        .library(name: "RelayCore", targets: ["RelayCore"]),
+        .library(name: "RelayLog", targets: ["RelayLog"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // System libraries: the C APIs of zlib and SQLite, with shims for the macros Swift cannot import.
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+
+        // The event model: validation, JSON parsing, binary encoding, Campaign wire forms.
+        .target(
+            name: "RelayCore",
+            swiftSettings: swiftSettings
+        ),
+        // The write-ahead log: frames, segments, group commit, recovery, readers and cursors.
+        .target(
+            name: "RelayLog",
+            dependencies: [
+                "RelayCore",
+                "CZlib",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The `campaign-relay` command-line tool.
+        .executableTarget(
+            name: "CampaignRelay",
+            dependencies: [
+                "RelayCore",
+                "RelayLog",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Test helpers shared by several test targets: a simulated crash-prone file system.
+        .target(
+            name: "RelayTestSupport",
+            dependencies: ["RelayLog"],
+            path: "Tests/RelayTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelayCoreTests",
+            dependencies: ["RelayCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelayLogTests",
+            dependencies: ["RelayLog", "RelayCore", "RelayTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CampaignRelayTests",
+            dependencies: ["RelayLog", "RelayCore", "CampaignRelay"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,21 @@
+import ArgumentParser
+
+/// The `campaign-relay` command: a durable relay for Adobe Campaign mobile events.
+@main
+struct CampaignRelayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "campaign-relay",
+        abstract: "Durably relay Adobe Campaign mobile events (registrations, push tracking).",
+        discussion: """
+            Events are appended to a crash-safe, zlib-compressed write-ahead log under --data-dir \
+            (default ./relay-data) and acknowledged only once fdatasync'ed.
+
+            Event format (one JSON object per line):
+              {"kind":"track","action":"impression|open|click","messageId":"55336","deliveryId":"f0190"}
+              {"kind":"register","platform":"ios|android","integrationKey":"…","registrationToken":"…"}
+            See README.md for every field.
+            """,
+        version: RelayVersion.current,
+        subcommands: [IngestCommand.self, WALCommand.self]
+    )
+}

@@ -1,0 +1,89 @@
+import ArgumentParser
+import RelayCore
+import RelayLog
+
+/// `campaign-relay ingest`: appends JSONL events durably to the log.
+struct IngestCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ingest",
+        abstract: "Append events from a JSONL file (or - for standard input) durably to the log.",
+        discussion: """
+            Every valid line is appended and fdatasync'ed before the summary reports it accepted. \
+            Invalid lines are reported on standard error as "line N: reason" and not appended; the \
+            others still are. Blank lines are skipped.
+
+            Exit status: 0 when every line was accepted, 2 when some lines were rejected, 1 when the \
+            log refused to store events (e.g. log full; the summary says where ingest stopped).
+            """
+    )
+
+    @Argument(help: ArgumentHelp("JSONL file to ingest, or - for standard input.", valueName: "file"))
+    var input: String = "-"
+
+    @OptionGroup var common: CommonOptions
+    @OptionGroup var log: LogOptions
+
+    func run() async throws {
+        let logger = common.logger("campaign-relay.ingest")
+        var source: ChunkedInput
+        do {
+            source = try ChunkedInput(path: input)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        defer { source.close() }
+        let wal = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: log.configuration, logger: logger)
+        var summary = IngestSummary()
+        var progress = ProgressLine(enabled: !common.json)
+        var errors = StandardOutput.error()
+        let started = MonotonicClock.nanoseconds()
+        var inFlight: [Task<(EventLines.Decoded, ChunkedInput.Chunk), Never>] = []
+        var failure: LogError?
+
+        func store(_ decoded: EventLines.Decoded, _ chunk: ChunkedInput.Chunk) async {
+            for rejection in decoded.rejections {
+                summary.reject(rejection)
+                if !common.json { errors.line(rejection.description) }
+            }
+            errors.flush()
+            guard failure == nil, !decoded.events.isEmpty else { return }
+            do {
+                let range = try await wal.append(decoded.events)
+                summary.accept(range)
+                summary.linesDone = chunk.firstLine + chunk.lineCount - 1
+            } catch {
+                failure = error
+                summary.stoppedAtLine = chunk.firstLine
+            }
+        }
+
+        // Decode ahead on the other core while the previous chunk is compressed and synced.
+        while failure == nil, let chunk = try source.next() {
+            let defaultTime = EventTime.now()
+            inFlight.append(Task.detached { (EventLines.decode(chunk.bytes, firstLine: chunk.firstLine, defaultTime: defaultTime), chunk) })
+            if inFlight.count >= 3 {
+                let (decoded, done) = await inFlight.removeFirst().value
+                await store(decoded, done)
+                let elapsed = Double(MonotonicClock.nanoseconds() - started) / 1e9
+                progress.update(summary.progressText(elapsed: elapsed, bytesRead: source.bytesRead, totalBytes: source.totalBytes))
+            }
+        }
+        for task in inFlight {
+            let (decoded, done) = await task.value
+            await store(decoded, done)
+        }
+        progress.finish()
+        await wal.close()
+        summary.seconds = Double(MonotonicClock.nanoseconds() - started) / 1e9
+        var output = StandardOutput.output()
+        if let failure {
+            summary.error = failure.description
+            if !common.json { errors.line("error: \(failure)") }
+        }
+        output.line(common.json ? summary.json : summary.text)
+        output.flush()
+        errors.flush()
+        if failure != nil { throw ExitCode(1) }
+        if summary.rejected > 0 { throw ExitCode(2) }
+    }
+}

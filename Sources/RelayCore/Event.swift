@@ -1,0 +1,29 @@
+/// One event the relay carries: a push tracking hit or a device registration.
+public enum Event: Sendable, Hashable {
+    /// A push tracking hit (impression, open, click).
+    case tracking(TrackingEvent)
+    /// A device registration.
+    case registration(Registration)
+
+    /// When the event happened.
+    public var time: EventTime {
+        switch self {
+        case .tracking(let event): event.time
+        case .registration(let registration): registration.time
+        }
+    }
+}
+
+/// An event read back from the log, with the sequence number the log gave it.
+public struct SequencedEvent: Sendable, Hashable {
+    /// The event's position in the log: unique, and increasing in the order events were appended.
+    public var sequence: UInt64
+    /// The event.
+    public var event: Event
+
+    /// Pairs an event with its sequence number.
+    public init(sequence: UInt64, event: Event) {
+        self.sequence = sequence
+        self.event = event
+    }
+}

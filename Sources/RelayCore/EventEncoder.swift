@@ -1,0 +1,65 @@
+/// Writes events in the relay's JSON event format (the format ``EventDecoder`` reads).
+///
+/// Canonical field names are used (`messageId`, never `_mId`); every value is reproduced as it was
+/// ingested, so `EventDecoder.decode(EventEncoder.json(e))` gives back `e`.
+public enum EventEncoder {
+    /// The event as one line of JSON (no trailing newline), optionally preceded by `"seq":N`.
+    public static func json(_ event: Event, sequence: UInt64? = nil) -> String {
+        var out = "{"
+        out.reserveCapacity(160)
+        if let sequence {
+            out += "\"seq\":"
+            out += String(sequence)
+            out += ","
+        }
+        switch event {
+        case .tracking(let hit):
+            out += "\"kind\":\"track\",\"action\":\""
+            out += hit.action.rawValue
+            out += "\",\"messageId\":"
+            JSONText.appendQuoted(hit.messageId.text, to: &out)
+            out += ",\"deliveryId\":"
+            JSONText.appendQuoted(hit.deliveryId, to: &out)
+            if let key = hit.integrationKey {
+                out += ",\"integrationKey\":"
+                JSONText.appendQuoted(key, to: &out)
+            }
+            out += ",\"time\":\""
+            out += hit.time.rfc3339
+            out += "\""
+        case .registration(let registration):
+            out += "\"kind\":\"register\",\"platform\":\""
+            out += registration.platform.rawValue
+            out += "\",\"integrationKey\":"
+            JSONText.appendQuoted(registration.integrationKey, to: &out)
+            out += ",\"registrationToken\":"
+            JSONText.appendQuoted(registration.registrationToken, to: &out)
+            for field in Registration.optionalTextFields {
+                guard let value = registration[keyPath: field.keyPath] else { continue }
+                out += ",\""
+                out += field.name
+                out += "\":"
+                JSONText.appendQuoted(value, to: &out)
+            }
+            if let params = registration.additionalParams {
+                out += ",\"additionalParams\":{"
+                for (index, param) in params.enumerated() {
+                    if index > 0 { out += "," }
+                    JSONText.appendQuoted(param.name, to: &out)
+                    out += ":"
+                    switch param.value {
+                    case .string(let text): JSONText.appendQuoted(text, to: &out)
+                    case .number(let literal): out += literal
+                    case .bool(let flag): out += flag ? "true" : "false"
+                    }
+                }
+                out += "}"
+            }
+            out += ",\"time\":\""
+            out += registration.time.rfc3339
+            out += "\""
+        }
+        out += "}"
+        return out
+    }
+}

@@ -1,0 +1,163 @@
+/// The Campaign message (broadlog) identifier of a tracking event, as given (`messageId` / `_mId`).
+///
+/// Campaign accepts two forms, and the relay refuses anything else at ingest:
+/// - a UUID (`8-4-4-4-12` hex digits, any case), sent upstream unchanged;
+/// - a decimal integer in the 64-bit range, sent as lowercase hex: of its 64-bit value when it is
+///   not negative, of its low 32 bits when it is a negative 32-bit number (the Android SDK rule).
+///
+/// The text is kept exactly as given (a decimal stays decimal); ``wireForm`` derives what goes on
+/// the wire.
+public struct MessageID: Sendable, Hashable, CustomStringConvertible {
+    /// Which of the two accepted forms the identifier has.
+    public enum Form: Sendable, Hashable {
+        /// A decimal integer and its value.
+        case decimal(Int64)
+        /// A UUID: its 16 bytes and whether its hex digits are all upper case.
+        case uuid(UUIDBytes, uppercase: Bool?)
+    }
+
+    /// The sixteen bytes of a UUID, in textual order.
+    public typealias UUIDBytes = (UInt64, UInt64)
+
+    /// The identifier exactly as it was given.
+    public let text: String
+    /// The accepted form the text has.
+    public let form: Form
+
+    /// Validates `text` against the Campaign rules.
+    ///
+    /// - Throws: ``EventInputError`` naming `field` when the text is neither a UUID nor a decimal
+    ///   integer, or is a decimal integer outside the 64-bit range.
+    public init(_ text: String, field: String = "messageId") throws(EventInputError) {
+        if let form = Self.parseUUID(text) {
+            self.text = text
+            self.form = form
+            return
+        }
+        switch Self.parseDecimal(text) {
+        case .some(.some(let value)):
+            self.text = text
+            self.form = .decimal(value)
+        case .some(.none):
+            throw EventInputError(field: field, "\(field) \(text.quotedForMessage) is a decimal integer outside the 64-bit range")
+        case .none:
+            let detail = text.isEmpty ? "\(field) is empty" : "\(field) \(text.quotedForMessage) is neither a UUID nor a decimal integer"
+            throw EventInputError(field: field, detail)
+        }
+    }
+
+    /// Creates an identifier from a decoded value whose form is already known (used by the log decoder).
+    package init(uncheckedText text: String, form: Form) {
+        self.text = text
+        self.form = form
+    }
+
+    /// Creates a decimal identifier whose text is the canonical decimal of `value`.
+    public init(decimal value: Int64) {
+        self.init(uncheckedText: String(value), form: .decimal(value))
+    }
+
+    public var description: String { text }
+
+    /// What is sent after `h` in a tracking hit: the UUID unchanged, or the integer as lowercase hex.
+    public var wireForm: String {
+        switch form {
+        case .uuid:
+            return text
+        case .decimal(let value):
+            if value >= 0 { return String(value, radix: 16) }
+            if value >= Int64(Int32.min) { return String(UInt32(truncatingIfNeeded: value), radix: 16) }
+            return String(UInt64(bitPattern: value), radix: 16)
+        }
+    }
+
+    public static func == (lhs: MessageID, rhs: MessageID) -> Bool { lhs.text == rhs.text }
+    public func hash(into hasher: inout Hasher) { hasher.combine(text) }
+
+    /// `nil` when not decimal; `.some(nil)` when decimal but out of range.
+    static func parseDecimal(_ text: String) -> Int64?? {
+        var utf8 = text.utf8[...]
+        var negative = false
+        if let first = utf8.first, first == UInt8(ascii: "-") || first == UInt8(ascii: "+") {
+            negative = first == UInt8(ascii: "-")
+            utf8 = utf8.dropFirst()
+        }
+        guard !utf8.isEmpty, utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        // Accumulate negatively so Int64.min is representable.
+        var value: Int64 = 0
+        for byte in utf8 {
+            let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+            let (next, o2) = times10.subtractingReportingOverflow(Int64(byte - 0x30))
+            if o1 || o2 { return .some(nil) }
+            value = next
+        }
+        if negative { return .some(value) }
+        if value == Int64.min { return .some(nil) }
+        return .some(-value)
+    }
+
+    static func parseUUID(_ text: String) -> Form? {
+        let utf8 = text.utf8
+        guard utf8.count == 36 else { return nil }
+        var high: UInt64 = 0
+        var low: UInt64 = 0
+        var sawLower = false
+        var sawUpper = false
+        var nibbles = 0
+        for (index, byte) in utf8.enumerated() {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard byte == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            let nibble: UInt8
+            switch byte {
+            case 0x30...0x39: nibble = byte - 0x30
+            case 0x61...0x66:
+                nibble = byte - 0x61 + 10
+                sawLower = true
+            case 0x41...0x46:
+                nibble = byte - 0x41 + 10
+                sawUpper = true
+            default: return nil
+            }
+            if nibbles < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }
+            nibbles += 1
+        }
+        let uppercase: Bool? = sawLower && sawUpper ? nil : sawUpper
+        return .uuid((high, low), uppercase: uppercase)
+    }
+
+    /// The canonical text of a UUID from its bytes.
+    package static func uuidText(_ bytes: UUIDBytes, uppercase: Bool) -> String {
+        let digits: [UInt8] = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(36)
+        for index in 0..<32 {
+            if index == 8 || index == 12 || index == 16 || index == 20 { out.append(UInt8(ascii: "-")) }
+            let word = index < 16 ? bytes.0 : bytes.1
+            let shift = UInt64(60 - (index % 16) * 4)
+            out.append(digits[Int((word >> shift) & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+extension MessageID.Form {
+    public static func == (lhs: MessageID.Form, rhs: MessageID.Form) -> Bool {
+        switch (lhs, rhs) {
+        case (.decimal(let a), .decimal(let b)): a == b
+        case (.uuid(let a, let ua), .uuid(let b, let ub)): a.0 == b.0 && a.1 == b.1 && ua == ub
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .decimal(let value): hasher.combine(value)
+        case .uuid(let bytes, let uppercase):
+            hasher.combine(bytes.0)
+            hasher.combine(bytes.1)
+            hasher.combine(uppercase)
+        }
+    }
+}

@@ -1,0 +1,22 @@
+/// A push tracking hit: a notification of a delivery was displayed, opened or clicked.
+public struct TrackingEvent: Sendable, Hashable {
+    /// What happened to the notification.
+    public var action: TrackingAction
+    /// The message (broadlog) identifier, `_mId` of the push payload.
+    public var messageId: MessageID
+    /// The delivery identifier, `_dId` of the push payload; opaque, sent upstream verbatim.
+    public var deliveryId: String
+    /// The app's integration key (`mobileAppUuid`), when the sender knows it.
+    public var integrationKey: String?
+    /// When the hit happened (default: when the relay ingested it).
+    public var time: EventTime
+
+    /// Creates a tracking event; the values are expected to be valid already (see ``EventDecoder``).
+    public init(action: TrackingAction, messageId: MessageID, deliveryId: String, integrationKey: String? = nil, time: EventTime) {
+        self.action = action
+        self.messageId = messageId
+        self.deliveryId = deliveryId
+        self.integrationKey = integrationKey
+        self.time = time
+    }
+}

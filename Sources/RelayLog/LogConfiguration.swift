@@ -1,0 +1,24 @@
+/// How the write-ahead log sizes its files, compresses, and limits itself.
+public struct LogConfiguration: Sendable, Hashable {
+    /// A new segment is started when the next frame would take the current one past this size.
+    public var segmentBytes: Int64
+    /// The most bytes all segments together may take; an append that would pass it fails with
+    /// ``LogError/logFull(usedBytes:limitBytes:)``. `nil` means no limit.
+    public var maximumLogBytes: Int64?
+    /// zlib level for frame payloads: 1 is fastest (the default), 9 smallest, 0 stores uncompressed.
+    public var compressionLevel: Int32
+    /// The most events that may wait for the next group commit; more fails with
+    /// ``LogError/overloaded(pendingEvents:limit:)`` instead of queueing without bound.
+    public var maximumPendingEvents: Int
+
+    /// The defaults: 64 MiB segments, no size limit, zlib level 1, 4 million pending events.
+    public init(
+        segmentBytes: Int64 = 64 << 20, maximumLogBytes: Int64? = nil, compressionLevel: Int32 = 1,
+        maximumPendingEvents: Int = 4_000_000
+    ) {
+        self.segmentBytes = segmentBytes
+        self.maximumLogBytes = maximumLogBytes
+        self.compressionLevel = compressionLevel
+        self.maximumPendingEvents = maximumPendingEvents
+    }
+}

@@ -1,0 +1,46 @@
+/// Why the write-ahead log refused or failed an operation.
+///
+/// An append that throws was **not** acknowledged: none of its events may be assumed durable, and
+/// the caller should report the failure (HTTP 503, a failed ingest) so the sender retries.
+public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The log would pass its size limit (`--max-wal-bytes`). Consumers must catch up (segments are
+    /// deleted once every cursor has passed them) or the limit must be raised.
+    case logFull(usedBytes: Int64, limitBytes: Int64)
+    /// Too many events are already waiting for a group commit.
+    case overloaded(pendingEvents: Int, limit: Int)
+    /// Writing the frame failed (e.g. disk full); nothing was acknowledged and the segment was cut
+    /// back to its last verified frame.
+    case writeFailed(FileSystemError)
+    /// fdatasync failed: the batch is not durable. The segment is abandoned (its descriptor is never
+    /// synced again) and the next append starts a new segment.
+    case syncFailed(FileSystemError)
+    /// Another file operation failed (opening, rolling, recovering).
+    case fileSystem(FileSystemError, context: String)
+    /// Another process holds the log's lock file.
+    case locked(path: String)
+    /// The log was closed.
+    case closed
+    /// A cursor name that is not 1 to 64 letters, digits, `-` or `_`.
+    case invalidCursorName(String)
+
+    public var description: String {
+        switch self {
+        case .logFull(let used, let limit):
+            "log full: \(used) bytes used, limit \(limit) bytes (--max-wal-bytes); let consumers catch up or raise the limit"
+        case .overloaded(let pending, let limit):
+            "overloaded: \(pending) events already wait for a commit (limit \(limit)); retry later"
+        case .writeFailed(let error):
+            "write failed, nothing acknowledged: \(error)"
+        case .syncFailed(let error):
+            "fdatasync failed, nothing acknowledged; the segment was abandoned and the next append uses a new one: \(error)"
+        case .fileSystem(let error, let context):
+            "\(context): \(error)"
+        case .locked(let path):
+            "the log is in use by another process (lock \(path) is held); stop it or use another --data-dir"
+        case .closed:
+            "the log is closed"
+        case .invalidCursorName(let name):
+            "invalid cursor name \(name) (use 1 to 64 letters, digits, '-' or '_')"
+        }
+    }
+}

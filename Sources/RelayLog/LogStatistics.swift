@@ -1,0 +1,22 @@
+/// Counters of what the log did since it was opened.
+public struct LogStatistics: Sendable, Hashable {
+    /// Events acknowledged.
+    public var events = 0
+    /// Group commits (each one fdatasync).
+    public var commits = 0
+    /// Frames written.
+    public var frames = 0
+    /// Frame bytes written.
+    public var bytes: Int64 = 0
+    /// Group commits that failed (nothing acknowledged).
+    public var failedCommits = 0
+    /// Appends refused because too many events were pending.
+    public var overloadRejections = 0
+
+    mutating func recordCommit(events: Int, bytes: Int, frames: Int) {
+        self.events += events
+        self.commits += 1
+        self.frames += frames
+        self.bytes += Int64(bytes)
+    }
+}

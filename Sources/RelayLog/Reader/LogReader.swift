@@ -1,0 +1,175 @@
+public import RelayCore
+
+/// Reads events from the log in sequence order, from any position, across segments.
+///
+/// A reader is a plain value owned by one consumer. It reads only what is on disk; a consumer in
+/// the same process as the writer passes ``WriteAheadLog/durableSequence`` as the limit so it
+/// never sees a frame that is not yet durable. Damage (a corrupt frame, a torn tail in a sealed
+/// segment) is skipped and reported in ``LogReadBatch/damage``; reading goes on after it.
+public struct LogReader {
+    /// The log directory being read.
+    public let walDirectory: String
+    let fileSystem: any FileSystem
+    /// The sequence number of the next event this reader returns (or the first after it, if that
+    /// one is missing from the log).
+    public private(set) var position: UInt64
+
+    private var segments: [UInt64] = []
+    private var segmentIndex = 0
+    private var walker: FrameWalker?
+    private var buffered: [SequencedEvent] = []
+    private var bufferedIndex = 0
+
+    /// A reader of the log in `walDirectory` that starts at sequence `position`.
+    public init(walDirectory: String, fileSystem: any FileSystem = PosixFileSystem(), from position: UInt64) {
+        self.walDirectory = walDirectory
+        self.fileSystem = fileSystem
+        self.position = max(position, 1)
+    }
+
+    /// Reads up to `maximumEvents` events whose sequence numbers are below `limit`.
+    ///
+    /// Returns fewer (possibly none) when the log holds no more yet; call again later to tail it.
+    public mutating func read(maximumEvents: Int, below limit: UInt64 = .max) throws(LogError) -> LogReadBatch {
+        var batch = LogReadBatch()
+        while batch.events.count < maximumEvents, position < limit {
+            if bufferedIndex < buffered.count {
+                let take = min(buffered.count - bufferedIndex, maximumEvents - batch.events.count)
+                for event in buffered[bufferedIndex..<(bufferedIndex + take)] where event.sequence < limit {
+                    batch.events.append(event)
+                    position = event.sequence + 1
+                }
+                bufferedIndex += take
+                if let last = batch.events.last, last.sequence + 1 >= limit { break }
+                continue
+            }
+            do {
+                guard try loadNextFrame(into: &batch) else { break }
+            } catch {
+                throw .fileSystem(error, context: "reading the log at sequence \(position)")
+            }
+        }
+        batch.position = position
+        return batch
+    }
+
+    /// Decodes the next frame holding events at or after `position` into the buffer; `false` at the end of the log.
+    private mutating func loadNextFrame(into batch: inout LogReadBatch) throws(FileSystemError) -> Bool {
+        while true {
+            if walker == nil {
+                guard try openSegment() else { return false }
+            }
+            guard var current = walker else { return false }
+            let name = SegmentHeader.fileName(firstSequence: segments[segmentIndex])
+            let nextSegmentStart = segmentIndex + 1 < segments.count ? segments[segmentIndex + 1] : nil
+            let step = try current.next()
+            walker = current
+            switch step {
+            case .frame(let header, let offset, let stored):
+                if let boundary = nextSegmentStart, header.firstSequence >= boundary {
+                    // Written before an fdatasync failure, never acknowledged, rewritten in the next segment.
+                    batch.damage.append(LogDamage(kind: .superseded, segment: name, range: offset..<(offset + Int64(header.frameSize)), reason: "frame \(header.firstSequence) is superseded by segment \(boundary)"))
+                    continue
+                }
+                guard header.endSequence > position else { continue }
+                let events: [Event]
+                do {
+                    events = try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in
+                        try Frame.decodeEvents(header, stored: buffer)
+                    }
+                } catch {
+                    batch.damage.append(LogDamage(kind: .undecodable, segment: name, range: offset..<(offset + Int64(header.frameSize)), reason: error.description))
+                    continue
+                }
+                buffered = []
+                buffered.reserveCapacity(events.count)
+                for (index, event) in events.enumerated() {
+                    let sequence = header.firstSequence + UInt64(index)
+                    if sequence >= position { buffered.append(SequencedEvent(sequence: sequence, event: event)) }
+                }
+                bufferedIndex = 0
+                return true
+            case .damaged(let range, let reason):
+                batch.damage.append(LogDamage(kind: .corruptFrame, segment: name, range: range, reason: reason))
+            case .damagedTail(let range, let reason):
+                if nextSegmentStart == nil {
+                    // The end of the newest segment: perhaps a frame still being written. Look again next time.
+                    walker?.seek(to: range.lowerBound)
+                    if try hasNewerSegment() { continue }
+                    return false
+                }
+                batch.damage.append(LogDamage(kind: .tornTail, segment: name, range: range, reason: reason))
+                try advanceSegment()
+            case .end:
+                if nextSegmentStart == nil, !(try hasNewerSegment()) { return false }
+                try advanceSegment()
+            }
+        }
+    }
+
+    private mutating func listSegments() throws(FileSystemError) -> [UInt64] {
+        try fileSystem.listDirectory(walDirectory).compactMap(SegmentHeader.firstSequence(fromFileName:)).sorted()
+    }
+
+    /// Opens the segment holding `position` (the last one starting at or before it).
+    private mutating func openSegment() throws(FileSystemError) -> Bool {
+        segments = try listSegments()
+        guard !segments.isEmpty else { return false }
+        segmentIndex = segments.lastIndex(where: { $0 <= position }) ?? 0
+        return try openCurrent()
+    }
+
+    private mutating func openCurrent() throws(FileSystemError) -> Bool {
+        let name = SegmentHeader.fileName(firstSequence: segments[segmentIndex])
+        let handle: any FileHandle
+        do {
+            handle = try fileSystem.open("\(walDirectory)/\(name)", create: false)
+        } catch where error.errno == LogLayout.noSuchFileErrno {
+            // Deleted after its consumers passed it: list again and carry on from the next one.
+            walker = nil
+            segments = try listSegments()
+            guard let next = segments.firstIndex(where: { $0 > segments[min(segmentIndex, segments.count - 1)] }) else { return false }
+            segmentIndex = next
+            return try openCurrent()
+        }
+        walker = try FrameWalker(handle: handle)
+        return true
+    }
+
+    private mutating func hasNewerSegment() throws(FileSystemError) -> Bool {
+        let current = segments[segmentIndex]
+        let fresh = try listSegments()
+        guard fresh.contains(where: { $0 > current }) else {
+            try walker?.refreshSize()
+            return false
+        }
+        segments = fresh
+        segmentIndex = fresh.firstIndex(of: current) ?? 0
+        try walker?.refreshSize()
+        return true
+    }
+
+    private mutating func advanceSegment() throws(FileSystemError) {
+        walker?.handle.close()
+        walker = nil
+        segmentIndex += 1
+        guard segmentIndex < segments.count else { return }
+        _ = try openCurrent()
+    }
+
+    /// Closes the open segment.
+    public mutating func close() {
+        walker?.handle.close()
+        walker = nil
+    }
+}
+
+/// What one ``LogReader/read(maximumEvents:below:)`` call returned.
+public struct LogReadBatch: Sendable {
+    /// Events in sequence order.
+    public var events: [SequencedEvent] = []
+    /// Damage skipped on the way.
+    public var damage: [LogDamage] = []
+    /// The reader's position after the batch (the next sequence it will return).
+    public var position: UInt64 = 0
+}

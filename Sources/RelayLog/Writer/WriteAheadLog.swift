@@ -1,0 +1,265 @@
+public import Logging
+public import RelayCore
+
+/// The append-only, zlib-compressed, crash-safe write-ahead log in `<data-dir>/wal/`.
+///
+/// ``append(_:)`` returns only once the events are in a frame that was fdatasync'ed: that is what
+/// "acknowledged" means everywhere in the relay. Appends that arrive while a commit is under way
+/// are coalesced into the next frame and the next fdatasync (group commit), so many concurrent
+/// small appends cost one disk sync. Pass events in batches: the cost per call is one actor hop,
+/// whatever the batch size.
+///
+/// Opening recovers from any earlier stop on its own (see ``RecoveryReport``). Consumers read with
+/// ``LogReader`` up to ``durableSequence`` and keep their place with named cursors; a segment is
+/// deleted once every cursor has passed it.
+public actor WriteAheadLog {
+    /// Where the log's files are.
+    public let walDirectory: String
+    /// The configuration the log was opened with.
+    public let configuration: LogConfiguration
+    /// What opening the log found and repaired.
+    public let recoveryReport: RecoveryReport
+    /// The file layer in use.
+    public nonisolated let fileSystem: any FileSystem
+
+    private var writer: SegmentWriter?
+    private var nextSequence: UInt64
+    private var pending: [PendingAppend] = []
+    private var pendingEvents = 0
+    private var isFlushing = false
+    private var isClosed = false
+    private var flushWaiters: [CheckedContinuation<Void, Never>] = []
+    private var cursorPositions: [String: UInt64]
+    private let cursors: CursorStore
+    private let lock: (any FileHandle)?
+    private let io: BlockingIOQueue
+    private let cursorIO: BlockingIOQueue
+    private let logger: Logger
+    private var statistics = LogStatistics()
+
+    private struct PendingAppend {
+        var events: [Event]
+        var continuation: CheckedContinuation<Result<Range<UInt64>, LogError>, Never>
+    }
+
+    /// Opens (creating if needed) the log under `dataDirectory`, recovering from any earlier crash.
+    ///
+    /// - Throws: ``LogError/locked(path:)`` when another process has it open, or
+    ///   ``LogError/fileSystem(_:context:)`` when the directory cannot be read or repaired.
+    public static func open(
+        dataDirectory: String, configuration: LogConfiguration = LogConfiguration(),
+        fileSystem: any FileSystem = PosixFileSystem(), logger: Logger = Logger(label: "campaign-relay.wal")
+    ) async throws(LogError) -> WriteAheadLog {
+        let layout = LogLayout(dataDirectory: dataDirectory)
+        let lock: (any FileHandle)?
+        do {
+            try fileSystem.createDirectory(layout.walDirectory)
+            lock = try fileSystem.lockExclusively(layout.lockFile)
+        } catch {
+            if error.errno == LogLayout.lockHeldErrno { throw .locked(path: layout.lockFile) }
+            throw .fileSystem(error, context: "opening the log directory")
+        }
+        let now = EventTime.now().rfc3339
+        let quarantine = Quarantine(directory: layout.quarantineDirectory, fileSystem: fileSystem)
+        let cursors = CursorStore(directory: layout.cursorDirectory, fileSystem: fileSystem, quarantine: quarantine)
+        let positions = try cursors.loadAll(now: now)
+        let (writer, report) = try LogRecovery.recover(
+            fileSystem: fileSystem, walDirectory: layout.walDirectory, quarantine: quarantine, configuration: configuration,
+            sequenceFloor: positions.values.max() ?? 1, now: now
+        )
+        for damage in report.damage {
+            logger.warning("log damage found on open; bytes kept in quarantine", metadata: ["damage": "\(damage)"])
+        }
+        if report.truncatedBytes > 0 {
+            logger.notice("cut a torn tail left by an interrupted write", metadata: ["bytes": "\(report.truncatedBytes)"])
+        }
+        return WriteAheadLog(
+            layout: layout, configuration: configuration, fileSystem: fileSystem, writer: writer, report: report,
+            cursors: cursors, positions: positions, lock: lock, logger: logger
+        )
+    }
+
+    private init(
+        layout: LogLayout, configuration: LogConfiguration, fileSystem: any FileSystem, writer: SegmentWriter,
+        report: RecoveryReport, cursors: CursorStore, positions: [String: UInt64], lock: (any FileHandle)?, logger: Logger
+    ) {
+        self.walDirectory = layout.walDirectory
+        self.configuration = configuration
+        self.fileSystem = fileSystem
+        self.writer = writer
+        self.recoveryReport = report
+        self.nextSequence = report.nextSequence
+        self.cursors = cursors
+        self.cursorPositions = positions
+        self.lock = lock
+        self.io = BlockingIOQueue(label: "campaign-relay.wal.writer")
+        self.cursorIO = BlockingIOQueue(label: "campaign-relay.wal.cursors")
+        self.logger = logger
+    }
+
+    /// Every event below this sequence number is durable; readers must not read past it.
+    public var durableSequence: UInt64 { nextSequence }
+
+    /// The first sequence number still kept on disk.
+    public var oldestSequence: UInt64 { writer?.segments.first?.firstSequence ?? nextSequence }
+
+    /// Bytes all segments take on disk.
+    public var diskBytes: Int64 { writer?.totalBytes ?? 0 }
+
+    /// Counters since the log was opened.
+    public var stats: LogStatistics { statistics }
+
+    /// Appends `events` durably and returns their sequence numbers.
+    ///
+    /// Returns after the fdatasync of the frame holding them. Concurrent calls share frames and
+    /// syncs. Events of one call are contiguous and in order.
+    ///
+    /// - Throws: ``LogError``; when it throws, none of `events` is acknowledged (a later crash may
+    ///   or may not keep them, so the caller must treat them as not stored and may resend them).
+    public func append(_ events: [Event]) async throws(LogError) -> Range<UInt64> {
+        guard !isClosed else { throw .closed }
+        guard !events.isEmpty else { return nextSequence..<nextSequence }
+        guard pendingEvents + events.count <= configuration.maximumPendingEvents else {
+            statistics.overloadRejections += 1
+            throw .overloaded(pendingEvents: pendingEvents, limit: configuration.maximumPendingEvents)
+        }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Range<UInt64>, LogError>, Never>) in
+            pending.append(PendingAppend(events: events, continuation: continuation))
+            pendingEvents += events.count
+            if !isFlushing {
+                isFlushing = true
+                Task { await self.flushPending() }
+            }
+        }
+        return try result.get()
+    }
+
+    /// Commits whatever is pending, group after group, until nothing is left.
+    private func flushPending() async {
+        while !pending.isEmpty, let taken = writer {
+            let group = pending
+            pending = []
+            pendingEvents = 0
+            let first = nextSequence
+            let level = configuration.compressionLevel
+            let batches = group.map(\.events)
+            writer = nil
+            let (returned, outcome) = await io.run { () -> (SegmentWriter, Result<(Int, Int), LogError>) in
+                var owned = taken
+                let (bytes, frames) = Frame.encodeGroup(batches, firstSequence: first, compressionLevel: level)
+                do throws(LogError) {
+                    try owned.commit(bytes, firstSequence: first)
+                    return (owned, .success((bytes.count, frames)))
+                } catch {
+                    return (owned, .failure(error))
+                }
+            }
+            writer = returned
+            switch outcome {
+            case .success(let (bytes, frames)):
+                var start = first
+                for append in group {
+                    let end = start + UInt64(append.events.count)
+                    append.continuation.resume(returning: .success(start..<end))
+                    start = end
+                }
+                nextSequence = start
+                statistics.recordCommit(events: Int(start - first), bytes: bytes, frames: frames)
+            case .failure(let error):
+                statistics.failedCommits += 1
+                logger.error("group commit failed; nothing in it was acknowledged", metadata: ["error": "\(error)", "events": "\(batches.reduce(0) { $0 + $1.count })"])
+                for append in group { append.continuation.resume(returning: .failure(error)) }
+            }
+        }
+        isFlushing = false
+        let waiters = flushWaiters
+        flushWaiters = []
+        for waiter in waiters { waiter.resume() }
+    }
+
+    // MARK: Cursors
+
+    /// Registers a consumer: creates its cursor at `initialPosition` (default: the oldest event
+    /// kept) unless it exists. Returns the cursor's position.
+    @discardableResult
+    public func registerCursor(_ name: String, initialPosition: UInt64? = nil) async throws(LogError) -> UInt64 {
+        try CursorStore.validate(name)
+        if let position = cursorPositions[name] { return position }
+        let position = initialPosition ?? oldestSequence
+        try await commitCursor(name, to: position)
+        return position
+    }
+
+    /// The position of a registered cursor, or `nil`.
+    public func cursorPosition(_ name: String) -> UInt64? {
+        cursorPositions[name]
+    }
+
+    /// Every registered cursor and its position.
+    public var cursorPositionsByName: [String: UInt64] { cursorPositions }
+
+    /// Durably moves cursor `name` to `position` (the next sequence it will consume), then deletes
+    /// the segments every cursor has passed.
+    public func commitCursor(_ name: String, to position: UInt64) async throws(LogError) {
+        try CursorStore.validate(name)
+        let store = cursors
+        let result = await cursorIO.run { () -> Result<Void, FileSystemError> in
+            do throws(FileSystemError) { try store.write(name, position: position) } catch { return .failure(error) }
+            return .success(())
+        }
+        if case .failure(let error) = result { throw .fileSystem(error, context: "writing cursor \(name)") }
+        cursorPositions[name] = position
+        try await removeConsumedSegments()
+    }
+
+    /// Removes a cursor, so it no longer holds segments back.
+    public func removeCursor(_ name: String) async throws(LogError) {
+        try CursorStore.validate(name)
+        do { try fileSystem.remove(cursors.path(name)) } catch { if error.errno != LogLayout.noSuchFileErrno { throw .fileSystem(error, context: "removing cursor \(name)") } }
+        cursorPositions[name] = nil
+    }
+
+    private func removeConsumedSegments() async throws(LogError) {
+        guard let floor = cursorPositions.values.min(), let current = writer, current.segments.count > 1,
+            current.segments[1].firstSequence <= floor
+        else { return }
+        // Wait for the writer to be home (a commit may hold it), then delete on its thread.
+        while writer == nil { await waitForFlush() }
+        guard let taken = writer else { return }
+        writer = nil
+        let (returned, result) = await io.run { () -> (SegmentWriter, Result<[String], LogError>) in
+            var owned = taken
+            do throws(LogError) {
+                return (owned, .success(try owned.removeSegments(below: floor)))
+            } catch {
+                return (owned, .failure(error))
+            }
+        }
+        writer = returned
+        let waiters = flushWaiters
+        flushWaiters = []
+        for waiter in waiters { waiter.resume() }
+        if !pending.isEmpty, !isFlushing {
+            isFlushing = true
+            Task { await self.flushPending() }
+        }
+        let removed = try result.get()
+        if !removed.isEmpty {
+            logger.info("deleted segments every cursor has passed", metadata: ["segments": "\(removed.joined(separator: ","))", "below": "\(floor)"])
+        }
+    }
+
+    private func waitForFlush() async {
+        await withCheckedContinuation { flushWaiters.append($0) }
+    }
+
+    /// Waits for pending appends, closes the files and releases the lock. Later appends throw ``LogError/closed``.
+    public func close() async {
+        guard !isClosed else { return }
+        isClosed = true
+        while isFlushing || writer == nil { await waitForFlush() }
+        writer?.close()
+        writer = nil
+        lock?.close()
+    }
+}
