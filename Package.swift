@@ -66,7 +66,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RelayLogTests",
-            dependencies: ["RelayLog", "RelayCore", "RelayTestSupport"],
+            dependencies: ["RelayLog", "RelayCore", "RelayTestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,363 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+public import RelayLog
+import Synchronization
+
+/// An in-memory file system that models what a crash or power loss does to a real one.
+///
+/// Every file keeps its *durable* content (as of its last fdatasync) and the writes and truncations
+/// made since. Every directory keeps its durable entries (as of its last directory sync) and the
+/// creates, renames and removals made since. ``crashedCopy(using:)`` builds the file system a
+/// machine would find after losing power: for each file, the durable content plus a random prefix
+/// of its unsynced writes, the last of which may be torn at any byte; for each directory, the
+/// durable entries plus a random prefix of its unsynced operations.
+///
+/// Faults can also be injected: a crash after a number of operations (every call from then on
+/// fails, like a dead process), or failures of chosen operations (EIO on fdatasync, ENOSPC on write).
+public final class SimulatedFileSystem: FileSystem {
+    /// A file-system call that can fail or count towards a crash.
+    public enum Operation: String, Sendable, Hashable, CaseIterable {
+        case create, write, truncate, synchronizeData, rename, remove, synchronizeDirectory
+    }
+
+    enum FileChange: Sendable {
+        case write(offset: Int, bytes: [UInt8])
+        case truncate(size: Int)
+    }
+
+    enum DirectoryChange: Sendable {
+        case link(name: String, inode: Int)
+        case unlink(name: String)
+        case rename(from: String, to: String, inode: Int)
+    }
+
+    struct Inode: Sendable {
+        var current: [UInt8] = []
+        var durable: [UInt8] = []
+        var changes: [FileChange] = []
+    }
+
+    struct Directory: Sendable {
+        var current: [String: Int] = [:]
+        var durable: [String: Int] = [:]
+        var changes: [DirectoryChange] = []
+    }
+
+    struct State: Sendable {
+        var inodes: [Int: Inode] = [:]
+        var directories: [String: Directory] = [:]
+        var nextInode = 1
+        var operations = 0
+        var crashAfter: Int?
+        var crashed = false
+        var failures: [Operation: (errno: Int32, remaining: Int)] = [:]
+    }
+
+    let state: Mutex<State>
+
+    /// An empty file system (the root directory exists).
+    public init() {
+        var initial = State()
+        initial.directories["/"] = Directory()
+        state = Mutex(initial)
+    }
+
+    init(state: State) {
+        self.state = Mutex(state)
+    }
+
+    // MARK: Fault injection
+
+    /// Makes the `count`-th mutating operation from now (and every call after it) fail as if the
+    /// process had died there; the operation itself does not happen.
+    public func crash(afterOperations count: Int) {
+        state.withLock {
+            $0.crashAfter = $0.operations + count
+        }
+    }
+
+    /// Stops the "process" now: every later call fails.
+    public func crashNow() {
+        state.withLock { $0.crashed = true }
+    }
+
+    /// Whether the simulated crash has happened.
+    public var hasCrashed: Bool { state.withLock { $0.crashed } }
+
+    /// Mutating operations performed so far.
+    public var operationCount: Int { state.withLock { $0.operations } }
+
+    /// Makes the next `times` calls of `operation` fail with `errno` (e.g. `EIO`, `ENOSPC`).
+    public func fail(_ operation: Operation, errno code: Int32, times: Int = 1) {
+        state.withLock { $0.failures[operation] = (code, times) }
+    }
+
+    /// Stops injecting failures.
+    public func clearFailures() {
+        state.withLock { $0.failures = [:] }
+    }
+
+    /// The file system found after a power loss at this moment (see the type's description).
+    public func crashedCopy(using generator: inout some RandomNumberGenerator) -> SimulatedFileSystem {
+        let snapshot = state.withLock { $0 }
+        var next = State()
+        next.nextInode = snapshot.nextInode
+        for (id, inode) in snapshot.inodes {
+            var content = inode.durable
+            let kept = Int.random(in: 0...inode.changes.count, using: &generator)
+            for (index, change) in inode.changes.enumerated() {
+                if index < kept {
+                    Self.apply(change, to: &content)
+                } else {
+                    if index == kept, case .write(let offset, let bytes) = change, Bool.random(using: &generator), !bytes.isEmpty {
+                        let torn = Int.random(in: 0..<bytes.count, using: &generator)
+                        Self.apply(.write(offset: offset, bytes: Array(bytes[0..<torn])), to: &content)
+                    }
+                    break
+                }
+            }
+            next.inodes[id] = Inode(current: content, durable: content, changes: [])
+        }
+        for (path, directory) in snapshot.directories {
+            var entries = directory.durable
+            let kept = Int.random(in: 0...directory.changes.count, using: &generator)
+            for change in directory.changes.prefix(kept) {
+                switch change {
+                case .link(let name, let inode): entries[name] = inode
+                case .unlink(let name): entries[name] = nil
+                case .rename(let from, let to, let inode):
+                    entries[from] = nil
+                    entries[to] = inode
+                }
+            }
+            next.directories[path] = Directory(current: entries, durable: entries, changes: [])
+        }
+        return SimulatedFileSystem(state: next)
+    }
+
+    /// Flips one bit of a file, in both its durable and current content (media damage).
+    public func flipBit(_ path: String, byte offset: Int, bit: Int) {
+        state.withLock { state in
+            let (directory, name) = Self.split(path)
+            guard let id = state.directories[directory]?.current[name], var inode = state.inodes[id] else { return }
+            if offset < inode.current.count { inode.current[offset] ^= UInt8(1 << bit) }
+            if offset < inode.durable.count { inode.durable[offset] ^= UInt8(1 << bit) }
+            state.inodes[id] = inode
+        }
+    }
+
+    /// The current content of a file, or `nil` when it does not exist.
+    public func contents(_ path: String) -> [UInt8]? {
+        state.withLock { state in
+            let (directory, name) = Self.split(path)
+            guard let id = state.directories[directory]?.current[name] else { return nil }
+            return state.inodes[id]?.current
+        }
+    }
+
+    // MARK: FileSystem
+
+    public func createDirectory(_ path: String) throws(FileSystemError) {
+        try state.withLock { (state: inout State) throws(FileSystemError) in
+            try Self.checkAlive(&state, "mkdir", path)
+            var prefix = ""
+            for component in path.split(separator: "/") {
+                prefix += "/" + component
+                if state.directories[prefix] == nil { state.directories[prefix] = Directory() }
+            }
+        }
+    }
+
+    public func listDirectory(_ path: String) throws(FileSystemError) -> [String] {
+        try state.withLock { (state: inout State) throws(FileSystemError) in
+            try Self.checkAlive(&state, "opendir", path)
+            guard let directory = state.directories[Self.normalize(path)] else { throw Self.error("opendir", path, ENOENT) }
+            return Array(directory.current.keys)
+        }
+    }
+
+    public func exists(_ path: String) -> Bool {
+        state.withLock { state in
+            let normalized = Self.normalize(path)
+            if state.directories[normalized] != nil { return true }
+            let (directory, name) = Self.split(normalized)
+            return state.directories[directory]?.current[name] != nil
+        }
+    }
+
+    public func open(_ path: String, create: Bool) throws(FileSystemError) -> any FileHandle {
+        try state.withLock { (state: inout State) throws(FileSystemError) -> any FileHandle in
+            try Self.checkAlive(&state, "open", path)
+            let (directoryPath, name) = Self.split(path)
+            guard var directory = state.directories[directoryPath] else { throw Self.error("open", path, ENOENT) }
+            if let id = directory.current[name] { return SimulatedFileHandle(fileSystem: self, inode: id, path: path) }
+            guard create else { throw Self.error("open", path, ENOENT) }
+            try Self.count(&state, .create, path)
+            let id = state.nextInode
+            state.nextInode += 1
+            state.inodes[id] = Inode()
+            directory.current[name] = id
+            directory.changes.append(.link(name: name, inode: id))
+            state.directories[directoryPath] = directory
+            return SimulatedFileHandle(fileSystem: self, inode: id, path: path)
+        }
+    }
+
+    public func rename(_ source: String, to destination: String) throws(FileSystemError) {
+        try state.withLock { (state: inout State) throws(FileSystemError) in
+            try Self.checkAlive(&state, "rename", source)
+            let (sourceDirectory, sourceName) = Self.split(source)
+            let (destinationDirectory, destinationName) = Self.split(destination)
+            guard sourceDirectory == destinationDirectory else { throw Self.error("rename", source, EXDEV) }
+            guard var directory = state.directories[sourceDirectory], let id = directory.current[sourceName] else {
+                throw Self.error("rename", source, ENOENT)
+            }
+            try Self.count(&state, .rename, source)
+            directory.current[sourceName] = nil
+            directory.current[destinationName] = id
+            // One journalled operation: both names change together or not at all.
+            directory.changes.append(.rename(from: sourceName, to: destinationName, inode: id))
+            state.directories[sourceDirectory] = directory
+        }
+    }
+
+    public func remove(_ path: String) throws(FileSystemError) {
+        try state.withLock { (state: inout State) throws(FileSystemError) in
+            try Self.checkAlive(&state, "unlink", path)
+            let (directoryPath, name) = Self.split(path)
+            guard var directory = state.directories[directoryPath], directory.current[name] != nil else { throw Self.error("unlink", path, ENOENT) }
+            try Self.count(&state, .remove, path)
+            directory.current[name] = nil
+            directory.changes.append(.unlink(name: name))
+            state.directories[directoryPath] = directory
+        }
+    }
+
+    public func synchronizeDirectory(_ path: String) throws(FileSystemError) {
+        try state.withLock { (state: inout State) throws(FileSystemError) in
+            try Self.checkAlive(&state, "fsync", path)
+            let normalized = Self.normalize(path)
+            guard var directory = state.directories[normalized] else { throw Self.error("fsync", path, ENOENT) }
+            try Self.count(&state, .synchronizeDirectory, path)
+            directory.durable = directory.current
+            directory.changes = []
+            state.directories[normalized] = directory
+        }
+    }
+
+    public func lockExclusively(_ path: String) throws(FileSystemError) -> (any FileHandle)? {
+        nil
+    }
+
+    // MARK: File operations (called by handles)
+
+    func write(_ inode: Int, _ bytes: [UInt8], at offset: Int64, path: String) throws(FileSystemError) {
+        try state.withLock { (state: inout State) throws(FileSystemError) in
+            try Self.checkAlive(&state, "pwrite", path)
+            try Self.count(&state, .write, path)
+            guard var file = state.inodes[inode] else { throw Self.error("pwrite", path, EBADF) }
+            let change = FileChange.write(offset: Int(offset), bytes: bytes)
+            Self.apply(change, to: &file.current)
+            file.changes.append(change)
+            state.inodes[inode] = file
+        }
+    }
+
+    func truncate(_ inode: Int, to size: Int64, path: String) throws(FileSystemError) {
+        try state.withLock { (state: inout State) throws(FileSystemError) in
+            try Self.checkAlive(&state, "ftruncate", path)
+            try Self.count(&state, .truncate, path)
+            guard var file = state.inodes[inode] else { throw Self.error("ftruncate", path, EBADF) }
+            let change = FileChange.truncate(size: Int(size))
+            Self.apply(change, to: &file.current)
+            file.changes.append(change)
+            state.inodes[inode] = file
+        }
+    }
+
+    func synchronize(_ inode: Int, path: String) throws(FileSystemError) {
+        try state.withLock { (state: inout State) throws(FileSystemError) in
+            try Self.checkAlive(&state, "fdatasync", path)
+            try Self.count(&state, .synchronizeData, path)
+            guard var file = state.inodes[inode] else { throw Self.error("fdatasync", path, EBADF) }
+            file.durable = file.current
+            file.changes = []
+            state.inodes[inode] = file
+        }
+    }
+
+    func read(_ inode: Int, at offset: Int64, count: Int, path: String) throws(FileSystemError) -> [UInt8] {
+        try state.withLock { (state: inout State) throws(FileSystemError) -> [UInt8] in
+            try Self.checkAlive(&state, "pread", path)
+            guard let file = state.inodes[inode] else { throw Self.error("pread", path, EBADF) }
+            let start = min(Int(offset), file.current.count)
+            let end = min(start + count, file.current.count)
+            return Array(file.current[start..<end])
+        }
+    }
+
+    func size(_ inode: Int, path: String) throws(FileSystemError) -> Int64 {
+        try state.withLock { (state: inout State) throws(FileSystemError) -> Int64 in
+            try Self.checkAlive(&state, "fstat", path)
+            guard let file = state.inodes[inode] else { throw Self.error("fstat", path, EBADF) }
+            return Int64(file.current.count)
+        }
+    }
+
+    // MARK: Helpers
+
+    static func apply(_ change: FileChange, to content: inout [UInt8]) {
+        switch change {
+        case .write(let offset, let bytes):
+            if content.count < offset + bytes.count { content.append(contentsOf: repeatElement(0, count: offset + bytes.count - content.count)) }
+            content.replaceSubrange(offset..<(offset + bytes.count), with: bytes)
+        case .truncate(let size):
+            if content.count > size { content.removeSubrange(size...) } else { content.append(contentsOf: repeatElement(0, count: size - content.count)) }
+        }
+    }
+
+    static func checkAlive(_ state: inout State, _ operation: String, _ path: String) throws(FileSystemError) {
+        if state.crashed { throw FileSystemError(operation: operation, path: path, errno: EIO, reason: "simulated crash") }
+    }
+
+    static func count(_ state: inout State, _ operation: Operation, _ path: String) throws(FileSystemError) {
+        state.operations += 1
+        if let limit = state.crashAfter, state.operations >= limit {
+            state.crashed = true
+            throw FileSystemError(operation: operation.rawValue, path: path, errno: EIO, reason: "simulated crash")
+        }
+        if let failure = state.failures[operation], failure.remaining > 0 {
+            state.failures[operation] = (failure.errno, failure.remaining - 1)
+            throw FileSystemError(operation: operation.rawValue, path: path, errno: failure.errno, reason: "injected \(String(cString: strerror(failure.errno)))")
+        }
+    }
+
+    static func error(_ operation: String, _ path: String, _ code: Int32) -> FileSystemError {
+        FileSystemError(operation: operation, path: path, errno: code, reason: String(cString: strerror(code)))
+    }
+
+    static func normalize(_ path: String) -> String {
+        "/" + path.split(separator: "/").joined(separator: "/")
+    }
+
+    static func split(_ path: String) -> (directory: String, name: String) {
+        let parts = path.split(separator: "/")
+        guard let last = parts.last else { return ("/", "") }
+        return ("/" + parts.dropLast().joined(separator: "/"), String(last))
+    }
+}
+
+/// A handle on a simulated file (an inode number), valid across renames like a real descriptor.
+struct SimulatedFileHandle: FileHandle {
+    let fileSystem: SimulatedFileSystem
+    let inode: Int
+    let path: String
+
+    func write(_ bytes: [UInt8], at offset: Int64) throws(FileSystemError) { try fileSystem.write(inode, bytes, at: offset, path: path) }
+    func read(at offset: Int64, count: Int) throws(FileSystemError) -> [UInt8] { try fileSystem.read(inode, at: offset, count: count, path: path) }
+    func size() throws(FileSystemError) -> Int64 { try fileSystem.size(inode, path: path) }
+    func truncate(to size: Int64) throws(FileSystemError) { try fileSystem.truncate(inode, to: size, path: path) }
+    func synchronizeData() throws(FileSystemError) { try fileSystem.synchronize(inode, path: path) }
+    func close() {}
+}
