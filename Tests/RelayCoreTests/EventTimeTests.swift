@@ -186,8 +186,8 @@ struct EventTimeTests {
         #expect(!(early < same))
         #expect(!(same < early))
         #expect(early != same)
-        #expect([late, same, early].sorted().map(\.rfc3339) == ["2026-11-21T10:00:00Z", "2026-11-21T12:00:00+02:00", "2026-11-21T10:00:00.001Z"]
-            || [late, same, early].sorted().map(\.rfc3339) == ["2026-11-21T12:00:00+02:00", "2026-11-21T10:00:00Z", "2026-11-21T10:00:00.001Z"])
+        #expect([late, same, early].sorted().last == late)
+        #expect([late, early].sorted() == [early, late])
     }
 
     @Test func nowIsWholeMillisecondsInUTC() {

@@ -38,6 +38,9 @@ struct FrameWalker {
         buffer = []
     }
 
+    /// Whether the file (as last measured) has bytes past the walk's position.
+    var hasMoreBytes: Bool { offset < fileSize }
+
     /// Moves the walk to `newOffset` (a frame boundary found earlier).
     mutating func seek(to newOffset: Int64) {
         offset = newOffset

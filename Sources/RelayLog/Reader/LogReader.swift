@@ -101,7 +101,13 @@ public struct LogReader {
                 batch.damage.append(LogDamage(kind: .tornTail, segment: name, range: range, reason: reason))
                 try advanceSegment()
             case .end:
-                if nextSegmentStart == nil, !(try hasNewerSegment()) { return false }
+                if nextSegmentStart == nil {
+                    // A newer segment means this one is complete: re-walk with its final size
+                    // (frames may have landed just before the roll) before moving on.
+                    if try hasNewerSegment() { continue }
+                    if walker?.hasMoreBytes == true { continue }
+                    return false
+                }
                 try advanceSegment()
             }
         }

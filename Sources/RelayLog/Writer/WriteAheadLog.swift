@@ -14,11 +14,11 @@ public import RelayCore
 /// deleted once every cursor has passed it.
 public actor WriteAheadLog {
     /// Where the log's files are.
-    public let walDirectory: String
+    public nonisolated let walDirectory: String
     /// The configuration the log was opened with.
-    public let configuration: LogConfiguration
+    public nonisolated let configuration: LogConfiguration
     /// What opening the log found and repaired.
-    public let recoveryReport: RecoveryReport
+    public nonisolated let recoveryReport: RecoveryReport
     /// The file layer in use.
     public nonisolated let fileSystem: any FileSystem
 
@@ -230,7 +230,8 @@ public actor WriteAheadLog {
         let (returned, result) = await io.run { () -> (SegmentWriter, Result<[String], LogError>) in
             var owned = taken
             do throws(LogError) {
-                return (owned, .success(try owned.removeSegments(below: floor)))
+                let removed = try owned.removeSegments(below: floor)
+                return (owned, .success(removed))
             } catch {
                 return (owned, .failure(error))
             }

@@ -1,0 +1,157 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import RelayCore
+@testable import RelayLog
+import RelayTestSupport
+import Testing
+
+/// Injected fdatasync failures, disk-full writes and the size limit: no acknowledgement, no
+/// corruption, and appends work again afterwards.
+@Suite("Fault injection")
+struct FaultInjectionTests {
+    let dataDirectory = "/data"
+
+    func open(_ fileSystem: SimulatedFileSystem, _ configuration: LogConfiguration = LogConfiguration()) async throws -> WriteAheadLog {
+        try await WriteAheadLog.open(dataDirectory: dataDirectory, configuration: configuration, fileSystem: fileSystem, logger: quietLogger)
+    }
+
+    @Test("fdatasync failure: not acknowledged, segment abandoned, next append in a new segment")
+    func fdatasyncFailure() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let log = try await open(fileSystem)
+        let first = try await log.append((1...5).map { TestEvents.tracking($0) })
+        #expect(first == 1..<6)
+
+        fileSystem.fail(.synchronizeData, errno: EIO)
+        await #expect(throws: LogError.self) { try await log.append((6...8).map { TestEvents.tracking($0) }) }
+        do {
+            _ = try await log.append([TestEvents.tracking(99)])
+        } catch {
+            Issue.record("append after a failed fdatasync must work in a new segment: \(error)")
+        }
+        let third = try await log.append((9...10).map { TestEvents.tracking($0) })
+        // The failed batch's sequence numbers are reused: no gap, nothing acknowledged twice.
+        #expect(third == 7..<9)
+        let segments = try fileSystem.listDirectory("/data/wal").filter { $0.hasSuffix(".wal") }.sorted()
+        #expect(segments == ["00000000000000000001.wal", "00000000000000000006.wal"])
+        await log.close()
+
+        let (events, _) = try readAll(dataDirectory, fileSystem: fileSystem)
+        #expect(events.map(\.sequence) == Array(1...8))
+        #expect(events.compactMap { TestEvents.id(of: $0.event) } == [1, 2, 3, 4, 5, 99, 9, 10])
+    }
+
+    @Test("fdatasync failure whose frame still reached the disk: the frame is superseded, never read")
+    func fdatasyncFailureFrameOnDisk() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let log = try await open(fileSystem)
+        _ = try await log.append((1...3).map { TestEvents.tracking($0) })
+        // The sync fails, and so do the truncation and the fresh descriptor's sync that try to
+        // cut the frame back: the unacknowledged frame stays in the old segment.
+        fileSystem.fail(.synchronizeData, errno: EIO, times: 2)
+        fileSystem.fail(.truncate, errno: EIO, times: 1)
+        await #expect(throws: LogError.self) { try await log.append([TestEvents.tracking(4)]) }
+        let after = try await log.append([TestEvents.tracking(5)])
+        #expect(after == 4..<5)
+        await log.close()
+
+        let old = try #require(fileSystem.contents("/data/wal/00000000000000000001.wal"))
+        #expect(old.count > SegmentHeader.size + 2 * FrameHeader.size, "the failed frame is still in the old segment")
+        let (events, damage) = try readAll(dataDirectory, fileSystem: fileSystem)
+        #expect(events.compactMap { TestEvents.id(of: $0.event) } == [1, 2, 3, 5])
+        #expect(damage.map(\.kind) == [.superseded])
+        let reopened = try await open(fileSystem)
+        #expect(await reopened.durableSequence == 5)
+        await reopened.close()
+    }
+
+    @Test("disk full on write: not acknowledged, nothing half-written, appends resume")
+    func diskFull() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let log = try await open(fileSystem)
+        _ = try await log.append((1...4).map { TestEvents.tracking($0) })
+        let sizeBefore = try #require(fileSystem.contents("/data/wal/00000000000000000001.wal")).count
+
+        fileSystem.fail(.write, errno: ENOSPC, times: 3)
+        for id in Int64(100)...102 {
+            await #expect {
+                try await log.append([TestEvents.tracking(id)])
+            } throws: { error in
+                guard case LogError.writeFailed(let cause) = error else { return false }
+                return cause.errno == ENOSPC
+            }
+        }
+        #expect(try #require(fileSystem.contents("/data/wal/00000000000000000001.wal")).count == sizeBefore)
+        let resumed = try await log.append([TestEvents.tracking(5)])
+        #expect(resumed == 5..<6)
+        await log.close()
+        let (events, damage) = try readAll(dataDirectory, fileSystem: fileSystem)
+        #expect(events.compactMap { TestEvents.id(of: $0.event) } == [1, 2, 3, 4, 5])
+        #expect(damage.isEmpty)
+    }
+
+    @Test("log full: appends fail fast with the sizes, consumers catching up frees space")
+    func logFull() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let configuration = LogConfiguration(segmentBytes: 2048, maximumLogBytes: 6000, compressionLevel: 0)
+        let log = try await open(fileSystem, configuration)
+        try await log.registerCursor("consumer")
+        var accepted: [Int64] = []
+        var refusal: LogError?
+        for id in Int64(1)...400 {
+            do {
+                _ = try await log.append([TestEvents.tracking(id)])
+                accepted.append(id)
+            } catch {
+                refusal = error
+                break
+            }
+        }
+        guard case .logFull(let used, let limit) = try #require(refusal) else {
+            Issue.record("expected logFull, got \(String(describing: refusal))")
+            return
+        }
+        #expect(limit == 6000)
+        #expect(used <= 6000)
+        #expect(await log.diskBytes <= 6000)
+        // Still full on retry: fail fast, never block.
+        await #expect(throws: LogError.self) { try await log.append([TestEvents.tracking(1000)]) }
+
+        // The consumer passes everything: sealed segments are deleted and appends work again.
+        try await log.commitCursor("consumer", to: await log.durableSequence)
+        let resumed = try await log.append([TestEvents.tracking(1001)])
+        #expect(resumed.lowerBound == UInt64(accepted.count) + 1)
+        await log.close()
+        let (events, _) = try readAll(dataDirectory, fileSystem: fileSystem, from: resumed.lowerBound)
+        #expect(events.compactMap { TestEvents.id(of: $0.event) } == [1001])
+    }
+
+    @Test("a crash right after an fdatasync failure keeps every acknowledged event and no duplicate sequence", arguments: 0..<40)
+    func crashAfterSyncFailure(seed: Int) async throws {
+        var random = SeededGenerator(seed: UInt64(seed))
+        let fileSystem = SimulatedFileSystem()
+        let log = try await open(fileSystem, LogConfiguration(segmentBytes: 4096))
+        var acknowledged: [UInt64: Int64] = [:]
+        var nextId: Int64 = 1
+        for round in 0..<6 {
+            if round == 3 { fileSystem.fail(.synchronizeData, errno: EIO, times: Int.random(in: 1...3, using: &random)) }
+            let batch = (0..<Int64.random(in: 1...5, using: &random)).map { TestEvents.tracking(nextId + $0) }
+            nextId += Int64(batch.count)
+            if let range = try? await log.append(batch) {
+                for (offset, sequence) in range.enumerated() { acknowledged[sequence] = TestEvents.id(of: batch[offset]) }
+            }
+        }
+        fileSystem.crashNow()
+        let recovered = fileSystem.crashedCopy(using: &random)
+        let reopened = try await open(recovered)
+        let (events, _) = try readAll(dataDirectory, fileSystem: recovered)
+        #expect(Set(events.map(\.sequence)).count == events.count)
+        #expect(events.map(\.sequence) == events.map(\.sequence).sorted())
+        let present = Dictionary(uniqueKeysWithValues: events.map { ($0.sequence, TestEvents.id(of: $0.event)) })
+        for (sequence, id) in acknowledged {
+            #expect(present[sequence] == id, "seed \(seed): acknowledged \(id) at \(sequence)")
+        }
+        await reopened.close()
+    }
+}

@@ -1,0 +1,156 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import RelayCore
+@testable import RelayLog
+import Testing
+
+/// Damage on a real on-disk log: torn tails, bit flips, damaged cursors, leftover temporary files.
+@Suite("Recovery of a damaged log on disk")
+struct RecoveryTests {
+    let fileSystem = PosixFileSystem()
+
+    func open(_ directory: String, _ configuration: LogConfiguration = LogConfiguration()) async throws -> WriteAheadLog {
+        try await WriteAheadLog.open(dataDirectory: directory, configuration: configuration, logger: quietLogger)
+    }
+
+    /// Appends `batches` batches of 100 events (ids from 1) and returns the segment paths.
+    func fill(_ directory: String, batches: Int, configuration: LogConfiguration = LogConfiguration()) async throws -> [String] {
+        let log = try await open(directory, configuration)
+        for batch in 0..<batches {
+            _ = try await log.append((1...100).map { TestEvents.tracking(Int64(batch * 100) + $0) })
+        }
+        await log.close()
+        let wal = LogLayout(dataDirectory: directory).walDirectory
+        return try fileSystem.listDirectory(wal).filter { $0.hasSuffix(".wal") }.sorted().map { "\(wal)/\($0)" }
+    }
+
+    func flip(_ path: String, at offset: Int64) throws {
+        let handle = try fileSystem.open(path, create: false)
+        defer { handle.close() }
+        var byte = try handle.read(at: offset, count: 1)
+        byte[0] ^= 0x10
+        try handle.write(byte, at: offset)
+    }
+
+    @Test("a torn tail is cut back to the last valid frame and kept in quarantine")
+    func tornTail() async throws {
+        let directory = temporaryDirectory("torn")
+        defer { removeTree(directory) }
+        let segment = try #require(try await fill(directory, batches: 3).first)
+        let handle = try fileSystem.open(segment, create: false)
+        let validSize = try handle.size()
+        // Half of a frame, as a crash in the middle of a write leaves it.
+        let frame = Frame.encode((1...50).map { TestEvents.tracking(10_000 + $0) }, firstSequence: 301, compressionLevel: 1)
+        try handle.write(Array(frame.prefix(frame.count / 2)), at: validSize)
+        handle.close()
+
+        let log = try await open(directory)
+        let report = log.recoveryReport
+        #expect(report.truncatedBytes == Int64(frame.count / 2))
+        #expect(report.damage.map(\.kind) == [.tornTail])
+        #expect(await log.durableSequence == 301)
+        let size = try fileSystem.open(segment, create: false).size()
+        #expect(size == validSize)
+        let quarantined = try fileSystem.listDirectory("\(directory)/quarantine").sorted()
+        #expect(quarantined == ["00000000000000000001.wal@\(validSize).bin", "00000000000000000001.wal@\(validSize).txt"])
+        #expect(try fileSystem.readFile("\(directory)/quarantine/00000000000000000001.wal@\(validSize).bin") == Array(frame.prefix(frame.count / 2)))
+        _ = try await log.append([TestEvents.tracking(301)])
+        await log.close()
+        let (events, damage) = try readAll(directory, fileSystem: fileSystem)
+        #expect(events.map(\.sequence) == Array(1...301))
+        #expect(damage.isEmpty)
+    }
+
+    @Test("a bit flip in the middle of a segment: detected, counted, quarantined, the rest readable")
+    func bitFlipInTheMiddle() async throws {
+        let directory = temporaryDirectory("bitflip")
+        defer { removeTree(directory) }
+        let segment = try #require(try await fill(directory, batches: 5).first)
+        // Find the third frame and damage its payload.
+        let bytes = try fileSystem.readFile(segment)
+        var offset = SegmentHeader.size
+        var frameStarts: [Int] = []
+        while offset < bytes.count {
+            frameStarts.append(offset)
+            let header = try bytes[offset..<(offset + FrameHeader.size)].withUnsafeBufferPointer { FrameHeader.decode($0) }.get()
+            offset += header.frameSize
+        }
+        #expect(frameStarts.count == 5)
+        try flip(segment, at: Int64(frameStarts[2] + FrameHeader.size + 7))
+
+        let report = try LogVerifier.verify(walDirectory: LogLayout(dataDirectory: directory).walDirectory)
+        #expect(report.corruptFrames == 1)
+        #expect(report.frames == 4)
+        #expect(report.events == 400)
+        #expect(report.missingSequences == 100)
+        #expect(!report.isClean)
+
+        let log = try await open(directory)
+        #expect(log.recoveryReport.damage.map(\.kind) == [.corruptFrame])
+        #expect(log.recoveryReport.damage.first?.range == Int64(frameStarts[2])..<Int64(frameStarts[3]))
+        #expect(log.recoveryReport.truncatedBytes == 0)
+        #expect(await log.durableSequence == 501)
+        let appended = try await log.append([TestEvents.tracking(501)])
+        #expect(appended == 501..<502)
+        await log.close()
+        #expect(fileSystem.exists("\(directory)/quarantine/00000000000000000001.wal@\(frameStarts[2]).bin"))
+
+        let (events, damage) = try readAll(directory, fileSystem: fileSystem)
+        #expect(events.map(\.sequence) == Array(1...200) + Array(301...501))
+        #expect(events.compactMap { TestEvents.id(of: $0.event) } == Array(1...200) + Array(301...501))
+        #expect(damage.map(\.kind) == [.corruptFrame])
+    }
+
+    @Test("a bit flip in a sealed segment's frame header is skipped by readers")
+    func bitFlipInSealedSegment() async throws {
+        let directory = temporaryDirectory("sealed")
+        defer { removeTree(directory) }
+        let segments = try await fill(directory, batches: 6, configuration: LogConfiguration(segmentBytes: 1200, compressionLevel: 0))
+        #expect(segments.count >= 3)
+        try flip(segments[0], at: Int64(SegmentHeader.size + 10))
+        let log = try await open(directory)
+        await log.close()
+        let (events, damage) = try readAll(directory, fileSystem: fileSystem)
+        #expect(damage.count == 1)
+        #expect(damage.first?.segment == "00000000000000000001.wal")
+        #expect(events.count == 500)
+        #expect(events.first?.sequence == 101)
+    }
+
+    @Test("a damaged cursor file is quarantined and reset to 0, so nothing is deleted too early")
+    func damagedCursor() async throws {
+        let directory = temporaryDirectory("cursor")
+        defer { removeTree(directory) }
+        let log = try await open(directory)
+        _ = try await log.append([TestEvents.tracking(1)])
+        try await log.commitCursor("aggregator", to: 2)
+        await log.close()
+        try flip("\(directory)/wal/cursors/aggregator.cursor", at: 9)
+        let reopened = try await open(directory)
+        #expect(await reopened.cursorPosition("aggregator") == 0)
+        await reopened.close()
+        #expect(fileSystem.exists("\(directory)/quarantine/cursor-aggregator@0.bin"))
+    }
+
+    @Test("leftover temporary files of an interrupted roll are removed; a second writer is refused")
+    func temporaryFilesAndLock() async throws {
+        let directory = temporaryDirectory("tmp")
+        defer { removeTree(directory) }
+        _ = try await fill(directory, batches: 1)
+        let leftover = "\(directory)/wal/00000000000000000101.wal.tmp"
+        let handle = try fileSystem.open(leftover, create: true)
+        try handle.write(SegmentHeader(firstSequence: 101, createdAtNanoseconds: 0).encoded(), at: 0)
+        handle.close()
+        let log = try await open(directory)
+        #expect(log.recoveryReport.removedTemporaryFiles == ["00000000000000000101.wal.tmp"])
+        #expect(!fileSystem.exists(leftover))
+        await #expect {
+            _ = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        } throws: { error in
+            guard case LogError.locked = error else { return false }
+            return true
+        }
+        await log.close()
+    }
+}

@@ -1,0 +1,94 @@
+import RelayCore
+@testable import RelayLog
+import RelayTestSupport
+import Testing
+
+/// Appending, group commit, segment rolls, cursors and segment deletion.
+@Suite("Write-ahead log")
+struct WriteAheadLogTests {
+    @Test("concurrent appends share group commits and get contiguous, ordered ranges")
+    func groupCommit() async throws {
+        let directory = temporaryDirectory("group")
+        defer { removeTree(directory) }
+        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        let ranges = try await withThrowingTaskGroup(of: (Int, Range<UInt64>).self) { group in
+            for appender in 0..<64 {
+                group.addTask {
+                    let events = (0..<10).map { TestEvents.tracking(Int64(appender * 10 + $0)) }
+                    return (appender, try await log.append(events))
+                }
+            }
+            var collected: [Int: Range<UInt64>] = [:]
+            for try await (appender, range) in group { collected[appender] = range }
+            return collected
+        }
+        let stats = await log.stats
+        #expect(stats.events == 640)
+        #expect(stats.commits < 64, "64 concurrent appends must share fdatasyncs, got \(stats.commits) commits")
+        #expect(ranges.values.map(\.count).allSatisfy { $0 == 10 })
+        #expect(ranges.values.sorted { $0.lowerBound < $1.lowerBound }.map(\.lowerBound) == stride(from: 1, to: 641, by: 10).map { UInt64($0) })
+        await log.close()
+        let (events, _) = try readAll(directory, fileSystem: PosixFileSystem())
+        for (appender, range) in ranges {
+            let ids = events.filter { range.contains($0.sequence) }.compactMap { TestEvents.id(of: $0.event) }
+            #expect(ids == (0..<10).map { Int64(appender * 10 + $0) })
+        }
+    }
+
+    @Test("segments roll by size, sequence numbers continue across reopen, readers start anywhere")
+    func rollAndReopen() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let configuration = LogConfiguration(segmentBytes: 1500, compressionLevel: 0)
+        var log = try await WriteAheadLog.open(dataDirectory: "/d", configuration: configuration, fileSystem: fileSystem, logger: quietLogger)
+        for batch in 0..<10 { _ = try await log.append((1...20).map { TestEvents.tracking(Int64(batch * 20) + $0) }) }
+        await log.close()
+        let segments = try fileSystem.listDirectory("/d/wal").filter { $0.hasSuffix(".wal") }
+        #expect(segments.count > 2)
+        log = try await WriteAheadLog.open(dataDirectory: "/d", configuration: configuration, fileSystem: fileSystem, logger: quietLogger)
+        #expect(await log.durableSequence == 201)
+        #expect(try await log.append([TestEvents.tracking(201)]) == 201..<202)
+        await log.close()
+        let (events, _) = try readAll("/d", fileSystem: fileSystem, from: 77)
+        #expect(events.map(\.sequence) == Array(77...201))
+        #expect(events.compactMap { TestEvents.id(of: $0.event) } == Array(77...201))
+    }
+
+    @Test("a reader bounded by durableSequence tails the log as it grows")
+    func tailing() async throws {
+        let directory = temporaryDirectory("tail")
+        defer { removeTree(directory) }
+        let log = try await WriteAheadLog.open(dataDirectory: directory, configuration: LogConfiguration(segmentBytes: 4096), logger: quietLogger)
+        var reader = LogReader(walDirectory: "\(directory)/wal", from: 1)
+        var seen: [Int64] = []
+        for round in 0..<20 {
+            _ = try await log.append((0..<25).map { TestEvents.tracking(Int64(round * 25) + $0) })
+            let batch = try reader.read(maximumEvents: 1000, below: await log.durableSequence)
+            seen += batch.events.compactMap { TestEvents.id(of: $0.event) }
+        }
+        #expect(seen == Array(0..<500))
+        await log.close()
+    }
+
+    @Test("segments are deleted only when every cursor has passed them")
+    func retentionFollowsCursors() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let log = try await WriteAheadLog.open(dataDirectory: "/d", configuration: LogConfiguration(segmentBytes: 1200, compressionLevel: 0), fileSystem: fileSystem, logger: quietLogger)
+        try await log.registerCursor("aggregator")
+        try await log.registerCursor("uploader")
+        for batch in 0..<12 { _ = try await log.append((1...20).map { TestEvents.tracking(Int64(batch * 20) + $0) }) }
+        func segmentStarts() throws -> [UInt64] {
+            try fileSystem.listDirectory("/d/wal").compactMap(SegmentHeader.firstSequence(fromFileName:)).sorted()
+        }
+        let before = try segmentStarts()
+        #expect(before.count >= 4)
+        try await log.commitCursor("aggregator", to: 241)
+        #expect(try segmentStarts() == before, "the uploader has not moved: nothing may be deleted")
+        try await log.commitCursor("uploader", to: before[2])
+        #expect(try segmentStarts() == Array(before.dropFirst(2)))
+        #expect(await log.oldestSequence == before[2])
+        let (events, _) = try readAll("/d", fileSystem: fileSystem, from: before[2])
+        #expect(events.first?.sequence == before[2])
+        #expect(events.last?.sequence == 240)
+        await log.close()
+    }
+}
