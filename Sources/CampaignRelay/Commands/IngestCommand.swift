@@ -20,14 +20,24 @@ struct IngestCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("JSONL file to ingest, or - for standard input.", valueName: "file"))
     var input: String = "-"
 
+    @Option(name: .long, help: ArgumentHelp("Read and commit the input in batches of about this many bytes (larger: faster; smaller: earlier acknowledgements).", valueName: "bytes"))
+    var batchBytes: Int = 4 << 20
+
+    @Flag(name: .long, help: ArgumentHelp("Print a JSON line on standard output each time a batch is durable: {\"ack\":{\"lines\":[first,last],\"sequences\":[first,last]}}. For producers that pipe events in and must know what is stored."))
+    var acks = false
+
     @OptionGroup var common: CommonOptions
     @OptionGroup var log: LogOptions
+
+    func validate() throws {
+        guard batchBytes >= 1024, batchBytes <= 256 << 20 else { throw ValidationError("--batch-bytes must be between 1024 and 268435456") }
+    }
 
     func run() async throws {
         let logger = common.logger("campaign-relay.ingest")
         var source: ChunkedInput
         do {
-            source = try ChunkedInput(path: input)
+            source = try ChunkedInput(path: input, chunkBytes: batchBytes)
         } catch {
             throw ValidationError("\(error)")
         }
@@ -36,6 +46,7 @@ struct IngestCommand: AsyncParsableCommand {
         var summary = IngestSummary()
         var progress = ProgressLine(enabled: !common.json)
         var errors = StandardOutput.error()
+        var output = StandardOutput.output()
         let started = MonotonicClock.nanoseconds()
         var inFlight: [Task<(EventLines.Decoded, ChunkedInput.Chunk), Never>] = []
         var failure: LogError?
@@ -51,6 +62,10 @@ struct IngestCommand: AsyncParsableCommand {
                 let range = try await wal.append(decoded.events)
                 summary.accept(range)
                 summary.linesDone = chunk.firstLine + chunk.lineCount - 1
+                if acks {
+                    output.line("{\"ack\":{\"lines\":[\(chunk.firstLine),\(summary.linesDone)],\"sequences\":[\(range.lowerBound),\(range.upperBound - 1)]}}")
+                    output.flush()
+                }
             } catch {
                 failure = error
                 summary.stoppedAtLine = chunk.firstLine
@@ -75,7 +90,6 @@ struct IngestCommand: AsyncParsableCommand {
         progress.finish()
         await wal.close()
         summary.seconds = Double(MonotonicClock.nanoseconds() - started) / 1e9
-        var output = StandardOutput.output()
         if let failure {
             summary.error = failure.description
             if !common.json { errors.line("error: \(failure)") }

@@ -1,0 +1,133 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import RelayCore
+import Testing
+
+/// A real `campaign-relay ingest` child process, killed with SIGKILL at random moments while it
+/// ingests at full speed. After each kill the relay is restarted on the same data directory, and
+/// every event it had acknowledged (printed with `--acks`) must be in the log, exactly once.
+@Suite("kill -9 of a real ingesting process", .serialized)
+struct KillNineTests {
+    /// One calibration run, then 24 killed ones.
+    static let cycles = 25
+    static let eventsPerCycle = 12_000
+
+    struct Ack: Decodable {
+        struct Body: Decodable {
+            var lines: [Int]
+            var sequences: [UInt64]
+        }
+        var ack: Body
+    }
+
+    @Test("every acknowledged event survives SIGKILL, exactly once")
+    func killCycles() throws {
+        let binary = try RelayBinary.path()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kill9-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var random = SystemRandomNumberGenerator()
+        let seed = UInt64.random(in: 0...UInt64.max, using: &random)
+        var generator = SplitMix(seed: seed)
+        var acknowledged: [UInt64: Int64] = [:]
+        var attempted = Set<Int64>()
+        var nextId: Int64 = 1
+        var killedWhileRunning = 0
+        var verifiedUpTo: UInt64 = 1
+        // Kill moments are drawn over the time an uninterrupted child takes on this machine.
+        var windowMicroseconds: UInt64 = 200_000
+
+        for cycle in 0..<Self.cycles {
+            // A file of unique events: line i carries id firstId + i - 1.
+            let firstId = nextId
+            var text = ""
+            for offset in 0..<Int64(Self.eventsPerCycle) {
+                text += #"{"kind":"track","action":"open","messageId":"\#(firstId + offset)","deliveryId":"d\#(cycle)"}"# + "\n"
+                attempted.insert(firstId + offset)
+            }
+            nextId += Int64(Self.eventsPerCycle)
+            let input = "\(directory)-cycle.jsonl"
+            try text.write(toFile: input, atomically: true, encoding: .utf8)
+
+            let child = Process()
+            child.executableURL = URL(fileURLWithPath: binary)
+            child.arguments = ["ingest", input, "--data-dir", directory, "--acks", "--batch-bytes", "32768", "--json", "--log-level", "error"]
+            let stdout = Pipe()
+            child.standardOutput = stdout
+            child.standardError = FileHandle.nullDevice
+            let started = Date()
+            try child.run()
+            if cycle == 0 {
+                child.waitUntilExit()
+                windowMicroseconds = UInt64(max(20_000, Date().timeIntervalSince(started) * 900_000))
+            } else {
+                usleep(UInt32(2_000 + generator.next() % windowMicroseconds))
+                if child.isRunning { killedWhileRunning += 1 }
+                kill(child.processIdentifier, SIGKILL)
+                child.waitUntilExit()
+            }
+            let output = stdout.fileHandleForReading.readDataToEndOfFile()
+
+            for line in output.split(separator: UInt8(ascii: "\n")) {
+                guard let ack = try? JSONDecoder().decode(Ack.self, from: Data(line)) else { continue }
+                let (firstLine, lastLine) = (ack.ack.lines[0], ack.ack.lines[1])
+                #expect(lastLine - firstLine == Int(ack.ack.sequences[1] - ack.ack.sequences[0]))
+                for lineNumber in firstLine...lastLine {
+                    let sequence = ack.ack.sequences[0] + UInt64(lineNumber - firstLine)
+                    #expect(acknowledged[sequence] == nil, "cycle \(cycle): sequence \(sequence) acknowledged twice")
+                    acknowledged[sequence] = firstId + Int64(lineNumber - 1)
+                }
+            }
+
+            // Restart: opening the log recovers it (an empty ingest opens, recovers and closes).
+            let restart = try RelayBinary.run(binary, ["ingest", "/dev/null", "--data-dir", directory, "--json", "--log-level", "error"])
+            #expect(restart.status == 0, "cycle \(cycle): restart failed: \(restart.stderr)")
+            let from = cycle == Self.cycles - 1 ? 1 : verifiedUpTo
+            verifiedUpTo = try verify(binary, directory, from: from, acknowledged: acknowledged, attempted: attempted, label: "seed \(seed) cycle \(cycle)")
+        }
+        #expect(killedWhileRunning >= (Self.cycles - 1) * 2 / 3, "most kills must land while the child is ingesting")
+        #expect(acknowledged.count > Self.eventsPerCycle, "the children must have acknowledged events before being killed")
+    }
+
+    /// Checks the log from `from` on: sequences increase, no event twice, nothing invented, every
+    /// acknowledged event present. Returns the sequence after the last event.
+    func verify(_ binary: String, _ directory: String, from: UInt64, acknowledged: [UInt64: Int64], attempted: Set<Int64>, label: String) throws -> UInt64 {
+        let dump = try RelayBinary.run(binary, ["wal", "dump", "--data-dir", directory, "--from", String(from)])
+        #expect(dump.status == 0, "\(label): dump failed: \(dump.stderr)")
+        var seen = Set<Int64>()
+        var present: [UInt64: Int64] = [:]
+        var previous: UInt64 = 0
+        for line in dump.stdout.split(separator: "\n") {
+            guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let sequence = (object["seq"] as? NSNumber)?.uint64Value,
+                let text = object["messageId"] as? String, let id = Int64(text)
+            else {
+                Issue.record("\(label): unreadable dump line \(line)")
+                continue
+            }
+            #expect(sequence > previous, "\(label): sequence \(sequence) after \(previous)")
+            previous = sequence
+            #expect(seen.insert(id).inserted, "\(label): event \(id) twice")
+            #expect(attempted.contains(id), "\(label): event \(id) was never sent")
+            present[sequence] = id
+        }
+        for (sequence, id) in acknowledged where sequence >= from {
+            #expect(present[sequence] == id, "\(label): acknowledged event \(id) at sequence \(sequence) missing")
+        }
+        return previous + 1
+    }
+}
+
+/// A small seeded generator for the kill timings (the seed is printed with any failure).
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
