@@ -49,7 +49,7 @@ struct EventTimeTests {
         #expect(utcOffset != zulu)
         #expect(utcOffset.nanosecondsSinceEpoch == zulu.nanosecondsSinceEpoch)
         let maximum = try EventTime(rfc3339: "2026-11-21T10:00:00+23:59")
-        #expect(maximum.utcOffsetMinutes == 23 * 60 + 59)
+        #expect(maximum.utcOffsetMinutes == Int16(23 * 60 + 59))
         #expect(maximum.rfc3339 == "2026-11-21T10:00:00+23:59")
     }
 
@@ -95,7 +95,8 @@ struct EventTimeTests {
     @Test(arguments: [
         "2024-02-29T00:00:00Z",
         "2000-02-29T00:00:00Z",
-        "2400-02-29T00:00:00Z",
+        "2096-02-29T00:00:00Z",
+        "1904-02-29T00:00:00Z",
         "2026-01-31T00:00:00Z",
         "2026-04-30T00:00:00Z",
         "2026-12-31T23:59:59Z",

@@ -1,0 +1,126 @@
+import RelayCore
+@testable import RelayLog
+import Testing
+
+/// Every field of every event survives the binary encoding and a frame, bit for bit.
+@Suite("Binary event encoding")
+struct EventBinaryCodecTests {
+    static let times: [EventTime] = [
+        EventTime(nanosecondsSinceEpoch: 0, utcOffsetMinutes: nil, fractionDigits: 0),
+        EventTime(nanosecondsSinceEpoch: 1_795_255_200_123_456_789, utcOffsetMinutes: nil, fractionDigits: 9),
+        EventTime(nanosecondsSinceEpoch: 1_795_255_200_500_000_000, utcOffsetMinutes: 60, fractionDigits: 1),
+        EventTime(nanosecondsSinceEpoch: -86_400_000_000_000, utcOffsetMinutes: -330, fractionDigits: 3),
+        EventTime(nanosecondsSinceEpoch: Int64.max, utcOffsetMinutes: 0, fractionDigits: 6),
+    ]
+
+    static func messageIds() throws -> [MessageID] {
+        try [
+            "55336", "0", "-1709416000", "9223372036854775807", "-9223372036854775808", "007", "+12",
+            "6b6499a8-9d43-4bc5-acf0-b6aeb96846f6", "6B6499A8-9D43-4BC5-ACF0-B6AEB96846F6", "6b6499A8-9d43-4bc5-acf0-b6aeb96846f6",
+        ].map { try MessageID($0) }
+    }
+
+    static func events() throws -> [Event] {
+        var events: [Event] = []
+        for (index, id) in try messageIds().enumerated() {
+            for action in TrackingAction.allCases {
+                events.append(
+                    .tracking(
+                        TrackingEvent(
+                            action: action, messageId: id, deliveryId: "f0190-\(index)",
+                            integrationKey: index.isMultiple(of: 2) ? nil : "key-\(index)", time: times[index % times.count]
+                        )
+                    )
+                )
+            }
+        }
+        events.append(
+            .registration(
+                Registration(
+                    platform: .android, integrationKey: "testIntegrationKey", registrationToken: "testToken", userKey: "testUser",
+                    deviceImei: "12345", deviceName: "mockDevice", deviceModel: "mockDeviceName", deviceBrand: "mockDeviceBrand",
+                    deviceManufacturer: "mockDeviceManufacturer", osName: "android", osVersion: "mockOSName mockOSVersion",
+                    osLanguage: "mocklocale", additionalParams: [AdditionalParameter(name: "key", value: .string("value"))], time: times[1]
+                )
+            )
+        )
+        events.append(
+            .registration(
+                Registration(
+                    platform: .ios, integrationKey: "k", registrationToken: "70757368546f6b656e", userKey: "",
+                    deviceName: "Ada’s iPhone \u{1F4F1}", osVersion: "iOS 17.2",
+                    additionalParams: [
+                        AdditionalParameter(name: "userPoints", value: .number("3233")),
+                        AdditionalParameter(name: "email", value: .string("email@email.com")),
+                        AdditionalParameter(name: "optIn", value: .bool(true)),
+                        AdditionalParameter(name: "vip", value: .bool(false)),
+                        AdditionalParameter(name: "ratio", value: .number("-1.5e3")),
+                    ],
+                    time: times[2]
+                )
+            )
+        )
+        events.append(.registration(Registration(platform: .ios, integrationKey: "k", registrationToken: "t", additionalParams: [], time: times[3])))
+        events.append(.registration(Registration(platform: .android, integrationKey: "k", registrationToken: "t", time: times[4])))
+        return events
+    }
+
+    @Test("encode then decode gives back every event, each field and its form")
+    func roundTrip() throws {
+        let events = try Self.events()
+        let decoded = try EventBinaryCodec.decode(EventBinaryCodec.encode(events), count: events.count)
+        #expect(decoded == events)
+        for (original, copy) in zip(events, decoded) {
+            // Equality of MessageID compares text; also check the form survived.
+            if case .tracking(let a) = original, case .tracking(let b) = copy {
+                #expect(a.messageId.form == b.messageId.form)
+                #expect(a.messageId.wireForm == b.messageId.wireForm)
+            }
+            #expect(EventEncoder.json(original) == EventEncoder.json(copy))
+        }
+    }
+
+    @Test("a compact event of the common shape takes few bytes before compression")
+    func compactness() throws {
+        let event = Event.tracking(
+            TrackingEvent(action: .open, messageId: try MessageID("55336"), deliveryId: "f0190", time: Self.times[1])
+        )
+        // tag, action, form + varint(3), string(1+5), absent key, time delta (9) + flags.
+        #expect(EventBinaryCodec.encode([event]).count == 1 + 1 + 1 + 3 + 6 + 1 + 9 + 1)
+    }
+
+    @Test("frames carry their sequence numbers and checksums, compressed or stored", arguments: [Int32(0), 1, 9])
+    func frameRoundTrip(level: Int32) throws {
+        let events = try Self.events()
+        let frame = Frame.encode(events, firstSequence: 42, compressionLevel: level)
+        let header = try frame.withUnsafeBufferPointer { FrameHeader.decode($0) }.get()
+        #expect(header.firstSequence == 42)
+        #expect(header.eventCount == UInt32(events.count))
+        #expect(header.codec == (level == 0 ? .stored : .zlib))
+        #expect(header.frameSize == frame.count)
+        let stored = Array(frame[FrameHeader.size...])
+        #expect(Zlib.crc32(stored) == header.payloadCRC)
+        let decoded = try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in try Frame.decodeEvents(header, stored: buffer) }
+        #expect(decoded == events)
+    }
+
+    @Test("a damaged header is refused with the reason")
+    func damagedHeader() throws {
+        var frame = Frame.encode(try Self.events(), firstSequence: 1, compressionLevel: 1)
+        frame[9] ^= 0x01
+        let result = frame.withUnsafeBufferPointer { FrameHeader.decode($0) }
+        #expect(throws: FrameHeader.Problem.headerChecksum) { try result.get() }
+        frame[0] = 0
+        #expect(throws: FrameHeader.Problem.badMagic) { try frame.withUnsafeBufferPointer { FrameHeader.decode($0) }.get() }
+    }
+
+    @Test("truncated or garbage payloads throw, never crash", arguments: 0..<64)
+    func garbage(seed: Int) throws {
+        let events = try Self.events()
+        let payload = EventBinaryCodec.encode(events)
+        var generator = SystemRandomNumberGenerator()
+        var damaged = Array(payload.prefix(Int.random(in: 0..<payload.count, using: &generator)))
+        if seed.isMultiple(of: 2), !damaged.isEmpty { damaged[Int.random(in: 0..<damaged.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator) }
+        #expect(throws: EventBinaryCodec.DecodingError.self) { try EventBinaryCodec.decode(damaged, count: events.count) }
+    }
+}
