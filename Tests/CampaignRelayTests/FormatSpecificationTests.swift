@@ -21,7 +21,7 @@ struct FormatSpecificationTests {
         try decoder.write(toFile: script, atomically: true, encoding: .utf8)
 
         let ingest = try RelayBinary.run(binary, ["ingest", Self.repository.appendingPathComponent("examples/events.jsonl").path, "--data-dir", "\(directory)/data", "--json"])
-        #expect(ingest.status == 2, "the example file has one invalid line on purpose")
+        #expect(ingest.status == 0, "\(ingest.stderr)")
         let decoded = try RelayBinary.run(python, [script, "\(directory)/data"])
         #expect(decoded.status == 0, "\(decoded.stderr)")
         let dump = try RelayBinary.run(binary, ["wal", "dump", "--data-dir", "\(directory)/data"])
