@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "campaign-relay", targets: ["CampaignRelay"]),
         .library(name: "RelayCore", targets: ["RelayCore"]),
         .library(name: "RelayLog", targets: ["RelayLog"]),
+        .library(name: "RelaySQLite", targets: ["RelaySQLite"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -38,6 +39,12 @@ let package = Package(
                 "CZlib",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // A thin layer over SQLite's C API for the aggregator and the benchmark baseline.
+        .target(
+            name: "RelaySQLite",
+            dependencies: ["CSQLite"],
             swiftSettings: swiftSettings
         ),
         // The `campaign-relay` command-line tool.

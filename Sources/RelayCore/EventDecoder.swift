@@ -96,13 +96,20 @@ public enum EventDecoder {
         guard let action else { throw EventInputError(field: "action", "action is required (\"impression\", \"open\" or \"click\")") }
         guard let messageId else { throw EventInputError(field: "messageId", "messageId (or _mId) is required") }
         guard let deliveryId else { throw EventInputError(field: "deliveryId", "deliveryId (or _dId) is required") }
-        return TrackingEvent(
-            action: action,
-            messageId: try MessageID(messageId.text, field: messageId.name),
-            deliveryId: try validatedDeliveryId(deliveryId.text, field: deliveryId.name),
-            integrationKey: integrationKey,
-            time: time ?? defaultTime
-        )
+        // Messages name the field as the sender wrote it (`_mId`); `field` is always the canonical name.
+        let validMessageId: MessageID
+        do {
+            validMessageId = try MessageID(messageId.text, field: messageId.name)
+        } catch {
+            throw EventInputError(field: "messageId", error.message)
+        }
+        let validDeliveryId: String
+        do {
+            validDeliveryId = try validatedDeliveryId(deliveryId.text, field: deliveryId.name)
+        } catch {
+            throw EventInputError(field: "deliveryId", error.message)
+        }
+        return TrackingEvent(action: action, messageId: validMessageId, deliveryId: validDeliveryId, integrationKey: integrationKey, time: time ?? defaultTime)
     }
 
     static let registrationFields =

@@ -8,7 +8,8 @@ import Darwin
 ///
 /// The relay accepts RFC 3339 timestamps (`2026-11-21T10:00:00Z`, `2026-11-21T12:00:00.5+02:00`),
 /// keeps the instant with nanosecond precision, and remembers the UTC offset and the number of
-/// fractional digits it was given so that `wal dump` prints the same text back.
+/// fractional digits it was given so that `wal dump` prints the same text back (lower-case `t`
+/// and `z` come back upper-case, and the offset `-00:00` comes back as `+00:00`: the same instant).
 public struct EventTime: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// Nanoseconds since 1970-01-01T00:00:00Z (the instant, independent of the offset).
     public var nanosecondsSinceEpoch: Int64

@@ -2,7 +2,8 @@
 ///
 /// Campaign accepts two forms, and the relay refuses anything else at ingest:
 /// - a UUID (`8-4-4-4-12` hex digits, any case), sent upstream unchanged;
-/// - a decimal integer in the 64-bit range, sent as lowercase hex: of its 64-bit value when it is
+/// - a decimal integer in the 64-bit range, with an optional sign (as Java's `Long.parseLong`
+///   reads it), sent as lowercase hex: of its 64-bit value when it is
 ///   not negative, of its low 32 bits when it is a negative 32-bit number (the Android SDK rule).
 ///
 /// The text is kept exactly as given (a decimal stays decimal); ``wireForm`` derives what goes on

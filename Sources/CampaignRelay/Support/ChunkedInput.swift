@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import RelayCore
 
 /// Reads a file or standard input in large chunks that end at a line boundary.
 struct ChunkedInput {
@@ -51,13 +52,47 @@ struct ChunkedInput {
     }
 
     /// The next chunk, or `nil` at the end of the input.
+    ///
+    /// A chunk always ends at a line boundary (or at the end of the input), however long a line
+    /// is: a line longer than the batch is read to its end. Past ``EventLines/maximumLineBytes``
+    /// only a prefix of it is kept, enough for it to be refused as too long, so memory stays bounded.
     mutating func next() throws -> Chunk? {
-        guard !finished else { return nil }
-        let previous = carry
-        carry = []
+        while true {
+            if finished {
+                guard !carry.isEmpty else { return nil }
+                let rest = carry
+                carry = []
+                return chunk(rest)
+            }
+            var buffer = try readMore(after: carry)
+            carry = []
+            if finished { return buffer.isEmpty ? nil : chunk(buffer) }
+            if let lastNewline = buffer.lastIndex(of: 0x0A) {
+                carry = Array(buffer[(lastNewline + 1)...])
+                buffer.removeSubrange((lastNewline + 1)...)
+                return chunk(buffer)
+            }
+            let keep = EventLines.maximumLineBytes + 1
+            if buffer.count > keep { buffer.removeSubrange(keep...) }
+            carry = buffer
+        }
+    }
+
+    private mutating func chunk(_ bytes: [UInt8]) -> Chunk {
+        let lines = Self.countNewlines(bytes) + (bytes.last == 0x0A ? 0 : 1)
+        let chunk = Chunk(bytes: bytes, firstLine: nextLine, lineCount: lines)
+        nextLine += lines
+        return chunk
+    }
+
+    /// `previous` followed by up to `chunkBytes` more bytes of input (less for a stream that
+    /// delivered a newline, or at the end of the input, which sets `finished`).
+    private mutating func readMore(after previous: [UInt8]) throws -> [UInt8] {
         var readError: Int32 = 0
         var reachedEnd = false
-        var buffer = [UInt8](unsafeUninitializedCapacity: previous.count + chunkBytes) { storage, initialized in
+        let descriptor = descriptor
+        let isStream = isStream
+        let buffer = [UInt8](unsafeUninitializedCapacity: previous.count + chunkBytes) { storage, initialized in
             guard let base = storage.baseAddress else { return }
             previous.withUnsafeBufferPointer { old in
                 if let source = old.baseAddress { base.update(from: source, count: old.count) }
@@ -82,15 +117,7 @@ struct ChunkedInput {
         if readError != 0 { throw Failure(description: "cannot read \(name): \(String(cString: strerror(readError)))") }
         bytesRead += Int64(buffer.count - previous.count)
         finished = reachedEnd
-        if !finished, let lastNewline = buffer.lastIndex(of: 0x0A) {
-            carry = Array(buffer[(lastNewline + 1)...])
-            buffer.removeSubrange((lastNewline + 1)...)
-        }
-        if buffer.isEmpty { return finished ? nil : try next() }
-        let lines = Self.countNewlines(buffer) + (buffer.last == 0x0A ? 0 : 1)
-        let chunk = Chunk(bytes: buffer, firstLine: nextLine, lineCount: lines)
-        nextLine += lines
-        return chunk
+        return buffer
     }
 
     private static func countNewlines(_ bytes: [UInt8]) -> Int {

@@ -1,0 +1,69 @@
+import CSQLite
+
+/// One SQLite connection, used by one owner at a time (an actor, or a single task).
+///
+/// Not `Sendable`: SQLite connections must not be used from two threads at once, and the owner
+/// (for example the aggregator actor) serialises every call.
+public final class SQLiteConnection {
+    let handle: OpaquePointer
+    /// The database file.
+    public let path: String
+
+    /// Opens (creating if needed) the database at `path`.
+    ///
+    /// - Throws: ``SQLiteError`` when the file cannot be opened (missing directory, permissions,
+    ///   not a database).
+    public init(path: String) throws(SQLiteError) {
+        var pointer: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &pointer, flags, nil)
+        guard code == SQLITE_OK, let pointer else {
+            let message = pointer.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(pointer)
+            throw SQLiteError(code: code, message: message, context: "opening \(path)")
+        }
+        handle = pointer
+        self.path = path
+        sqlite3_busy_timeout(handle, 5000)
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more statements that return no rows.
+    public func execute(_ sql: String) throws(SQLiteError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(handle, sql, nil, nil, &message)
+        guard code == SQLITE_OK else {
+            let text = message.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(message)
+            throw SQLiteError(code: code, message: text, context: sql)
+        }
+    }
+
+    /// Compiles a statement for repeated use.
+    public func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        var statement: OpaquePointer?
+        let code = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard code == SQLITE_OK, let statement else { throw error(code, sql) }
+        return SQLiteStatement(statement: statement, connection: self, sql: sql)
+    }
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    public func transaction<Value>(_ body: () throws(SQLiteError) -> Value) throws(SQLiteError) -> Value {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    func error(_ code: Int32, _ context: String) -> SQLiteError {
+        SQLiteError(code: code, message: String(cString: sqlite3_errmsg(handle)), context: context)
+    }
+}
