@@ -1,0 +1,49 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// The benchmarks live in their own package (as swift-nio's do) so that `swift build` and
+// `swift test` of campaign-relay never compile them.
+let swiftSettings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "campaign-relay-benchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "campaign-relay", path: "../"),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        // What several benchmarks share: generated events, the SQLite baseline queue.
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [
+                .product(name: "RelayCore", package: "campaign-relay"),
+                .product(name: "RelayLog", package: "campaign-relay"),
+                .product(name: "RelaySQLite", package: "campaign-relay"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // `swift package benchmark`: the write-ahead log against SQLite, batch by batch.
+        .executableTarget(
+            name: "WALBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "RelayCore", package: "campaign-relay"),
+                .product(name: "RelayLog", package: "campaign-relay"),
+            ],
+            path: "Benchmarks/WALBenchmarks",
+            swiftSettings: swiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // `ingest-baseline-sqlite`: what `campaign-relay ingest` does, with SQLite instead of the log.
+        .executableTarget(
+            name: "IngestBaseline",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "RelayCore", package: "campaign-relay"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)
