@@ -8,6 +8,8 @@ public final class SQLiteEventQueue {
     let insert: SQLiteStatement
     /// The database file.
     public let path: String
+    /// Events appended since the queue was opened.
+    public private(set) var appendedEvents = 0
 
     /// Opens (creating) the queue database at `path`.
     public init(path: String) throws(SQLiteError) {
@@ -49,6 +51,7 @@ public final class SQLiteEventQueue {
                 try insert.step()
             }
         }
+        appendedEvents += events.count
     }
 
     /// Moves the WAL into the database file so its size can be measured.
