@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "RelayCore", targets: ["RelayCore"]),
         .library(name: "RelayLog", targets: ["RelayLog"]),
         .library(name: "RelaySQLite", targets: ["RelaySQLite"]),
+        .library(name: "RelayAggregator", targets: ["RelayAggregator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -47,12 +48,24 @@ let package = Package(
             dependencies: ["CSQLite"],
             swiftSettings: swiftSettings
         ),
+        // Exact counts per delivery and per app, kept in SQLite from the log, exactly once.
+        .target(
+            name: "RelayAggregator",
+            dependencies: [
+                "RelayCore",
+                "RelayLog",
+                "RelaySQLite",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The `campaign-relay` command-line tool.
         .executableTarget(
             name: "CampaignRelay",
             dependencies: [
                 "RelayCore",
                 "RelayLog",
+                "RelayAggregator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -74,6 +87,11 @@ let package = Package(
         .testTarget(
             name: "RelayLogTests",
             dependencies: ["RelayLog", "RelayCore", "RelayTestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelayAggregatorTests",
+            dependencies: ["RelayAggregator", "RelayLog", "RelayCore", "RelaySQLite", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -16,6 +16,6 @@ struct CampaignRelayCommand: AsyncParsableCommand {
             See README.md for every field.
             """,
         version: RelayVersion.current,
-        subcommands: [IngestCommand.self, WALCommand.self]
+        subcommands: [IngestCommand.self, AggregateCommand.self, StatsCommand.self, WALCommand.self]
     )
 }

@@ -6,16 +6,18 @@ import CSQLite
 /// (for example the aggregator actor) serialises every call.
 public final class SQLiteConnection {
     let handle: OpaquePointer
+    private var isClosed = false
     /// The database file.
     public let path: String
 
     /// Opens (creating if needed) the database at `path`.
     ///
+    /// - Parameter readOnly: open without write access (and without creating the file).
     /// - Throws: ``SQLiteError`` when the file cannot be opened (missing directory, permissions,
     ///   not a database).
-    public init(path: String) throws(SQLiteError) {
+    public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
         var pointer: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &pointer, flags, nil)
         guard code == SQLITE_OK, let pointer else {
             let message = pointer.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -28,8 +30,19 @@ public final class SQLiteConnection {
     }
 
     deinit {
+        if !isClosed { sqlite3_close_v2(handle) }
+    }
+
+    /// Closes the connection now (statements prepared from it must not be used afterwards). In
+    /// WAL mode the last connection to close checkpoints and removes the `-wal` file.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
         sqlite3_close_v2(handle)
     }
+
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    public var changes: Int32 { sqlite3_changes(handle) }
 
     /// Runs one or more statements that return no rows.
     public func execute(_ sql: String) throws(SQLiteError) {

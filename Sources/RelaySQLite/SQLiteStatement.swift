@@ -13,7 +13,16 @@ public final class SQLiteStatement {
         self.sql = sql
     }
 
+    private var isFinalized = false
+
     deinit {
+        if !isFinalized { sqlite3_finalize(statement) }
+    }
+
+    /// Releases the statement now (before its connection closes); it must not be used afterwards.
+    public func finalize() {
+        guard !isFinalized else { return }
+        isFinalized = true
         sqlite3_finalize(statement)
     }
 
@@ -69,6 +78,9 @@ public final class SQLiteStatement {
     public func int64(_ index: Int32) -> Int64 {
         sqlite3_column_int64(statement, index)
     }
+
+    /// The row id of the last row inserted through the statement's connection.
+    public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(connection.handle) }
 
     /// The text in column `index` (0-based) of the current row, or `nil` for NULL.
     public func text(_ index: Int32) -> String? {

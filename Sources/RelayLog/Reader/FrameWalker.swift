@@ -4,7 +4,7 @@
 /// followed by a valid frame further on, a damaged tail (no valid frame follows: a torn write or
 /// garbage at the end), or the end of the file. Nothing is written; the caller decides what to do
 /// with damage.
-struct FrameWalker {
+struct FrameWalker: Sendable {
     /// One step of the walk.
     enum Step {
         /// A valid frame at `offset`; `stored` is its payload as stored.

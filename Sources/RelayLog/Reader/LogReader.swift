@@ -6,7 +6,7 @@ public import RelayCore
 /// the same process as the writer passes ``WriteAheadLog/durableSequence`` as the limit so it
 /// never sees a frame that is not yet durable. Damage (a corrupt frame, a torn tail in a sealed
 /// segment) is skipped and reported in ``LogReadBatch/damage``; reading goes on after it.
-public struct LogReader {
+public struct LogReader: Sendable {
     /// The log directory being read.
     public let walDirectory: String
     let fileSystem: any FileSystem

@@ -29,6 +29,8 @@ public actor WriteAheadLog {
     private var isFlushing = false
     private var isClosed = false
     private var flushWaiters: [CheckedContinuation<Void, Never>] = []
+    private var durableWaiters: [Int: (beyond: UInt64, continuation: CheckedContinuation<UInt64, Never>)] = [:]
+    private var nextWaiterID = 0
     private var cursorPositions: [String: UInt64]
     private let cursors: CursorStore
     private let lock: (any FileHandle)?
@@ -165,6 +167,7 @@ public actor WriteAheadLog {
                 }
                 nextSequence = start
                 statistics.recordCommit(events: Int(start - first), bytes: bytes, frames: frames)
+                wakeDurableWaiters()
             case .failure(let error):
                 statistics.failedCommits += 1
                 logger.error("group commit failed; nothing in it was acknowledged", metadata: ["error": "\(error)", "events": "\(batches.reduce(0) { $0 + $1.count })"])
@@ -175,6 +178,39 @@ public actor WriteAheadLog {
         let waiters = flushWaiters
         flushWaiters = []
         for waiter in waiters { waiter.resume() }
+    }
+
+    // MARK: Waiting for new events
+
+    /// Waits until events at or beyond sequence `sequence` are durable, and returns
+    /// ``durableSequence``. Returns at once when they already are, and early when the log is
+    /// closed or the calling task is cancelled (check the result).
+    public func waitForDurable(beyond sequence: UInt64) async -> UInt64 {
+        if nextSequence > sequence || isClosed || Task.isCancelled { return nextSequence }
+        let id = nextWaiterID
+        nextWaiterID += 1
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<UInt64, Never>) in
+                if Task.isCancelled {
+                    continuation.resume(returning: nextSequence)
+                } else {
+                    durableWaiters[id] = (sequence, continuation)
+                }
+            }
+        } onCancel: {
+            Task { await self.cancelWaiter(id) }
+        }
+    }
+
+    private func cancelWaiter(_ id: Int) {
+        durableWaiters.removeValue(forKey: id)?.continuation.resume(returning: nextSequence)
+    }
+
+    private func wakeDurableWaiters(all: Bool = false) {
+        for (id, waiter) in durableWaiters where all || nextSequence > waiter.beyond {
+            durableWaiters[id] = nil
+            waiter.continuation.resume(returning: nextSequence)
+        }
     }
 
     // MARK: Cursors
@@ -259,6 +295,7 @@ public actor WriteAheadLog {
         guard !isClosed else { return }
         isClosed = true
         while isFlushing || writer == nil { await waitForFlush() }
+        wakeDurableWaiters(all: true)
         writer?.close()
         writer = nil
         lock?.close()

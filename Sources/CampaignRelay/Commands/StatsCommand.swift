@@ -1,0 +1,118 @@
+import ArgumentParser
+import RelayAggregator
+import RelayCore
+import RelayLog
+
+/// `campaign-relay stats`: prints the aggregates.
+struct StatsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stats",
+        abstract: "Print impressions, opens and clicks per delivery, and registrations per app.",
+        discussion: """
+            Reads aggregates.sqlite (safe while a server or `aggregate` writes it). Totals count every \
+            hit; unique counts count distinct messages (the SDKs may send a hit twice). Deliveries are \
+            sorted by last activity.
+
+            --rebuild drops the aggregates and recomputes them from the log, with progress; it \
+            refuses when the log no longer starts at sequence 1 (older segments deleted) unless \
+            --allow-partial is given.
+            """
+    )
+
+    @Option(name: .long, help: ArgumentHelp("Only this delivery.", valueName: "id"))
+    var delivery: String?
+
+    @Option(name: .long, help: ArgumentHelp("Show at most this many deliveries.", valueName: "n"))
+    var limit: Int?
+
+    @Flag(name: .long, help: "Recompute the aggregates from the log first.")
+    var rebuild = false
+
+    @Flag(name: .long, help: "With --rebuild: accept a log that no longer starts at sequence 1.")
+    var allowPartial = false
+
+    @OptionGroup var common: CommonOptions
+
+    func validate() throws {
+        if allowPartial, !rebuild { throw ValidationError("--allow-partial only applies with --rebuild") }
+        if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }
+    }
+
+    func run() async throws {
+        let logger = common.logger("campaign-relay.stats")
+        var errors = StandardOutput.error()
+        if rebuild {
+            let log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+            do {
+                let progress = ProgressLine.aggregationReporter(enabled: !common.json)
+                let summary = try await Aggregator.rebuild(log: log, dataDirectory: common.dataDir, allowPartial: allowPartial, logger: logger, progress: progress)
+                if !common.json { errors.line("rebuilt: \(summary.text)") }
+            } catch {
+                await log.close()
+                throw error
+            }
+            await log.close()
+        }
+        let path = Aggregator.databasePath(dataDirectory: common.dataDir)
+        let queries: AggregateQueries
+        do {
+            queries = try AggregateQueries(path: path)
+        } catch {
+            errors.line("error: \(error)")
+            errors.flush()
+            throw ExitCode(1)
+        }
+        let covered = try queries.coveredSequences()
+        let deliveries = try queries.deliveries(deliveryId: delivery, limit: limit)
+        let registrations = delivery == nil ? try queries.registrations() : []
+        var output = StandardOutput.output()
+        if common.json {
+            output.line(Self.json(covered: covered, deliveries: deliveries, registrations: registrations))
+        } else {
+            output.write(Self.table(covered: covered, deliveries: deliveries, registrations: registrations))
+        }
+        output.flush()
+        errors.flush()
+        if let delivery, deliveries.isEmpty {
+            errors.line("no events counted for delivery \(JSONText.quoted(delivery))")
+            errors.flush()
+            throw ExitCode(1)
+        }
+    }
+
+    static func json(covered: Range<UInt64>, deliveries: [DeliveryCounts], registrations: [RegistrationCounts]) -> String {
+        var out = "{\"sequences\":{\"first\":\(covered.lowerBound),\"next\":\(covered.upperBound)},\"deliveries\":["
+        out += deliveries.map { row in
+            "{\"deliveryId\":\(JSONText.quoted(row.deliveryId)),\"impressions\":\(row.impressions),\"opens\":\(row.opens),\"clicks\":\(row.clicks)"
+                + ",\"uniqueImpressions\":\(row.uniqueImpressions),\"uniqueOpens\":\(row.uniqueOpens),\"uniqueClicks\":\(row.uniqueClicks)"
+                + ",\"firstEvent\":\"\(row.firstEvent.rfc3339)\",\"lastEvent\":\"\(row.lastEvent.rfc3339)\"}"
+        }.joined(separator: ",")
+        out += "],\"registrations\":["
+        out += registrations.map { row in
+            "{\"integrationKey\":\(JSONText.quoted(row.integrationKey)),\"platform\":\"\(row.platform.rawValue)\",\"registrations\":\(row.registrations),\"distinctTokens\":\(row.distinctTokens)"
+                + ",\"firstEvent\":\"\(row.firstEvent.rfc3339)\",\"lastEvent\":\"\(row.lastEvent.rfc3339)\"}"
+        }.joined(separator: ",")
+        return out + "]}"
+    }
+
+    static func table(covered: Range<UInt64>, deliveries: [DeliveryCounts], registrations: [RegistrationCounts]) -> String {
+        var text = "aggregated log sequences \(covered.lowerBound) to \(covered.upperBound - 1)\n\n"
+        let deliveryRows = deliveries.map { row in
+            [row.deliveryId, "\(row.impressions)", "\(row.opens)", "\(row.clicks)", "\(row.uniqueImpressions)", "\(row.uniqueOpens)", "\(row.uniqueClicks)", row.firstEvent.rfc3339, row.lastEvent.rfc3339]
+        }
+        text += TextTable.render(
+            header: ["delivery", "impressions", "opens", "clicks", "unique impr.", "unique opens", "unique clicks", "first event", "last event"],
+            rows: deliveryRows, rightAligned: Set(1...6)
+        )
+        if deliveries.isEmpty { text += "(no tracking events counted)\n" }
+        if !registrations.isEmpty {
+            text += "\n"
+            text += TextTable.render(
+                header: ["integration key", "platform", "registrations", "distinct tokens", "first event", "last event"],
+                rows: registrations.map { [$0.integrationKey, $0.platform.rawValue, "\($0.registrations)", "\($0.distinctTokens)", $0.firstEvent.rfc3339, $0.lastEvent.rfc3339] },
+                rightAligned: [2, 3]
+            )
+        }
+        return text
+    }
+}

@@ -1,0 +1,92 @@
+import RelayCore
+import RelaySQLite
+
+/// Read-only access to the aggregates, for `campaign-relay stats` and the admin API. Safe to use
+/// while an aggregator writes (SQLite WAL mode lets readers see the last committed state).
+public final class AggregateQueries {
+    /// The database file.
+    public let path: String
+    private let connection: SQLiteConnection
+
+    /// Opens the database at `path` read-only.
+    ///
+    /// - Throws: ``AggregatorError/unreadableDatabase(path:_:)`` when it is missing or not an
+    ///   aggregates database.
+    public init(path: String) throws(AggregatorError) {
+        self.path = path
+        do {
+            connection = try SQLiteConnection(path: path, readOnly: true)
+            let version = try connection.prepare("SELECT schema_version FROM aggregator_state WHERE id = 1")
+            guard try version.step() else { throw SQLiteError(code: 1, message: "aggregator_state has no row", context: path) }
+            let found = version.int64(0)
+            guard found == AggregateSchema.version else { throw AggregatorError.schemaMismatch(path: path, found: found, expected: AggregateSchema.version) }
+        } catch let error as AggregatorError {
+            throw error
+        } catch let error as SQLiteError {
+            throw .unreadableDatabase(path: path, error)
+        } catch {
+            throw .unreadableDatabase(path: path, SQLiteError(code: 1, message: "\(error)", context: path))
+        }
+    }
+
+    /// The log positions the aggregates cover: events `first ..< next`.
+    public func coveredSequences() throws(AggregatorError) -> Range<UInt64> {
+        do {
+            let statement = try connection.prepare("SELECT first_sequence, next_sequence FROM aggregator_state WHERE id = 1")
+            guard try statement.step() else { return 1..<1 }
+            let first = UInt64(bitPattern: statement.int64(0))
+            return first..<max(first, UInt64(bitPattern: statement.int64(1)))
+        } catch {
+            throw .database(error)
+        }
+    }
+
+    /// Every delivery, most recently active first; only `deliveryId` when given.
+    public func deliveries(deliveryId: String? = nil, limit: Int? = nil) throws(AggregatorError) -> [DeliveryCounts] {
+        do {
+            var sql = "SELECT delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns FROM deliveries"
+            if deliveryId != nil { sql += " WHERE delivery_id = ?" }
+            sql += " ORDER BY last_event_ns DESC, delivery_id"
+            if let limit { sql += " LIMIT \(max(0, limit))" }
+            let statement = try connection.prepare(sql)
+            if let deliveryId { try statement.bind(1, deliveryId) }
+            var rows: [DeliveryCounts] = []
+            while try statement.step() {
+                rows.append(
+                    DeliveryCounts(
+                        deliveryId: statement.text(0) ?? "", impressions: statement.int64(1), opens: statement.int64(2), clicks: statement.int64(3),
+                        uniqueImpressions: statement.int64(4), uniqueOpens: statement.int64(5), uniqueClicks: statement.int64(6),
+                        firstEvent: EventTime(nanosecondsSinceEpoch: statement.int64(7), fractionDigits: 3),
+                        lastEvent: EventTime(nanosecondsSinceEpoch: statement.int64(8), fractionDigits: 3)
+                    )
+                )
+            }
+            return rows
+        } catch {
+            throw .database(error)
+        }
+    }
+
+    /// Registrations per integration key and platform, most recently active first.
+    public func registrations() throws(AggregatorError) -> [RegistrationCounts] {
+        do {
+            let statement = try connection.prepare(
+                "SELECT integration_key, platform, registrations, distinct_tokens, first_event_ns, last_event_ns FROM registrations ORDER BY last_event_ns DESC, integration_key, platform"
+            )
+            var rows: [RegistrationCounts] = []
+            while try statement.step() {
+                rows.append(
+                    RegistrationCounts(
+                        integrationKey: statement.text(0) ?? "", platform: Platform(rawValue: statement.text(1) ?? "") ?? .ios,
+                        registrations: statement.int64(2), distinctTokens: statement.int64(3),
+                        firstEvent: EventTime(nanosecondsSinceEpoch: statement.int64(4), fractionDigits: 3),
+                        lastEvent: EventTime(nanosecondsSinceEpoch: statement.int64(5), fractionDigits: 3)
+                    )
+                )
+            }
+            return rows
+        } catch {
+            throw .database(error)
+        }
+    }
+}

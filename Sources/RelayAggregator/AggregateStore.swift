@@ -1,0 +1,262 @@
+import RelayCore
+import RelaySQLite
+
+/// The aggregates database, written by one ``Aggregator``: counts and the log position they
+/// cover, always changed together in one transaction, so a crash at any point neither loses nor
+/// double-counts an event.
+final class AggregateStore {
+    let path: String
+    private let connection: SQLiteConnection
+    private let insertMessage: SQLiteStatement
+    private let insertToken: SQLiteStatement
+    private let findDelivery: SQLiteStatement
+    private let insertDelivery: SQLiteStatement
+    private let addToDelivery: SQLiteStatement
+    private let upsertRegistration: SQLiteStatement
+    private let readState: SQLiteStatement
+    private let writePosition: SQLiteStatement
+    /// `deliveries.delivery_ref` by delivery id; only holds refs of committed rows.
+    private var deliveryRefs: [String: Int64] = [:]
+
+    /// Opens (creating if needed) the database at `path`; a new database starts at `firstSequence`.
+    init(path: String, firstSequence: UInt64) throws(AggregatorError) {
+        self.path = path
+        do {
+            connection = try SQLiteConnection(path: path)
+            try connection.execute("PRAGMA journal_mode=WAL")
+            // Exactness comes from atomic transactions, not from syncing each one: a transaction lost
+            // to power failure takes its position with it and is simply aggregated again.
+            try connection.execute("PRAGMA synchronous=NORMAL")
+            try connection.execute("PRAGMA cache_size=-131072")
+            try connection.execute(AggregateSchema.create)
+            try connection.execute(
+                "INSERT OR IGNORE INTO aggregator_state (id, schema_version, next_sequence, first_sequence, updated_at) VALUES (1, \(AggregateSchema.version), \(firstSequence), \(firstSequence), '\(EventTime.now().rfc3339)')"
+            )
+            insertMessage = try connection.prepare("INSERT OR IGNORE INTO delivery_messages (delivery_action, message_key) VALUES (?, ?)")
+            insertToken = try connection.prepare("INSERT OR IGNORE INTO registration_tokens (integration_key, platform, registration_token) VALUES (?, ?, ?)")
+            findDelivery = try connection.prepare("SELECT delivery_ref FROM deliveries WHERE delivery_id = ?")
+            insertDelivery = try connection.prepare(AggregateSchema.insertDelivery)
+            addToDelivery = try connection.prepare(AggregateSchema.addToDelivery)
+            upsertRegistration = try connection.prepare(AggregateSchema.upsertRegistration)
+            readState = try connection.prepare("SELECT schema_version, next_sequence, first_sequence FROM aggregator_state WHERE id = 1")
+            writePosition = try connection.prepare("UPDATE aggregator_state SET next_sequence = ?, updated_at = ? WHERE id = 1")
+        } catch {
+            throw .unreadableDatabase(path: path, error)
+        }
+        let state = try self.state()
+        guard state.schemaVersion == AggregateSchema.version else {
+            throw .schemaMismatch(path: path, found: state.schemaVersion, expected: AggregateSchema.version)
+        }
+    }
+
+    struct State {
+        var schemaVersion: Int64
+        var nextSequence: UInt64
+        var firstSequence: UInt64
+    }
+
+    func state() throws(AggregatorError) -> State {
+        readState.reset()
+        let hasRow: Bool
+        do { hasRow = try readState.step() } catch { throw .unreadableDatabase(path: path, error) }
+        guard hasRow else { throw .unreadableDatabase(path: path, SQLiteError(code: 1, message: "aggregator_state has no row", context: path)) }
+        defer { readState.reset() }
+        return State(
+            schemaVersion: readState.int64(0), nextSequence: UInt64(bitPattern: readState.int64(1)),
+            firstSequence: UInt64(bitPattern: readState.int64(2))
+        )
+    }
+
+    /// Counts `events` (which continue the log exactly at the stored position) and moves the
+    /// position to `end`, in one transaction.
+    func apply(_ events: ArraySlice<SequencedEvent>, from start: UInt64, to end: UInt64) throws(AggregatorError) {
+        do { try connection.execute("BEGIN IMMEDIATE") } catch { throw .database(error) }
+        let stored: UInt64
+        do {
+            stored = try state().nextSequence
+        } catch {
+            rollBack()
+            throw error
+        }
+        guard stored == start else {
+            rollBack()
+            throw .positionMoved(expected: start, found: stored)
+        }
+        var created: [String: Int64] = [:]
+        do {
+            try count(events, created: &created)
+            writePosition.reset()
+            try writePosition.bind(1, Int64(bitPattern: end))
+            try writePosition.bind(2, EventTime.now().rfc3339)
+            try writePosition.step()
+            try connection.execute("COMMIT")
+        } catch {
+            rollBack()
+            throw .database(error)
+        }
+        deliveryRefs.merge(created) { old, _ in old }
+    }
+
+    private func rollBack() {
+        try? connection.execute("ROLLBACK")
+    }
+
+    /// One tracking hit, reduced to what counting needs.
+    private struct Hit {
+        /// `delivery_ref * 4 + action`: one integer key per delivery and action.
+        var deliveryAction: Int64
+        var message: MessageKey
+        var time: Int64
+    }
+
+    fileprivate struct DeliveryDelta {
+        var totals: SIMD4<Int64> = .zero
+        var uniques: SIMD4<Int64> = .zero
+        var first = Int64.max
+        var last = Int64.min
+    }
+
+    private struct RegistrationDelta {
+        var registrations: Int64 = 0
+        var distinctTokens: Int64 = 0
+        var first = Int64.max
+        var last = Int64.min
+    }
+
+    private struct RegistrationKey: Hashable {
+        var integrationKey: String
+        var platform: String
+    }
+
+    private func count(_ events: ArraySlice<SequencedEvent>, created: inout [String: Int64]) throws(SQLiteError) {
+        var hits: [Hit] = []
+        hits.reserveCapacity(events.count)
+        var registrations: [RegistrationKey: RegistrationDelta] = [:]
+        for sequenced in events {
+            switch sequenced.event {
+            case .tracking(let hit):
+                let reference = try deliveryRef(hit.deliveryId, time: hit.time.nanosecondsSinceEpoch, created: &created)
+                hits.append(Hit(deliveryAction: reference &* 4 &+ Int64(Self.actionIndex(hit.action)), message: Self.messageKey(hit.messageId), time: hit.time.nanosecondsSinceEpoch))
+            case .registration(let registration):
+                let key = RegistrationKey(integrationKey: registration.integrationKey, platform: registration.platform.rawValue)
+                insertToken.reset()
+                try insertToken.bind(1, key.integrationKey)
+                try insertToken.bind(2, key.platform)
+                try insertToken.bind(3, registration.registrationToken)
+                try insertToken.step()
+                let isNew = connection.changes > 0
+                let time = registration.time.nanosecondsSinceEpoch
+                var delta = registrations[key, default: RegistrationDelta()]
+                delta.registrations += 1
+                if isNew { delta.distinctTokens += 1 }
+                delta.first = min(delta.first, time)
+                delta.last = max(delta.last, time)
+                registrations[key] = delta
+            }
+        }
+        // In key order the unique index is walked page by page instead of at random.
+        hits.sort { $0.deliveryAction != $1.deliveryAction ? $0.deliveryAction < $1.deliveryAction : $0.message < $1.message }
+        var deltas: [Int64: DeliveryDelta] = [:]
+        for hit in hits {
+            insertMessage.reset()
+            try insertMessage.bind(1, hit.deliveryAction)
+            switch hit.message {
+            case .integer(let value): try insertMessage.bind(2, value)
+            case .text(let text): try insertMessage.bind(2, text)
+            }
+            try insertMessage.step()
+            let isNew = connection.changes > 0
+            let action = Int(hit.deliveryAction & 3)
+            let reference = hit.deliveryAction >> 2
+            deltas[reference, default: DeliveryDelta()].record(action: action, isNew: isNew, time: hit.time)
+        }
+        for (reference, delta) in deltas {
+            addToDelivery.reset()
+            try addToDelivery.bind(1, reference)
+            for index in 0..<3 {
+                try addToDelivery.bind(Int32(2 + index), delta.totals[index])
+                try addToDelivery.bind(Int32(5 + index), delta.uniques[index])
+            }
+            try addToDelivery.bind(8, delta.first)
+            try addToDelivery.bind(9, delta.last)
+            try addToDelivery.step()
+        }
+        for (key, delta) in registrations {
+            upsertRegistration.reset()
+            try upsertRegistration.bind(1, key.integrationKey)
+            try upsertRegistration.bind(2, key.platform)
+            try upsertRegistration.bind(3, delta.registrations)
+            try upsertRegistration.bind(4, delta.distinctTokens)
+            try upsertRegistration.bind(5, delta.first)
+            try upsertRegistration.bind(6, delta.last)
+            try upsertRegistration.step()
+        }
+    }
+
+    /// The row of a delivery, created (with zero counts) inside the current transaction when new.
+    private func deliveryRef(_ deliveryId: String, time: Int64, created: inout [String: Int64]) throws(SQLiteError) -> Int64 {
+        if let known = deliveryRefs[deliveryId] ?? created[deliveryId] { return known }
+        findDelivery.reset()
+        try findDelivery.bind(1, deliveryId)
+        if try findDelivery.step() {
+            let reference = findDelivery.int64(0)
+            findDelivery.reset()
+            deliveryRefs[deliveryId] = reference
+            return reference
+        }
+        findDelivery.reset()
+        insertDelivery.reset()
+        try insertDelivery.bind(1, deliveryId)
+        try insertDelivery.bind(2, time)
+        try insertDelivery.bind(3, time)
+        try insertDelivery.step()
+        // Remembered only once the transaction commits: a rolled-back row id must not be reused.
+        let reference = insertDelivery.lastInsertedRowID
+        created[deliveryId] = reference
+        return reference
+    }
+
+    /// 0 impressions, 1 opens, 2 clicks (the column order).
+    static func actionIndex(_ action: TrackingAction) -> Int {
+        switch action {
+        case .impression: 0
+        case .open: 1
+        case .click: 2
+        }
+    }
+
+    enum MessageKey: Comparable {
+        case integer(Int64)
+        case text(String)
+    }
+
+    /// A message's identity as Campaign sees it: the 64-bit pattern its wire hex encodes for a
+    /// decimal id (so "55336" and "055336" are one message), the lower-cased text for a UUID.
+    static func messageKey(_ id: MessageID) -> MessageKey {
+        switch id.form {
+        case .decimal(let value):
+            if value < 0, value >= Int64(Int32.min) { return .integer(Int64(UInt32(truncatingIfNeeded: value))) }
+            return .integer(value)
+        case .uuid:
+            return .text(id.text.lowercased())
+        }
+    }
+
+    /// Checkpoints and closes the database, so the file alone holds everything.
+    func close() {
+        for statement in [insertMessage, insertToken, findDelivery, insertDelivery, addToDelivery, upsertRegistration, readState, writePosition] {
+            statement.finalize()
+        }
+        try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        connection.close()
+    }
+}
+
+extension AggregateStore.DeliveryDelta {
+    mutating func record(action: Int, isNew: Bool, time: Int64) {
+        totals[action] += 1
+        if isNew { uniques[action] += 1 }
+        first = min(first, time)
+        last = max(last, time)
+    }
+}

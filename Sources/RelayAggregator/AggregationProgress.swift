@@ -1,0 +1,30 @@
+/// How far an aggregation run has come, reported as it goes.
+public struct AggregationProgress: Sendable, Hashable {
+    /// The next sequence number to aggregate.
+    public var position: UInt64
+    /// The durable end of the log when the run started (or last looked).
+    public var end: UInt64
+    /// Events counted so far in this run.
+    public var events: Int
+    /// Seconds since the run started.
+    public var seconds: Double
+}
+
+/// What an aggregation run did.
+public struct AggregationSummary: Sendable, Hashable {
+    /// Events counted.
+    public var events = 0
+    /// Transactions committed.
+    public var transactions = 0
+    /// The position when the run started.
+    public var startPosition: UInt64 = 0
+    /// The position when it ended (every event below it is counted).
+    public var endPosition: UInt64 = 0
+    /// Sequence numbers skipped because their frames are damaged.
+    public var skippedSequences: UInt64 = 0
+    /// Seconds the run took.
+    public var seconds = 0.0
+
+    /// Events counted per second.
+    public var eventsPerSecond: Double { seconds > 0 ? Double(events) / seconds : 0 }
+}

@@ -1,0 +1,222 @@
+public import Logging
+public import RelayLog
+import RelayCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Keeps exact impressions / opens / clicks per delivery, and registrations per app, in
+/// `<data-dir>/aggregates.sqlite`, by consuming the write-ahead log.
+///
+/// Exactly once: the position in the log is stored in the same SQLite transaction as the counts
+/// it covers, so a crash at any point neither loses nor double-counts an event. The aggregator
+/// also keeps the log cursor named ``cursorName`` (committed after the counts, so it may lag),
+/// which stops the log from deleting segments it has not consumed.
+public actor Aggregator {
+    /// The log cursor the aggregator keeps.
+    public static let cursorName = "aggregator"
+
+    /// The aggregates database of a data directory.
+    public static func databasePath(dataDirectory: String) -> String { "\(dataDirectory)/aggregates.sqlite" }
+
+    private let log: WriteAheadLog
+    private let store: AggregateStore
+    /// `nil` while a read-ahead task holds it.
+    private var reader: LogReader?
+    private var position: UInt64
+    private let batchSize: Int
+    private let logger: Logger
+    private let keepsCursor: Bool
+    private var lastCursorCommit: Int64 = 0
+
+    /// Opens the aggregates of `dataDirectory` and positions the aggregator after the last counted event.
+    ///
+    /// A missing database is created and built from the log, provided the log still starts at
+    /// sequence 1 (or `allowPartial`).
+    /// - Throws: ``AggregatorError/unreadableDatabase(path:_:)`` for a damaged file,
+    ///   ``AggregatorError/logTrimmed(path:needed:oldest:)`` when the log no longer holds events the
+    ///   aggregates need.
+    public init(log: WriteAheadLog, dataDirectory: String, batchSize: Int = 50_000, allowPartial: Bool = false, logger: Logger) async throws(AggregatorError) {
+        try await self.init(
+            log: log, databasePath: Self.databasePath(dataDirectory: dataDirectory), batchSize: batchSize, allowPartial: allowPartial,
+            keepsCursor: true, logger: logger
+        )
+    }
+
+    private init(log: WriteAheadLog, databasePath: String, batchSize: Int, allowPartial: Bool, keepsCursor: Bool, logger: Logger) async throws(AggregatorError) {
+        let oldest = await log.oldestSequence
+        let existed = access(databasePath, F_OK) == 0
+        if !existed, oldest > 1, !allowPartial {
+            throw .logTrimmed(path: databasePath, needed: 1, oldest: oldest)
+        }
+        if !existed, keepsCursor { logger.notice("aggregates database missing; building it from the log", metadata: ["path": "\(databasePath)", "from": "\(oldest)"]) }
+        let store = try AggregateStore(path: databasePath, firstSequence: oldest)
+        let state = try store.state()
+        if state.nextSequence < oldest, !allowPartial {
+            store.close()
+            throw .logTrimmed(path: databasePath, needed: state.nextSequence, oldest: oldest)
+        }
+        self.log = log
+        self.store = store
+        self.position = max(state.nextSequence, 1)
+        self.reader = LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: max(state.nextSequence, 1))
+        self.batchSize = batchSize
+        self.logger = logger
+        self.keepsCursor = keepsCursor
+        if keepsCursor {
+            do {
+                try await log.registerCursor(Self.cursorName, initialPosition: position)
+            } catch {
+                throw .log(error)
+            }
+        }
+    }
+
+    /// The next sequence number to count: every event below it is in the aggregates.
+    public var nextSequence: UInt64 { position }
+
+    /// Counts every event that is durable in the log now, then returns.
+    public func catchUp(progress: (@Sendable (AggregationProgress) -> Void)? = nil) async throws(AggregatorError) -> AggregationSummary {
+        let started = Self.monotonicNanoseconds()
+        var summary = AggregationSummary(startPosition: position, endPosition: position)
+        let end = await log.durableSequence
+        // Decoding the next batch runs on the other core while SQLite counts this one.
+        var readAhead = position < end ? readNext(below: end) : nil
+        while position < end, let pending = readAhead {
+            let (returned, result) = await pending.value
+            reader = returned
+            readAhead = nil
+            let batch: LogReadBatch
+            do {
+                batch = try result.get()
+            } catch {
+                throw .log(error)
+            }
+            if batch.position < end, !batch.events.isEmpty { readAhead = readNext(below: end) }
+            for damage in batch.damage where damage.kind != .superseded {
+                logger.error("skipping damaged log bytes; their events cannot be counted", metadata: ["damage": "\(damage)"])
+            }
+            // Damaged frames up to the end leave nothing to read: move past them rather than loop.
+            let next = batch.events.isEmpty ? end : batch.position
+            if batch.events.isEmpty {
+                summary.skippedSequences += end - position
+            } else if let first = batch.events.first, first.sequence > position {
+                summary.skippedSequences += first.sequence - position
+            }
+            do {
+                try store.apply(batch.events[...], from: position, to: next)
+            } catch {
+                // Take the reader back from the read-ahead before giving up, so a later call can resume.
+                if let pending = readAhead { reader = await pending.value.0 }
+                throw error
+            }
+            summary.events += batch.events.count
+            summary.transactions += 1
+            position = next
+            await commitCursor(force: false)
+            progress?(AggregationProgress(position: position, end: end, events: summary.events, seconds: Double(Self.monotonicNanoseconds() - started) / 1e9))
+        }
+        await commitCursor(force: true)
+        summary.endPosition = position
+        summary.seconds = Double(Self.monotonicNanoseconds() - started) / 1e9
+        return summary
+    }
+
+    private func readNext(below end: UInt64) -> Task<(LogReader, Result<LogReadBatch, LogError>), Never>? {
+        guard let taken = reader else { return nil }
+        reader = nil
+        let size = batchSize
+        return Task.detached {
+            var owned = taken
+            do throws(LogError) {
+                let batch = try owned.read(maximumEvents: size, below: end)
+                return (owned, .success(batch))
+            } catch {
+                return (owned, .failure(error))
+            }
+        }
+    }
+
+    /// Counts events as they become durable, until the task is cancelled or the log closes.
+    public func run() async throws(AggregatorError) {
+        while !Task.isCancelled {
+            let summary = try await catchUp()
+            if summary.events > 0 {
+                logger.debug("aggregated", metadata: ["events": "\(summary.events)", "position": "\(position)"])
+            }
+            let durable = await log.waitForDurable(beyond: position)
+            if durable <= position { break }
+        }
+    }
+
+    /// Closes the database.
+    public func close() async {
+        await commitCursor(force: true)
+        store.close()
+    }
+
+    /// The log cursor only guards retention, so it is written at most once a second.
+    private func commitCursor(force: Bool) async {
+        guard keepsCursor else { return }
+        let now = Self.monotonicNanoseconds()
+        guard force || now - lastCursorCommit >= 1_000_000_000 else { return }
+        lastCursorCommit = now
+        do {
+            try await log.commitCursor(Self.cursorName, to: position)
+        } catch {
+            logger.warning("could not write the aggregator's log cursor; segments are kept until it succeeds", metadata: ["error": "\(error)"])
+        }
+    }
+
+    static func monotonicNanoseconds() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
+    }
+
+    // MARK: Rebuild
+
+    /// Drops the aggregates and recomputes them from the log: built in a side file, then swapped
+    /// in with a rename, so a crash midway leaves the previous aggregates in place. A previous
+    /// file that is not a readable database is kept in `<data-dir>/quarantine/`.
+    ///
+    /// - Throws: ``AggregatorError/logTrimmed(path:needed:oldest:)`` when the log no longer starts at
+    ///   sequence 1 and `allowPartial` is false.
+    public static func rebuild(
+        log: WriteAheadLog, dataDirectory: String, batchSize: Int = 50_000, allowPartial: Bool = false, logger: Logger,
+        progress: (@Sendable (AggregationProgress) -> Void)? = nil
+    ) async throws(AggregatorError) -> AggregationSummary {
+        let path = databasePath(dataDirectory: dataDirectory)
+        let oldest = await log.oldestSequence
+        if oldest > 1, !allowPartial { throw .logTrimmed(path: path, needed: 1, oldest: oldest) }
+        let side = path + ".rebuild"
+        for suffix in ["", "-wal", "-shm"] { unlink(side + suffix) }
+        let builder = try await Aggregator(log: log, databasePath: side, batchSize: batchSize, allowPartial: true, keepsCursor: false, logger: logger)
+        let summary = try await builder.catchUp(progress: progress)
+        await builder.close()
+
+        if access(path, F_OK) == 0, (try? AggregateQueries(path: path)) == nil {
+            let quarantine = "\(dataDirectory)/quarantine"
+            mkdir(quarantine, 0o755)
+            let kept = "\(quarantine)/aggregates.sqlite.\(EventTime.now().rfc3339)"
+            if rename(path, kept) == 0 {
+                logger.warning("the previous aggregates file was not readable; kept it in quarantine", metadata: ["path": "\(kept)"])
+            }
+        }
+        for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
+        guard rename(side, path) == 0 else {
+            throw .database(.init(code: errno, message: String(cString: strerror(errno)), context: "renaming \(side) to \(path)"))
+        }
+        let directory = open(dataDirectory, O_RDONLY | O_DIRECTORY)
+        if directory >= 0 {
+            fsync(directory)
+            Glibc.close(directory)
+        }
+        do {
+            try await log.commitCursor(cursorName, to: summary.endPosition)
+        } catch {
+            throw .log(error)
+        }
+        return summary
+    }
+}

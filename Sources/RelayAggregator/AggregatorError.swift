@@ -1,0 +1,36 @@
+public import RelayLog
+public import RelaySQLite
+
+/// Why the aggregator could not do its work. None of these changes the log.
+public enum AggregatorError: Error, Sendable, CustomStringConvertible {
+    /// The database file exists but is not a usable aggregates database.
+    case unreadableDatabase(path: String, SQLiteError)
+    /// The database was written by another schema version.
+    case schemaMismatch(path: String, found: Int64, expected: Int64)
+    /// The log no longer holds events the aggregates need (they were deleted after every
+    /// consumer passed them), so counts rebuilt from it would be incomplete.
+    case logTrimmed(path: String, needed: UInt64, oldest: UInt64)
+    /// Another aggregator moved the position while this one was working.
+    case positionMoved(expected: UInt64, found: UInt64)
+    /// A database operation failed.
+    case database(SQLiteError)
+    /// Reading the log failed.
+    case log(LogError)
+
+    public var description: String {
+        switch self {
+        case .unreadableDatabase(let path, let error):
+            "\(path) is not a readable aggregates database (\(error.message)); the log is untouched: run `campaign-relay stats --rebuild` to rebuild it from the log (the damaged file is kept in quarantine/)"
+        case .schemaMismatch(let path, let found, let expected):
+            "\(path) has schema version \(found), this relay uses \(expected): run `campaign-relay stats --rebuild` to rebuild it from the log"
+        case .logTrimmed(let path, let needed, let oldest):
+            "\(path) needs events from sequence \(needed), but the log now starts at \(oldest) (older segments were deleted once every consumer had passed them); `campaign-relay stats --rebuild --allow-partial` rebuilds counts from \(oldest) on"
+        case .positionMoved(let expected, let found):
+            "another aggregator moved the position from \(expected) to \(found); run one aggregator per data directory"
+        case .database(let error):
+            "aggregates database: \(error)"
+        case .log(let error):
+            "reading the log: \(error)"
+        }
+    }
+}
