@@ -96,7 +96,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CampaignRelayTests",
-            dependencies: ["RelayLog", "RelayCore", "CampaignRelay"],
+            dependencies: ["RelayLog", "RelayCore", "RelayAggregator", "CampaignRelay"],
             swiftSettings: swiftSettings
         ),
     ]
