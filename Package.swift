@@ -17,10 +17,15 @@ let package = Package(
         .library(name: "RelayLog", targets: ["RelayLog"]),
         .library(name: "RelaySQLite", targets: ["RelaySQLite"]),
         .library(name: "RelayAggregator", targets: ["RelayAggregator"]),
+        .library(name: "RelayForwarding", targets: ["RelayForwarding"]),
+        .library(name: "CampaignEmulator", targets: ["CampaignEmulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // System libraries: the C APIs of zlib and SQLite, with shims for the macros Swift cannot import.
@@ -59,6 +64,28 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Forwarding to the Campaign hosts: byte-exact requests, the retrying uploader, dead letters.
+        .target(
+            name: "RelayForwarding",
+            dependencies: [
+                "RelayCore",
+                "RelayLog",
+                "RelaySQLite",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // An emulator of the Campaign marketing and tracking hosts, with fault injection.
+        .target(
+            name: "CampaignEmulator",
+            dependencies: [
+                "RelayCore",
+                "RelayForwarding",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The `campaign-relay` command-line tool.
         .executableTarget(
             name: "CampaignRelay",
@@ -66,6 +93,10 @@ let package = Package(
                 "RelayCore",
                 "RelayLog",
                 "RelayAggregator",
+                "RelayForwarding",
+                "CampaignEmulator",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -75,7 +106,7 @@ let package = Package(
         // Test helpers shared by several test targets: a simulated crash-prone file system.
         .target(
             name: "RelayTestSupport",
-            dependencies: ["RelayLog"],
+            dependencies: ["RelayLog", "CampaignEmulator", .product(name: "Logging", package: "swift-log")],
             path: "Tests/RelayTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -95,8 +126,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "RelayForwardingTests",
+            dependencies: [
+                "RelayForwarding", "CampaignEmulator", "RelayLog", "RelayCore", "RelayTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "CampaignRelayTests",
-            dependencies: ["RelayLog", "RelayCore", "RelayAggregator", "CampaignRelay"],
+            dependencies: ["RelayLog", "RelayCore", "RelayAggregator", "RelayForwarding", "CampaignEmulator", "RelayTestSupport", "CampaignRelay"],
             swiftSettings: swiftSettings
         ),
     ]

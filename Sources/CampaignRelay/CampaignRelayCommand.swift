@@ -16,6 +16,9 @@ struct CampaignRelayCommand: AsyncParsableCommand {
             See README.md for every field.
             """,
         version: RelayVersion.current,
-        subcommands: [IngestCommand.self, AggregateCommand.self, StatsCommand.self, WALCommand.self]
+        subcommands: [
+            IngestCommand.self, AggregateCommand.self, StatsCommand.self, UploadCommand.self, ReplayCommand.self, DeadLetterCommand.self,
+            EmulateCommand.self, WALCommand.self,
+        ]
     )
 }

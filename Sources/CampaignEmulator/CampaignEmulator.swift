@@ -1,0 +1,195 @@
+public import Hummingbird
+public import Logging
+import NIOCore
+import RelayCore
+import RelayForwarding
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An emulator of the Campaign marketing and tracking hosts: the SDK endpoints, answering 200 and
+/// recording what arrives, with injectable faults, and an inspection API under `/emulator/`.
+///
+/// Endpoints: `POST /nms/mobile/1/registerIOS.jssp`, `POST /nms/mobile/1/registerAndroid.jssp`,
+/// `GET /r/?id=h{messageId},{deliveryId},{tag}`, `GET /r/test`; `GET /emulator/hits`,
+/// `GET /emulator/registrations`, `GET /emulator/requests?limit=N`, `GET|POST /emulator/faults`,
+/// `POST /emulator/reset`.
+public final class CampaignEmulator: Sendable {
+    /// What arrived.
+    public let recorder: EmulatorRecorder
+    private let faults: Mutex<EmulatorFaults>
+    private let rateWindow = Mutex<(second: Int64, count: Int)>((0, 0))
+
+    /// An emulator injecting `faults`.
+    public init(faults: EmulatorFaults = EmulatorFaults(), keptRequests: Int = 10_000) {
+        self.recorder = EmulatorRecorder(keptRequests: keptRequests)
+        self.faults = Mutex(faults)
+    }
+
+    /// The faults in force.
+    public var currentFaults: EmulatorFaults {
+        get { faults.withLock { $0 } }
+        set { faults.withLock { $0 = newValue } }
+    }
+
+    /// The emulator's routes.
+    public func router() -> Router<EmulatorContext> {
+        let router = Router(context: EmulatorContext.self)
+        router.post("nms/mobile/1/registerIOS.jssp") { request, context in try await self.register(request, context, platform: .ios) }
+        router.post("nms/mobile/1/registerAndroid.jssp") { request, context in try await self.register(request, context, platform: .android) }
+        router.get("r/test") { _, _ in Self.text(.ok, "campaign-relay emulator (build 9032)\n") }
+        router.get("r") { request, context in try await self.track(request, context) }
+        router.get("emulator/hits") { request, _ in await self.hitsReport(request) }
+        router.get("emulator/registrations") { _, _ in
+            Self.json(.ok, EmulatorJSON.registrations(await self.recorder.acceptedRegistrations))
+        }
+        router.get("emulator/requests") { request, _ in
+            let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 100
+            return Self.json(.ok, EmulatorJSON.requests(await self.recorder.lastRequests(max(0, limit))))
+        }
+        router.get("emulator/faults") { _, _ in Self.json(.ok, EmulatorJSON.encode(self.currentFaults)) }
+        router.post("emulator/faults") { request, context in
+            let body = try await request.body.collect(upTo: 64 * 1024)
+            guard let faults = EmulatorJSON.decodeFaults(Array(buffer: body)) else {
+                return Self.text(.badRequest, "faults must be a JSON object with the fields of GET /emulator/faults\n")
+            }
+            self.currentFaults = faults
+            return Self.json(.ok, EmulatorJSON.encode(faults))
+        }
+        router.post("emulator/reset") { _, _ in
+            await self.recorder.reset()
+            return Self.text(.ok, "reset\n")
+        }
+        return router
+    }
+
+    /// Runs the emulator on `host`:`port` until the task is cancelled or a SIGINT/SIGTERM arrives;
+    /// `onRunning` gets the bound port (useful with port 0).
+    public func run(host: String, port: Int, logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let app = Application(
+            router: router(),
+            configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+            logger: logger
+        )
+        try await app.runService()
+    }
+
+    // MARK: SDK endpoints
+
+    /// Applies the faults; returns a response when a fault answers instead of the endpoint.
+    private func injectedFault(_ context: EmulatorContext) async throws -> Response? {
+        let faults = currentFaults
+        if faults.dropRate > 0, Double.random(in: 0..<1) < faults.dropRate {
+            try await context.channel.close()
+            return Self.text(.internalServerError, "")
+        }
+        let now = Self.now()
+        if let until = faults.unavailableUntil, now < until {
+            return retryLater(.serviceUnavailable, faults, now: now)
+        }
+        if let limit = faults.rateLimit {
+            let second = Int64(now)
+            let allowed = rateWindow.withLock { window -> Bool in
+                if window.second != second { window = (second, 0) }
+                window.count += 1
+                return Double(window.count) <= limit
+            }
+            if !allowed { return retryLater(.tooManyRequests, faults, now: now) }
+        }
+        if faults.failureRate > 0, Double.random(in: 0..<1) < faults.failureRate {
+            return Self.text(.internalServerError, "injected failure\n")
+        }
+        if faults.latencyMilliseconds > 0 { try await Task.sleep(for: .milliseconds(faults.latencyMilliseconds)) }
+        return nil
+    }
+
+    private func retryLater(_ status: HTTPResponse.Status, _ faults: EmulatorFaults, now: Double) -> Response {
+        var response = Self.text(status, "try again later\n")
+        if let seconds = faults.retryAfterSeconds {
+            response.headers[.retryAfter] = faults.retryAfterAsDate ? EmulatorJSON.httpDate(now + Double(seconds)) : String(seconds)
+        }
+        return response
+    }
+
+    private func register(_ request: Request, _ context: EmulatorContext, platform: Platform) async throws -> Response {
+        let body = try await request.body.collect(upTo: 1 << 20)
+        let text = String(buffer: body)
+        let response = try await answerRegistration(text, platform: platform, context)
+        await recorder.record(rawRequest(request, body: text, status: Int(response.status.code)))
+        return response
+    }
+
+    private func answerRegistration(_ body: String, platform: Platform, _ context: EmulatorContext) async throws -> Response {
+        if let fault = try await injectedFault(context) { return fault }
+        var fields: [String: String] = [:]
+        for pair in body.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, let name = FormEncoding.decode(parts[0]), let value = FormEncoding.decode(parts[1]) else {
+                return Self.text(.badRequest, "malformed form field \(pair)\n")
+            }
+            fields[name] = value
+        }
+        guard let token = fields["registrationToken"], !token.isEmpty else { return Self.text(.badRequest, "registrationToken is missing\n") }
+        guard let key = fields["mobileAppUuid"], !key.isEmpty else { return Self.text(.badRequest, "mobileAppUuid is missing\n") }
+        if let known = currentFaults.knownIntegrationKeys, !known.contains(key) {
+            return Self.text(.badRequest, "Unknown integration key '\(key)' (UnknownUUID)\n")
+        }
+        fields["platform"] = platform.rawValue
+        await recorder.record(registration: fields)
+        return Self.text(.ok, "")
+    }
+
+    private func track(_ request: Request, _ context: EmulatorContext) async throws -> Response {
+        let response = try await answerTracking(request, context)
+        await recorder.record(rawRequest(request, body: "", status: Int(response.status.code)))
+        return response
+    }
+
+    private func answerTracking(_ request: Request, _ context: EmulatorContext) async throws -> Response {
+        if let fault = try await injectedFault(context) { return fault }
+        guard let id = request.uri.queryParameters.get("id"), id.hasPrefix("h") else {
+            return Self.text(.badRequest, "expected ?id=h{messageId},{deliveryId},{tag}\n")
+        }
+        let parts = id.dropFirst().split(separator: ",", omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty, let tag = Int(parts[2]), tag == 1 || tag == 2 else {
+            return Self.text(.badRequest, "expected ?id=h{messageId},{deliveryId},{tag} with tag 1 or 2, got \(id)\n")
+        }
+        await recorder.record(EmulatorRecorder.Hit(messageId: String(parts[0]), deliveryId: String(parts[1]), tag: tag))
+        return Self.text(.ok, "")
+    }
+
+    private func hitsReport(_ request: Request) async -> Response {
+        let listMessages = request.uri.queryParameters.get("messages") == "1"
+        return Self.json(
+            .ok,
+            EmulatorJSON.hits(
+                accepted: await recorder.acceptedHits, distinct: await recorder.distinctHits, byDelivery: await recorder.countsByDelivery,
+                messages: listMessages ? await recorder.hits : nil, requests: await recorder.receivedRequests
+            )
+        )
+    }
+
+    private func rawRequest(_ request: Request, body: String, status: Int) -> EmulatorRecorder.RawRequest {
+        EmulatorRecorder.RawRequest(
+            method: request.method.rawValue, uri: request.uri.description,
+            headers: [["Host", request.head.authority ?? ""]] + request.headers.map { [$0.name.rawName, $0.value] }, body: body, status: status,
+            time: Self.now()
+        )
+    }
+
+    static func now() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+
+    static func text(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+}

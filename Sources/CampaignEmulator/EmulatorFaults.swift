@@ -1,0 +1,26 @@
+/// Faults the emulator injects into answers to SDK requests (never into its own `/emulator/` API).
+///
+/// Checked in this order for each request: dropped connection, outage (503 + `Retry-After`),
+/// rate limit (429), random failure (500), then latency, then unknown integration keys (400).
+public struct EmulatorFaults: Sendable, Hashable, Codable {
+    /// Probability (0…1) that a request's connection is closed without an answer.
+    public var dropRate: Double = 0
+    /// Probability (0…1) that a request is answered 500.
+    public var failureRate: Double = 0
+    /// Answer 503 until this time (seconds since the Unix epoch), with a `Retry-After` header.
+    public var unavailableUntil: Double?
+    /// The `Retry-After` seconds sent with 503 and 429 answers.
+    public var retryAfterSeconds: Int?
+    /// Send `Retry-After` as an HTTP-date instead of seconds.
+    public var retryAfterAsDate: Bool = false
+    /// More requests per second than this are answered 429.
+    public var rateLimit: Double?
+    /// Milliseconds to wait before answering.
+    public var latencyMilliseconds: Int = 0
+    /// When set, registrations with another integration key are answered 400 (the legacy SDK's
+    /// "UnknownUUID" outcome).
+    public var knownIntegrationKeys: [String]?
+
+    /// No faults.
+    public init() {}
+}

@@ -1,0 +1,65 @@
+import Foundation
+import RelayCore
+
+/// JSON and date texts of the emulator's inspection API.
+enum EmulatorJSON {
+    static func encode<Value: Encodable>(_ value: Value) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(value) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func decodeFaults(_ bytes: [UInt8]) -> EmulatorFaults? {
+        try? JSONDecoder().decode(EmulatorFaults.self, from: Data(bytes))
+    }
+
+    struct HitsReport: Encodable {
+        var accepted: Int
+        var distinct: Int
+        var duplicates: Int
+        var requests: Int
+        var deliveries: [String: [String: Int]]
+        var messages: [Message]?
+
+        struct Message: Encodable {
+            var messageId: String
+            var deliveryId: String
+            var tag: Int
+            var count: Int
+        }
+    }
+
+    static func hits(accepted: Int, distinct: Int, byDelivery: [String: [String: Int]], messages: [EmulatorRecorder.Hit: Int]?, requests: Int) -> String {
+        let list = messages.map { counts in
+            counts.map { HitsReport.Message(messageId: $0.key.messageId, deliveryId: $0.key.deliveryId, tag: $0.key.tag, count: $0.value) }
+                .sorted { ($0.deliveryId, $0.messageId, $0.tag) < ($1.deliveryId, $1.messageId, $1.tag) }
+        }
+        return encode(HitsReport(accepted: accepted, distinct: distinct, duplicates: accepted - distinct, requests: requests, deliveries: byDelivery, messages: list))
+    }
+
+    static func registrations(_ registrations: [[String: String]]) -> String {
+        encode(["registrations": registrations])
+    }
+
+    static func requests(_ requests: [EmulatorRecorder.RawRequest]) -> String {
+        encode(["requests": requests])
+    }
+
+    static let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
+    static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) for `seconds` since the Unix epoch.
+    static func httpDate(_ seconds: Double) -> String {
+        let time = EventTime(nanosecondsSinceEpoch: Int64(seconds.rounded(.up)) * 1_000_000_000, utcOffsetMinutes: nil, fractionDigits: 0).rfc3339
+        // 2026-11-21T10:00:00Z
+        let utf8 = Array(time.utf8)
+        func number(_ range: Range<Int>) -> Int { Int(String(decoding: utf8[range], as: UTF8.self)) ?? 0 }
+        let days = Int((seconds.rounded(.up) / 86_400).rounded(.down))
+        let weekday = weekdays[((days % 7) + 7) % 7]
+        let day = number(8..<10)
+        let month = months[max(0, min(11, number(5..<7) - 1))]
+        let clock = String(decoding: utf8[11..<19], as: UTF8.self)
+        return "\(weekday), \(day < 10 ? "0" : "")\(day) \(month) \(number(0..<4)) \(clock) GMT"
+    }
+}

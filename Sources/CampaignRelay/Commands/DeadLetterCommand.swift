@@ -1,0 +1,108 @@
+import ArgumentParser
+import RelayCore
+import RelayForwarding
+import RelayLog
+
+/// `campaign-relay deadletter`: shows and re-queues events the Campaign hosts rejected.
+struct DeadLetterCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "deadletter",
+        abstract: "Show or re-queue events the Campaign hosts rejected permanently.",
+        subcommands: [DeadLetterListCommand.self, DeadLetterRetryCommand.self]
+    )
+}
+
+struct DeadLetterListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List dead letters, oldest first.")
+
+    @Flag(name: .long, help: "Include dead letters already re-queued.")
+    var all = false
+
+    @Option(name: .long, help: ArgumentHelp("Show at most this many.", valueName: "n"))
+    var limit: Int?
+
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        let store = try ForwardingStore(dataDirectory: common.dataDir)
+        let letters = try await store.deadLetters(includeRequeued: all, limit: limit)
+        var output = StandardOutput.output()
+        if common.json {
+            output.line(
+                "{\"deadLetters\":[" + letters.map { letter in
+                    "{\"id\":\(letter.id),\"sequence\":\(letter.sequence),\"status\":\(letter.status),\"url\":\(JSONText.quoted(letter.url)),\"deadLetteredAt\":\"\(letter.deadLetteredAt)\""
+                        + ",\"responseBody\":\(JSONText.quoted(letter.responseBody)),\"event\":\(letter.eventJSON)"
+                        + (letter.requeued.map { ",\"requeuedAt\":\"\($0.at)\",\"requeuedSequence\":\($0.sequence)" } ?? "") + "}"
+                }.joined(separator: ",") + "]}"
+            )
+        } else if letters.isEmpty {
+            output.line("no dead letters")
+        } else {
+            output.write(
+                TextTable.render(
+                    header: ["id", "sequence", "status", "dead-lettered at", "url", "answer"],
+                    rows: letters.map { letter in
+                        let answer = letter.responseBody.replacing("\n", with: " ")
+                        return [
+                            "\(letter.id)", "\(letter.sequence)", "\(letter.status)", letter.deadLetteredAt + (letter.requeued != nil ? " (re-queued)" : ""),
+                            letter.url, String(answer.prefix(60)),
+                        ]
+                    },
+                    rightAligned: [0, 1, 2]
+                )
+            )
+        }
+        output.flush()
+    }
+}
+
+struct DeadLetterRetryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retry",
+        abstract: "Append dead letters to the log again, so the uploader sends them anew.",
+        discussion: "Each one gets a new sequence number and keeps its original event time. Needs the log to itself (not while a server runs)."
+    )
+
+    @Option(name: .long, parsing: .upToNextOption, help: ArgumentHelp("Dead letters to re-queue.", valueName: "id"))
+    var id: [Int64] = []
+
+    @Flag(name: .long, help: "Re-queue every dead letter not re-queued yet.")
+    var all = false
+
+    @OptionGroup var common: CommonOptions
+
+    func validate() throws {
+        guard all != !id.isEmpty else { throw ValidationError("give --id N… or --all") }
+    }
+
+    func run() async throws {
+        let store = try ForwardingStore(dataDirectory: common.dataDir)
+        let pending = try await store.deadLetters(includeRequeued: false)
+        let chosen = all ? pending : pending.filter { id.contains($0.id) }
+        if !all {
+            let missing = Set(id).subtracting(chosen.map(\.id))
+            if !missing.isEmpty { throw ValidationError("no pending dead letter with id \(missing.sorted().map(String.init).joined(separator: ", "))") }
+        }
+        let log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: common.logger("campaign-relay.deadletter"))
+        var requeued: [(Int64, UInt64)] = []
+        do {
+            for letter in chosen {
+                let event = try EventDecoder.decode(letter.eventJSON, defaultTime: EventTime.now())
+                let range = try await log.append([event])
+                try await store.markRequeued(id: letter.id, sequence: range.lowerBound)
+                requeued.append((letter.id, range.lowerBound))
+            }
+        } catch {
+            await log.close()
+            throw error
+        }
+        await log.close()
+        var output = StandardOutput.output()
+        if common.json {
+            output.line("{\"requeued\":[" + requeued.map { "{\"id\":\($0.0),\"sequence\":\($0.1)}" }.joined(separator: ",") + "]}")
+        } else {
+            output.line("re-queued \(requeued.count) dead letters" + (requeued.isEmpty ? "" : " as sequences \(requeued.map { String($0.1) }.joined(separator: ", "))"))
+        }
+        output.flush()
+    }
+}

@@ -1,0 +1,77 @@
+import ArgumentParser
+import CampaignEmulator
+import Logging
+
+/// `campaign-relay emulate`: an emulator of the Campaign hosts, for tests and staging.
+struct EmulateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "emulate",
+        abstract: "Run an emulator of the Campaign marketing and tracking hosts (for tests and staging).",
+        discussion: """
+            Serves POST /nms/mobile/1/registerIOS.jssp and registerAndroid.jssp, GET /r/?id=h…, and \
+            GET /r/test, answering 200 and recording what arrives. Inspect with GET /emulator/hits \
+            (?messages=1 lists each hit), /emulator/registrations, /emulator/requests?limit=N; change \
+            faults at run time with POST /emulator/faults (JSON, as GET /emulator/faults shows); clear \
+            with POST /emulator/reset. Stops on SIGINT/SIGTERM.
+            """
+    )
+
+    @Option(name: .long, help: ArgumentHelp("Address and port to listen on.", valueName: "host:port"))
+    var bind: String = "127.0.0.1:9090"
+
+    @Option(name: .long, help: ArgumentHelp("Probability (0-1) of answering 500.", valueName: "p"))
+    var failureRate: Double = 0
+
+    @Option(name: .long, help: ArgumentHelp("Probability (0-1) of closing the connection without an answer.", valueName: "p"))
+    var dropRate: Double = 0
+
+    @Option(name: .long, help: ArgumentHelp("Answer 503 for this many seconds from start.", valueName: "seconds"))
+    var unavailableFor: Double?
+
+    @Option(name: .long, help: ArgumentHelp("Retry-After seconds sent with 503 and 429.", valueName: "seconds"))
+    var retryAfter: Int?
+
+    @Flag(name: .long, help: "Send Retry-After as an HTTP-date instead of seconds.")
+    var retryAfterDate = false
+
+    @Option(name: .long, help: ArgumentHelp("Answer 429 beyond this many requests per second.", valueName: "n"))
+    var rateLimit: Double?
+
+    @Option(name: .long, help: ArgumentHelp("Milliseconds to wait before each answer.", valueName: "ms"))
+    var latencyMs: Int = 0
+
+    @Option(name: .long, help: ArgumentHelp("Accept registrations only for this integration key (repeatable); others get 400 (UnknownUUID).", valueName: "key"))
+    var integrationKey: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Raw requests kept for /emulator/requests.", valueName: "n"))
+    var keptRequests: Int = 10_000
+
+    @Option(name: .long, help: ArgumentHelp("Log level on stderr.", valueName: "level"))
+    var logLevel: LogLevelOption = .notice
+
+    func validate() throws {
+        guard (0...1).contains(failureRate), (0...1).contains(dropRate) else { throw ValidationError("--failure-rate and --drop-rate are probabilities from 0 to 1") }
+        _ = try BindAddress(bind)
+    }
+
+    func run() async throws {
+        let address = try BindAddress(bind)
+        var faults = EmulatorFaults()
+        faults.failureRate = failureRate
+        faults.dropRate = dropRate
+        if let unavailableFor { faults.unavailableUntil = Double(MonotonicClock.wallSeconds()) + unavailableFor }
+        faults.retryAfterSeconds = retryAfter
+        faults.retryAfterAsDate = retryAfterDate
+        faults.rateLimit = rateLimit
+        faults.latencyMilliseconds = latencyMs
+        faults.knownIntegrationKeys = integrationKey.isEmpty ? nil : integrationKey
+        var logger = Logger(label: "campaign-relay.emulate") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = Logger.Level(rawValue: logLevel.rawValue) ?? .notice
+        let emulator = CampaignEmulator(faults: faults, keptRequests: keptRequests)
+        try await emulator.run(host: address.host, port: address.port, logger: logger) { port in
+            var output = StandardOutput.output()
+            output.line("emulating Campaign hosts on http://\(address.host.contains(":") ? "[\(address.host)]" : address.host):\(port)")
+            output.flush()
+        }
+    }
+}

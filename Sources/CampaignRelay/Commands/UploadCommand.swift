@@ -1,0 +1,71 @@
+import ArgumentParser
+import RelayForwarding
+import RelayLog
+
+/// `campaign-relay upload`: forwards the log to the Campaign hosts.
+struct UploadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "upload",
+        abstract: "Forward logged events to the Campaign tracking and marketing hosts.",
+        discussion: """
+            Tracking hits go to the tracking host (GET /r/?id=h…), registrations to the marketing host \
+            (registerIOS.jssp / registerAndroid.jssp). Each host has its own saved position, so a \
+            missing or failing host never holds the other back.
+
+            Transport errors, timeouts and 408/425/429/500/502/503/504 are retried with full-jitter \
+            exponential backoff, honouring Retry-After; after --breaker-threshold failures in a row \
+            the host is only probed until it answers. Any other answer than 200 is permanent: the \
+            event goes to the dead-letter store (`campaign-relay deadletter list`). A registration \
+            equal to the last one delivered for its token is skipped, as the SDKs do. After a crash, \
+            at most --max-unsynced events per host are sent a second time.
+
+            Without --until-drained it follows the log until SIGINT/SIGTERM.
+            """
+    )
+
+    @Flag(name: .long, help: "Exit 0 once every event in the log was delivered, skipped or dead-lettered.")
+    var untilDrained = false
+
+    @OptionGroup var upstream: UpstreamOptions
+    @OptionGroup var common: CommonOptions
+
+    func run() async throws {
+        let (tracking, marketing) = try upstream.hosts()
+        let logger = common.logger("campaign-relay.upload")
+        let log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+        let store: ForwardingStore
+        do {
+            store = try ForwardingStore(dataDirectory: common.dataDir)
+        } catch {
+            await log.close()
+            throw error
+        }
+        let uploader = Uploader(log: log, trackingHost: tracking, marketingHost: marketing, store: store, configuration: upstream.configuration(), logger: logger)
+        let target = untilDrained ? await log.durableSequence : nil
+        let started = MonotonicClock.nanoseconds()
+        let progress = UploadProgress(uploader: uploader, enabled: !common.json)
+        let reporter = Task { await progress.report() }
+        let result: Result<((), interrupted: Bool), any Error>
+        do {
+            result = .success(try await runCancellingOnSignals { try await uploader.run(until: target) })
+        } catch {
+            result = .failure(error)
+        }
+        reporter.cancel()
+        await progress.finish()
+        let statistics = await uploader.statistics()
+        await log.close()
+        let seconds = Double(MonotonicClock.nanoseconds() - started) / 1e9
+        let summary = UploadSummary(lanes: statistics, seconds: seconds, pendingDeadLetters: (try? await store.pendingDeadLetterCount()) ?? 0)
+        var output = StandardOutput.output()
+        output.line(common.json ? summary.json : summary.text)
+        output.flush()
+        let interrupted = try result.get().interrupted
+        if untilDrained, interrupted || summary.backlog > 0 {
+            var errors = StandardOutput.error()
+            errors.line("stopped before the log was drained (backlog \(summary.backlog))")
+            errors.flush()
+            throw ExitCode(1)
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import RelayForwarding
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The Campaign hosts to forward to, from options or the environment.
+struct UpstreamOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Campaign tracking host URL (https:// unless given; env CAMPAIGN_RELAY_TRACKING_HOST).", valueName: "url"))
+    var trackingHost: String?
+
+    @Option(name: .long, help: ArgumentHelp("Campaign marketing host URL (https:// unless given; env CAMPAIGN_RELAY_MARKETING_HOST).", valueName: "url"))
+    var marketingHost: String?
+
+    @Option(name: .long, help: ArgumentHelp("Requests in flight at once to the tracking host.", valueName: "n"))
+    var concurrency: Int = 8
+
+    @Option(name: .long, help: ArgumentHelp("Seconds one request may take.", valueName: "seconds"))
+    var requestTimeout: Double = 30
+
+    @Option(name: .long, help: ArgumentHelp("Milliseconds: the ceiling of the first retry's random delay (doubles on each retry).", valueName: "ms"))
+    var backoffBase: Int = 100
+
+    @Option(name: .long, help: ArgumentHelp("Seconds: the largest retry delay ceiling.", valueName: "seconds"))
+    var backoffCap: Double = 60
+
+    @Option(name: .long, help: ArgumentHelp("Retryable failures in a row after which a host is only probed until it answers again.", valueName: "n"))
+    var breakerThreshold: Int = 5
+
+    @Option(name: .long, help: ArgumentHelp("Most events sent beyond the saved position: after a crash at most this many are sent twice.", valueName: "n"))
+    var maxUnsynced: Int = 4096
+
+    func validate() throws {
+        guard concurrency >= 1, concurrency <= 1024 else { throw ValidationError("--concurrency must be 1 to 1024") }
+        guard requestTimeout > 0 else { throw ValidationError("--request-timeout must be positive") }
+        guard backoffBase >= 1, backoffCap > 0 else { throw ValidationError("--backoff-base and --backoff-cap must be positive") }
+        guard breakerThreshold >= 1 else { throw ValidationError("--breaker-threshold must be at least 1") }
+        guard maxUnsynced >= 1 else { throw ValidationError("--max-unsynced must be at least 1") }
+    }
+
+    /// The hosts, or a validation error naming the setting at fault.
+    func hosts(requireOne: Bool = true) throws -> (tracking: CampaignHost?, marketing: CampaignHost?) {
+        let tracking = trackingHost ?? Self.environment("CAMPAIGN_RELAY_TRACKING_HOST")
+        let marketing = marketingHost ?? Self.environment("CAMPAIGN_RELAY_MARKETING_HOST")
+        do {
+            let parsedTracking = try tracking.map { try CampaignHost(parsing: $0, role: "--tracking-host") }
+            let parsedMarketing = try marketing.map { try CampaignHost(parsing: $0, role: "--marketing-host") }
+            if requireOne, parsedTracking == nil, parsedMarketing == nil {
+                throw ValidationError("give --tracking-host and/or --marketing-host (or CAMPAIGN_RELAY_TRACKING_HOST / CAMPAIGN_RELAY_MARKETING_HOST)")
+            }
+            return (parsedTracking, parsedMarketing)
+        } catch let error as CampaignHost.ParseError {
+            throw ValidationError(error.description)
+        }
+    }
+
+    func configuration(maximumRate: Double? = nil) -> UploadConfiguration {
+        UploadConfiguration(
+            concurrency: concurrency, requestTimeout: .milliseconds(Int64(requestTimeout * 1000)),
+            backoff: Backoff(base: .milliseconds(backoffBase), cap: .milliseconds(Int64(backoffCap * 1000))),
+            breakerThreshold: breakerThreshold, maximumUnsyncedEvents: maxUnsynced, maximumRate: maximumRate
+        )
+    }
+
+    static func environment(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        let text = String(cString: value)
+        return text.isEmpty ? nil : text
+    }
+}

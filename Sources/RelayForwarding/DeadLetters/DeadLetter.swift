@@ -1,0 +1,22 @@
+/// An event a Campaign host permanently rejected, kept with the reason.
+public struct DeadLetter: Sendable, Hashable {
+    /// The dead letter's number in the store.
+    public var id: Int64
+    /// The event's sequence number in the log.
+    public var sequence: UInt64
+    /// The event, in the relay's JSON event format.
+    public var eventJSON: String
+    /// The URL it was sent to.
+    public var url: String
+    /// The HTTP status of the rejection.
+    public var status: Int
+    /// The start of the response body (at most 1 KiB).
+    public var responseBody: String
+    /// When it was dead-lettered (RFC 3339).
+    public var deadLetteredAt: String
+    /// When it was re-queued (RFC 3339), if it was, and the sequence number it was appended with.
+    public var requeued: (at: String, sequence: UInt64)?
+
+    public static func == (lhs: DeadLetter, rhs: DeadLetter) -> Bool { lhs.id == rhs.id && lhs.requeued?.sequence == rhs.requeued?.sequence }
+    public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+}

@@ -1,0 +1,76 @@
+public import RelayCore
+
+/// One HTTP request to a Campaign host, exactly as the SDKs send it.
+public struct CampaignRequest: Sendable, Hashable {
+    /// The HTTP method.
+    public enum Method: String, Sendable, Hashable {
+        case get = "GET"
+        case post = "POST"
+    }
+
+    /// `GET` for tracking hits, `POST` for registrations.
+    public var method: Method
+    /// The host it goes to.
+    public var host: CampaignHost
+    /// The path (after the host's prefix) and query, e.g. `/r/?id=hd828,f0190,2`.
+    public var pathAndQuery: String
+    /// Header fields besides those the HTTP client adds (`Host`, `Content-Length`).
+    public var headers: [(name: String, value: String)]
+    /// The body (registrations only).
+    public var body: [UInt8]?
+
+    /// The full URL.
+    public var url: String { host.url(pathAndQuery) }
+
+    /// The form content type of registrations (no space before `charset`, as the SDKs send it).
+    public static let formContentType = "application/x-www-form-urlencoded;charset=UTF-8"
+
+    /// The tracking hit for `hit`: `GET /r/?id=h{messageId},{deliveryId},{tag}` with the message id in
+    /// its wire form (UUID unchanged, decimal as lowercase hex), tag 1 for impressions and 2 for
+    /// opens and clicks.
+    public static func tracking(_ hit: TrackingEvent, host: CampaignHost) -> CampaignRequest {
+        CampaignRequest(
+            method: .get, host: host, pathAndQuery: "/r/?id=h\(hit.messageId.wireForm),\(hit.deliveryId),\(hit.action.wireTag)",
+            headers: [], body: nil
+        )
+    }
+
+    /// The registration for `registration`: a form `POST` to `registerIOS.jssp` or
+    /// `registerAndroid.jssp` with the platform's field order and `additionalParams` dialect.
+    /// Missing optional fields are sent empty, as the SDKs do.
+    public static func registration(_ registration: Registration, host: CampaignHost) -> CampaignRequest {
+        var fields: [(name: String, value: String)] = [
+            ("registrationToken", registration.registrationToken),
+            ("mobileAppUuid", registration.integrationKey),
+            ("userKey", registration.userKey ?? ""),
+        ]
+        if registration.platform == .android { fields.append(("deviceImei", registration.deviceImei ?? "")) }
+        fields += [
+            ("deviceName", registration.deviceName ?? ""),
+            ("deviceModel", registration.deviceModel ?? ""),
+            ("deviceBrand", registration.deviceBrand ?? ""),
+            ("deviceManufacturer", registration.deviceManufacturer ?? ""),
+            ("osName", registration.osName ?? ""),
+            ("osVersion", registration.osVersion ?? ""),
+            ("osLanguage", registration.osLanguage ?? ""),
+            ("additionalParams", AdditionalParamsXML.xml(registration.additionalParams, platform: registration.platform)),
+        ]
+        let endpoint = registration.platform == .ios ? "registerIOS.jssp" : "registerAndroid.jssp"
+        return CampaignRequest(
+            method: .post, host: host, pathAndQuery: "/nms/mobile/1/\(endpoint)",
+            headers: [("Content-Type", formContentType)], body: Array(FormEncoding.body(fields).utf8)
+        )
+    }
+
+    public static func == (lhs: CampaignRequest, rhs: CampaignRequest) -> Bool {
+        lhs.method == rhs.method && lhs.host == rhs.host && lhs.pathAndQuery == rhs.pathAndQuery && lhs.body == rhs.body
+            && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(method)
+        hasher.combine(host)
+        hasher.combine(pathAndQuery)
+        hasher.combine(body)
+    }
+}

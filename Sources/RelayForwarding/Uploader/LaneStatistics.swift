@@ -1,0 +1,22 @@
+/// What one upload lane has done.
+public struct LaneStatistics: Sendable, Hashable {
+    /// Events the host accepted (HTTP 200).
+    public var delivered = 0
+    /// Registrations skipped because they equal the last one delivered for their token.
+    public var skippedDuplicates = 0
+    /// Events the host rejected permanently, now in the dead-letter store.
+    public var deadLettered = 0
+    /// Retries after retryable failures.
+    public var retries = 0
+    /// Events of the log that are not for this lane (passed over).
+    public var passedOver = 0
+    /// Every event below this sequence number is done (delivered, dead-lettered or passed over).
+    public var position: UInt64 = 1
+    /// The end of the log the lane is working towards.
+    public var end: UInt64 = 1
+    /// The last retryable failure, if the host is failing now.
+    public var lastFailure: String?
+
+    /// Events left to do.
+    public var backlog: UInt64 { end > position ? end - position : 0 }
+}

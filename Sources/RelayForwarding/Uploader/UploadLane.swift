@@ -1,0 +1,304 @@
+public import Logging
+import RelayCore
+public import RelayLog
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Forwards one kind of event (tracking hits, or registrations) from the log to its Campaign host.
+///
+/// Events are read in log order and sent with bounded concurrency; each one is done when the host
+/// accepted it (200), rejected it permanently (it goes to the dead-letter store), or it was skipped.
+/// Retryable failures are retried with full-jitter backoff behind a circuit breaker, honouring
+/// `Retry-After`. The lane's durable cursor only ever passes events that are done, and the lane
+/// never sends beyond ``UploadConfiguration/maximumUnsyncedEvents`` past it — so a crash re-sends at
+/// most that many events.
+public actor UploadLane {
+    /// Which events a lane carries.
+    public enum Kind: String, Sendable, Hashable {
+        /// Tracking hits, to the tracking host.
+        case tracking
+        /// Registrations, to the marketing host.
+        case marketing
+
+        func carries(_ event: Event) -> Bool {
+            switch (self, event) {
+            case (.tracking, .tracking), (.marketing, .registration): true
+            default: false
+            }
+        }
+
+        /// The log cursor of the normal uploader for this lane.
+        public var cursorName: String { "upload-\(rawValue)" }
+    }
+
+    /// Where a lane reads and how it remembers its place.
+    public enum Source: Sendable {
+        /// The normal uploader: from its durable cursor in the open log, following new events.
+        case cursor(WriteAheadLog)
+        /// A replay: the events of `sequences` (and, when given, with event times in `times`) of the
+        /// log in `walDirectory`, independent of any cursor.
+        case range(walDirectory: String, sequences: Range<UInt64>, times: Range<Int64>?)
+    }
+
+    /// Which events the lane carries.
+    public nonisolated let kind: Kind
+    let host: CampaignHost
+    let transport: any CampaignTransport
+    let store: ForwardingStore
+    let source: Source
+    let configuration: UploadConfiguration
+    let logger: Logger
+    let deduplicates: Bool
+    private var breaker: CircuitBreakerStateMachine
+    private var random = SystemRandomNumberGenerator()
+    private var statistics = LaneStatistics()
+    private var nextPermitted: ContinuousClock.Instant = .now
+    private var progress = LaneProgress(start: 1)
+
+    /// A lane for `kind` events to `host`. Registrations equal to the last one delivered for their
+    /// token are skipped when `deduplicates` (the normal uploader; replays resend everything).
+    public init(
+        kind: Kind, host: CampaignHost, transport: any CampaignTransport, store: ForwardingStore, source: Source,
+        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger
+    ) {
+        self.kind = kind
+        self.host = host
+        self.transport = transport
+        self.store = store
+        self.source = source
+        self.configuration = configuration
+        self.deduplicates = deduplicates
+        self.logger = logger
+        self.breaker = CircuitBreakerStateMachine(threshold: configuration.breakerThreshold, backoff: configuration.backoff)
+    }
+
+    /// What the lane has done so far.
+    public var stats: LaneStatistics { statistics }
+
+    private enum Completion: Sendable {
+        case done(UInt64)
+        case abandoned(UInt64)
+    }
+
+    /// Works until every event below `target` is done (`nil`: follow the log until the task is
+    /// cancelled or the log closes). Returns early, with its cursor saved, when cancelled.
+    public func run(until target: UInt64?) async throws(LogError) {
+        var start: UInt64
+        let end: UInt64?
+        var timeFilter: Range<Int64>?
+        let walDirectory: String
+        let log: WriteAheadLog?
+        switch source {
+        case .cursor(let wal):
+            log = wal
+            walDirectory = wal.walDirectory
+            start = try await wal.registerCursor(kind.cursorName, initialPosition: await wal.oldestSequence)
+            start = max(start, await wal.oldestSequence)
+            end = target
+        case .range(let directory, let sequences, let times):
+            log = nil
+            walDirectory = directory
+            start = sequences.lowerBound
+            end = sequences.upperBound
+            timeFilter = times
+        }
+        statistics.position = start
+        var reader = LogReader(walDirectory: walDirectory, fileSystem: log?.fileSystem ?? PosixFileSystem(), from: start)
+        defer { reader.close() }
+        var buffer: [SequencedEvent] = []
+        var bufferIndex = 0
+        progress = LaneProgress(start: start)
+        var lastCommit = ContinuousClock.now
+        var stopping = false
+        var exhausted = false
+        let saves = log != nil
+
+        await withTaskGroup(of: Completion.self) { group in
+            var inFlight = 0
+            while true {
+                // Start sends while there is room and the duplicate bound allows it.
+                fill: while !stopping, !exhausted, inFlight < configuration.concurrency, progress.unsynced(saves: saves) < UInt64(configuration.maximumUnsyncedEvents) {
+                    if bufferIndex == buffer.count {
+                        var limit = end ?? UInt64.max
+                        if let log { limit = min(limit, await log.durableSequence) }
+                        if limit != .max { statistics.end = max(statistics.end, limit) }
+                        guard progress.next < limit else { break fill }
+                        let batch: LogReadBatch
+                        do {
+                            batch = try reader.read(maximumEvents: 4096, below: limit)
+                        } catch {
+                            logger.error("reading the log failed; retrying in a second", metadata: ["error": "\(error)"])
+                            try? await Task.sleep(for: .seconds(1))
+                            break fill
+                        }
+                        for damage in batch.damage where damage.kind != .superseded {
+                            logger.error("skipping damaged log bytes; their events cannot be forwarded", metadata: ["damage": "\(damage)"])
+                        }
+                        buffer = batch.events
+                        bufferIndex = 0
+                        if buffer.isEmpty {
+                            if limit == .max {
+                                exhausted = true  // a replay without an end reached the end of the log
+                            } else {
+                                // Durable, yet not readable: lost to damage. Do not wait for it forever.
+                                progress.skip(to: limit)
+                            }
+                            break fill
+                        }
+                    }
+                    let event = buffer[bufferIndex]
+                    bufferIndex += 1
+                    progress.skip(to: event.sequence)
+                    progress.next = event.sequence + 1
+                    if !kind.carries(event.event) || !(timeFilter?.contains(event.event.time.nanosecondsSinceEpoch) ?? true) {
+                        statistics.passedOver += 1
+                        progress.markDone(event.sequence)
+                        continue
+                    }
+                    if deduplicates, case .registration(let registration) = event.event, (try? await store.isUnchanged(registration)) == true {
+                        statistics.skippedDuplicates += 1
+                        progress.markDone(event.sequence)
+                        continue
+                    }
+                    await pace()
+                    inFlight += 1
+                    group.addTask { await self.deliver(event) }
+                }
+                statistics.position = progress.contiguous
+                // Save progress now and then, and whenever the lane is idle or the bound is near.
+                if let log, progress.contiguous > progress.durableCursor {
+                    let nearBound = progress.unsynced(saves: true) >= UInt64(configuration.maximumUnsyncedEvents / 2)
+                    if inFlight == 0 || nearBound || ContinuousClock.now - lastCommit > .milliseconds(200) {
+                        let position = progress.contiguous
+                        do {
+                            try await log.commitCursor(kind.cursorName, to: position)
+                            progress.durableCursor = position
+                            lastCommit = .now
+                        } catch {
+                            logger.error("could not save the upload cursor", metadata: ["error": "\(error)"])
+                        }
+                    }
+                }
+                if inFlight == 0 {
+                    if stopping || Task.isCancelled || exhausted { break }
+                    if let end, progress.contiguous >= end { break }
+                    // The normal uploader with nothing to send: wait for new events.
+                    let next = progress.next
+                    if let log, bufferIndex == buffer.count, await log.durableSequence <= next {
+                        let durable = await log.waitForDurable(beyond: next)
+                        if durable <= next { break }  // the log closed or the task was cancelled
+                    }
+                    continue
+                }
+                guard let completion = await group.next() else { continue }
+                inFlight -= 1
+                switch completion {
+                case .done(let sequence): progress.markDone(sequence)
+                case .abandoned: stopping = true
+                }
+                if Task.isCancelled { stopping = true }
+            }
+        }
+        statistics.position = progress.contiguous
+        if let log, progress.contiguous > progress.durableCursor {
+            try await log.commitCursor(kind.cursorName, to: progress.contiguous)
+        }
+    }
+
+    /// Waits as `--max-rate` asks.
+    private func pace() async {
+        guard let rate = configuration.maximumRate, rate > 0 else { return }
+        let now = ContinuousClock.now
+        let interval = Duration.nanoseconds(Int64(1e9 / rate))
+        if nextPermitted > now { try? await Task.sleep(until: nextPermitted, clock: .continuous) }
+        nextPermitted = max(nextPermitted, now) + interval
+    }
+
+    /// Sends one event until it is done, or the task is cancelled.
+    private func deliver(_ event: SequencedEvent) async -> Completion {
+        let request: CampaignRequest
+        switch event.event {
+        case .tracking(let hit): request = .tracking(hit, host: host)
+        case .registration(let registration): request = .registration(registration, host: host)
+        }
+        var attempt = 0
+        while !Task.isCancelled {
+            guard await waitForPermission() else { break }
+            let outcome = await transport.send(request, timeout: configuration.requestTimeout)
+            switch outcome {
+            case .delivered:
+                hostAnswered()
+                statistics.delivered += 1
+                if deduplicates, case .registration(let registration) = event.event {
+                    do { try await store.recordDelivered(registration) } catch {
+                        logger.warning("could not remember a delivered registration; it may be sent again", metadata: ["error": "\(error)"])
+                    }
+                }
+                return .done(event.sequence)
+            case .rejected(let status, let body):
+                hostAnswered()
+                do {
+                    try await store.deadLetter(sequence: event.sequence, event: event.event, url: request.url, status: status, body: body)
+                } catch {
+                    logger.error("could not store a dead letter; will try again", metadata: ["error": "\(error)", "sequence": "\(event.sequence)"])
+                    try? await Task.sleep(for: .seconds(1))
+                    continue
+                }
+                statistics.deadLettered += 1
+                logger.warning(
+                    "host rejected an event permanently; it is in the dead-letter store",
+                    metadata: ["sequence": "\(event.sequence)", "status": "\(status)", "url": "\(request.url)"]
+                )
+                return .done(event.sequence)
+            case .retryable(let reason, let retryAfter):
+                statistics.retries += 1
+                let now = ContinuousClock.now
+                let wasUp = breaker.failingSince == nil
+                let openedUntil = breaker.recordFailure(now: now, retryAfter: retryAfter, using: &random)
+                if let openedUntil, wasUp || statistics.lastFailure != reason {
+                    logger.warning(
+                        "\(kind.rawValue) host is failing; pausing sends to it",
+                        metadata: [
+                            "host": "\(host)", "reason": "\(reason)", "down-since": "\(downSince())",
+                            "next-try-in": "\(openedUntil - now)", "backlog": "\(statistics.backlog)",
+                        ]
+                    )
+                }
+                statistics.lastFailure = reason
+                let delay = retryAfter ?? configuration.backoff.delay(attempt: attempt, using: &random)
+                attempt += 1
+                do { try await Task.sleep(for: delay) } catch { break }
+            }
+        }
+        return .abandoned(event.sequence)
+    }
+
+    /// Waits until the breaker lets a request through; `false` when cancelled meanwhile.
+    private func waitForPermission() async -> Bool {
+        while !Task.isCancelled {
+            switch breaker.permission(now: .now) {
+            case .proceed:
+                return true
+            case .waitUntil(let instant):
+                do { try await Task.sleep(until: instant, clock: .continuous) } catch { return false }
+            case .waitForProbe:
+                do { try await Task.sleep(for: .milliseconds(20)) } catch { return false }
+            }
+        }
+        return false
+    }
+
+    private func hostAnswered() {
+        if let since = breaker.failingSince {
+            logger.notice("\(kind.rawValue) host answers again", metadata: ["host": "\(host)", "was-down-for": "\(ContinuousClock.now - since)"])
+        }
+        breaker.recordAnswer()
+        statistics.lastFailure = nil
+    }
+
+    private func downSince() -> String {
+        guard let since = breaker.failingSince else { return "now" }
+        return "\(ContinuousClock.now - since) ago"
+    }
+}

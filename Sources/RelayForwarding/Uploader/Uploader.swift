@@ -1,0 +1,65 @@
+public import Logging
+public import RelayLog
+
+/// The uploader: one ``UploadLane`` per configured host, working side by side, each with its own
+/// durable cursor (so a missing or failing marketing host never holds tracking hits back).
+public actor Uploader {
+    /// The lanes, tracking first.
+    public let lanes: [UploadLane]
+    let transport: HTTPClientTransport
+
+    /// An uploader for the open `log`, sending to whichever hosts are given.
+    public init(
+        log: WriteAheadLog, trackingHost: CampaignHost?, marketingHost: CampaignHost?, store: ForwardingStore,
+        configuration: UploadConfiguration, logger: Logger
+    ) {
+        let transport = HTTPClientTransport(connectionsPerHost: configuration.concurrency)
+        var lanes: [UploadLane] = []
+        if let trackingHost {
+            lanes.append(
+                UploadLane(kind: .tracking, host: trackingHost, transport: transport, store: store, source: .cursor(log), configuration: configuration, deduplicates: true, logger: logger)
+            )
+        }
+        if let marketingHost {
+            // One registration at a time keeps "skip if unchanged since the last delivery" exact.
+            var serial = configuration
+            serial.concurrency = 1
+            lanes.append(
+                UploadLane(kind: .marketing, host: marketingHost, transport: transport, store: store, source: .cursor(log), configuration: serial, deduplicates: true, logger: logger)
+            )
+        }
+        self.lanes = lanes
+        self.transport = transport
+    }
+
+    /// Runs every lane until each has done every event below `target` (`nil`: follow the log until
+    /// cancelled), then closes the connections.
+    public func run(until target: UInt64?) async throws(LogError) {
+        let result: Result<Void, LogError> = await withTaskGroup(of: Result<Void, LogError>.self) { group in
+            for lane in lanes {
+                group.addTask {
+                    do throws(LogError) {
+                        try await lane.run(until: target)
+                        return .success(())
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            var first: Result<Void, LogError> = .success(())
+            for await outcome in group {
+                if case .failure = outcome, case .success = first { first = outcome }
+            }
+            return first
+        }
+        await transport.shutdown()
+        try result.get()
+    }
+
+    /// Each lane's statistics, by lane kind.
+    public func statistics() async -> [UploadLane.Kind: LaneStatistics] {
+        var result: [UploadLane.Kind: LaneStatistics] = [:]
+        for lane in lanes { result[lane.kind] = await lane.stats }
+        return result
+    }
+}
