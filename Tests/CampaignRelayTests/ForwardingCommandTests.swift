@@ -1,0 +1,84 @@
+import CampaignEmulator
+import Foundation
+import RelayTestSupport
+import Testing
+
+/// `replay` and `deadletter` as a user runs them, against the emulator over loopback.
+@Suite("replay and deadletter commands", .serialized)
+struct ForwardingCommandTests {
+    func ingest(_ binary: String, _ directory: String, _ lines: [String]) throws {
+        let run = try RelayBinary.run(binary, ["ingest", "-", "--data-dir", directory, "--json"], input: Data((lines.joined(separator: "\n") + "\n").utf8))
+        try #require(run.status == 0, "\(run.stderr)")
+    }
+
+    func hitLine(_ id: Int, hour: Int) -> String {
+        #"{"kind":"track","action":"open","messageId":"\#(id)","deliveryId":"f0190","time":"2026-11-21T\#(hour < 10 ? "0" : "")\#(hour):00:00Z"}"#
+    }
+
+    @Test("replay re-sends exactly a sequence range or a time range, at the rate asked, without moving the uploader")
+    func replay() async throws {
+        let binary = try RelayBinary.path()
+        let running = try await RunningEmulator.start()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replay-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Ids 1…24, one per hour of 2026-11-21.
+        try ingest(binary, directory, (1...24).map { hitLine($0, hour: $0 - 1) })
+
+        let bySequence = try RelayBinary.run(binary, ["replay", "--from", "5", "--to", "8", "--tracking-host", running.url, "--data-dir", directory, "--json"])
+        #expect(bySequence.status == 0, "\(bySequence.stderr)")
+        #expect(Set(await running.emulator.recorder.hits.keys.map(\.messageId)) == Set((5...8).map { String($0, radix: 16) }))
+
+        await running.emulator.recorder.reset()
+        let started = Date()
+        let byTime = try RelayBinary.run(
+            binary,
+            ["replay", "--from", "2026-11-21T10:00:00Z", "--to", "2026-11-21T20:00:00+00:00", "--max-rate", "20", "--tracking-host", running.url, "--data-dir", directory, "--json"]
+        )
+        let seconds = Date().timeIntervalSince(started)
+        #expect(byTime.status == 0, "\(byTime.stderr)")
+        // Hours 10…19 are ids 11…20.
+        #expect(Set(await running.emulator.recorder.hits.keys.map(\.messageId)) == Set((11...20).map { String($0, radix: 16) }))
+        #expect(seconds >= 0.45, "10 events at 20/s take at least 0.45 s, took \(seconds)")
+        #expect(byTime.stdout.contains("\"delivered\":10"))
+        // Replays keep no position: the uploader still has everything to send.
+        #expect(!FileManager.default.fileExists(atPath: "\(directory)/wal/cursors/upload-tracking.cursor"))
+        await running.stop()
+    }
+
+    @Test("deadletter list shows the rejection; retry re-queues it and the uploader delivers it")
+    func deadLetterRetry() async throws {
+        let binary = try RelayBinary.path()
+        var faults = EmulatorFaults()
+        faults.knownIntegrationKeys = ["known"]
+        let running = try await RunningEmulator.start(faults: faults)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dead-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try ingest(binary, directory, [
+            #"{"kind":"register","platform":"ios","integrationKey":"later","registrationToken":"aa01","time":"2026-11-21T10:00:00Z"}"#,
+            #"{"kind":"register","platform":"ios","integrationKey":"known","registrationToken":"aa02","time":"2026-11-21T10:00:00Z"}"#,
+        ])
+        let upload = ["upload", "--until-drained", "--marketing-host", running.url, "--data-dir", directory, "--json"]
+        let first = try RelayBinary.run(binary, upload)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("\"deadLettered\":1"))
+        let list = try RelayBinary.run(binary, ["deadletter", "list", "--data-dir", directory, "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])
+        let letters = try #require(object["deadLetters"] as? [[String: Any]])
+        #expect(letters.count == 1)
+        #expect(letters.first?["status"] as? Int == 400)
+        #expect(letters.first?["sequence"] as? Int == 1)
+        #expect((letters.first?["responseBody"] as? String)?.contains("Unknown integration key 'later'") == true)
+
+        // The app is set up in Campaign now; re-queue and deliver.
+        running.emulator.currentFaults = EmulatorFaults()
+        let retry = try RelayBinary.run(binary, ["deadletter", "retry", "--all", "--data-dir", directory, "--json"])
+        #expect(retry.stdout.contains("\"sequence\":3"), "\(retry.stdout) \(retry.stderr)")
+        let second = try RelayBinary.run(binary, upload)
+        #expect(second.status == 0)
+        let registrations = await running.emulator.recorder.acceptedRegistrations
+        #expect(registrations.map { $0["mobileAppUuid"] ?? "" } == ["known", "later"])
+        let after = try RelayBinary.run(binary, ["deadletter", "list", "--data-dir", directory])
+        #expect(after.stdout.contains("no dead letters"))
+        await running.stop()
+    }
+}

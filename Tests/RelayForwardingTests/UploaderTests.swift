@@ -1,0 +1,152 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CampaignEmulator
+import Logging
+import RelayCore
+import RelayForwarding
+import RelayLog
+import RelayTestSupport
+import Testing
+
+let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+/// A fresh data directory.
+func scratchDirectory(_ label: String) -> String {
+    let path = "/tmp/campaign-relay-tests/\(label)-\(UInt64.random(in: 0...UInt64.max))"
+    try? PosixFileSystem().createDirectory(path)
+    return path
+}
+
+func hit(_ id: Int, delivery: String = "f0190", action: TrackingAction = .impression) -> Event {
+    .tracking(TrackingEvent(action: action, messageId: MessageID(decimal: Int64(id)), deliveryId: delivery, time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)))
+}
+
+func registration(token: String, userKey: String = "ada", key: String = "app", params: [AdditionalParameter]? = nil) -> Event {
+    .registration(Registration(platform: .android, integrationKey: key, registrationToken: token, userKey: userKey, additionalParams: params, time: EventTime(nanosecondsSinceEpoch: 0)))
+}
+
+/// Appends `events` to a new log, runs an uploader against `running` until drained, and returns its statistics.
+func upload(_ events: [Event], to running: RunningEmulator, configuration: UploadConfiguration = UploadConfiguration(), directory: String? = nil) async throws -> [UploadLane.Kind: LaneStatistics] {
+    let dataDirectory = directory ?? scratchDirectory("upload")
+    let log = try await WriteAheadLog.open(dataDirectory: dataDirectory, logger: quietLogger)
+    if !events.isEmpty { _ = try await log.append(events) }
+    let store = try ForwardingStore(dataDirectory: dataDirectory)
+    let host = try CampaignHost(parsing: running.url, role: "test")
+    let uploader = Uploader(log: log, trackingHost: host, marketingHost: host, store: store, configuration: configuration, logger: quietLogger)
+    try await uploader.run(until: await log.durableSequence)
+    let statistics = await uploader.statistics()
+    await log.close()
+    return statistics
+}
+
+@Suite("Uploader against the emulator over loopback", .serialized)
+struct UploaderTests {
+    @Test("an outage with Retry-After: everything arrives once, and nothing is sent before the host said", arguments: [false, true])
+    func outage(dateForm: Bool) async throws {
+        var faults = EmulatorFaults()
+        faults.unavailableUntil = CampaignEmulatorClock.now() + 2
+        faults.retryAfterSeconds = 1
+        faults.retryAfterAsDate = dateForm
+        let running = try await RunningEmulator.start(faults: faults)
+        let started = CampaignEmulatorClock.now()
+        let statistics = try await upload((1...300).map { hit($0) }, to: running, configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(50), cap: .seconds(1))))
+        let recorder = running.emulator.recorder
+        #expect(await recorder.acceptedHits == 300)
+        #expect(await recorder.distinctHits == 300, "no duplicates without a crash")
+        #expect(statistics[.tracking]?.delivered == 300)
+        #expect(statistics[.tracking]?.backlog == 0)
+        // Retry-After: 1 — once a 503 is answered, no new request comes for a second. Requests that
+        // arrive within a few milliseconds of it were already in flight (8 at a time) when it was sent.
+        // (The date form names a whole second, so it may ask for less than a second: not checked.)
+        let requests = await recorder.lastRequests(10_000)
+        let refused = requests.filter { $0.status == 503 }
+        #expect(!refused.isEmpty)
+        #expect(refused.count <= 8 + 4, "the breaker must keep an outage cheap, got \(refused.count) refused requests")
+        if !dateForm {
+            for answer in refused {
+                let early = requests.filter { $0.time > answer.time + 0.05 && $0.time < answer.time + 0.95 }
+                #expect(early.isEmpty, "\(early.count) requests came within a second of a 503 with Retry-After: 1")
+            }
+        }
+        #expect(requests.first(where: { $0.status == 200 }).map { $0.time - started >= 1.9 } == true)
+        await running.stop()
+    }
+
+    @Test("a permanent rejection goes to the dead-letter store and everything behind it flows")
+    func deadLetters() async throws {
+        var faults = EmulatorFaults()
+        faults.knownIntegrationKeys = ["app"]
+        let running = try await RunningEmulator.start(faults: faults)
+        let directory = scratchDirectory("deadletter")
+        let events = [registration(token: "t1"), registration(token: "t2", key: "unknown"), registration(token: "t3")] + (1...50).map { hit($0) }
+        let statistics = try await upload(events, to: running, directory: directory)
+        #expect(statistics[.marketing]?.delivered == 2)
+        #expect(statistics[.marketing]?.deadLettered == 1)
+        #expect(statistics[.tracking]?.delivered == 50)
+        #expect(await running.emulator.recorder.acceptedRegistrations.map { $0["registrationToken"] } == ["t1", "t3"])
+        let store = try ForwardingStore(dataDirectory: directory)
+        let letters = try await store.deadLetters()
+        #expect(letters.count == 1)
+        #expect(letters.first?.status == 400)
+        #expect(letters.first?.sequence == 2)
+        #expect(letters.first?.responseBody.contains("Unknown integration key 'unknown'") == true)
+        #expect(letters.first?.eventJSON.contains("\"registrationToken\":\"t2\"") == true)
+        await running.stop()
+    }
+
+    @Test("an unchanged registration is skipped; a token refresh, a new user key or new params are sent")
+    func registrationDeduplication() async throws {
+        let running = try await RunningEmulator.start()
+        let directory = scratchDirectory("dedup")
+        let first = try await upload([registration(token: "t1"), registration(token: "t1")], to: running, directory: directory)
+        #expect(first[.marketing]?.delivered == 1)
+        #expect(first[.marketing]?.skippedDuplicates == 1)
+        // Later, in another run: the same again (skipped: remembered durably), a refreshed token,
+        // a new user key and new parameters for the refreshed token (all sent).
+        let second = try await upload(
+            [
+                registration(token: "t1"), registration(token: "t1-refreshed"), registration(token: "t1-refreshed", userKey: "grace"),
+                registration(token: "t1-refreshed", userKey: "grace", params: [AdditionalParameter(name: "tier", value: .string("gold"))]),
+                registration(token: "t1-refreshed", userKey: "grace", params: [AdditionalParameter(name: "tier", value: .string("gold"))]),
+            ],
+            to: running, directory: directory
+        )
+        #expect(second[.marketing]?.delivered == 3)
+        #expect(second[.marketing]?.skippedDuplicates == 2)
+        let sent = await running.emulator.recorder.acceptedRegistrations
+        #expect(sent.map { $0["registrationToken"] ?? "" } == ["t1", "t1-refreshed", "t1-refreshed", "t1-refreshed"])
+        #expect(sent.map { $0["userKey"] ?? "" } == ["ada", "ada", "grace", "grace"])
+        await running.stop()
+    }
+
+    @Test("random 500s and dropped connections: every event still arrives")
+    func flakyHost() async throws {
+        var faults = EmulatorFaults()
+        faults.failureRate = 0.3
+        faults.dropRate = 0.1
+        let running = try await RunningEmulator.start(faults: faults)
+        let statistics = try await upload(
+            (1...400).map { hit($0, action: $0.isMultiple(of: 2) ? .open : .impression) }, to: running,
+            configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(5), cap: .milliseconds(100)), breakerThreshold: 50)
+        )
+        let recorder = running.emulator.recorder
+        #expect(await recorder.distinctHits == 400)
+        #expect(statistics[.tracking]?.delivered == 400)
+        #expect((statistics[.tracking]?.retries ?? 0) > 50)
+        // A dropped connection may have been processed; without a crash every hit is still sent until
+        // the host answers 200, and a 200 is never resent.
+        #expect(await recorder.acceptedHits == 400)
+        #expect(await recorder.countsByDelivery["f0190"] == ["1": 200, "2": 200])
+        await running.stop()
+    }
+}
+
+/// Wall-clock seconds, as the emulator records request times.
+enum CampaignEmulatorClock {
+    static func now() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+}
