@@ -27,13 +27,17 @@ func registration(token: String, userKey: String = "ada", key: String = "app", p
 }
 
 /// Appends `events` to a new log, runs an uploader against `running` until drained, and returns its statistics.
-func upload(_ events: [Event], to running: RunningEmulator, configuration: UploadConfiguration = UploadConfiguration(), directory: String? = nil) async throws -> [UploadLane.Kind: LaneStatistics] {
+func upload(
+    _ events: [Event], to running: RunningEmulator, configuration: UploadConfiguration = UploadConfiguration(), directory: String? = nil,
+    beforeRun: () -> Void = {}
+) async throws -> [UploadLane.Kind: LaneStatistics] {
     let dataDirectory = directory ?? scratchDirectory("upload")
     let log = try await WriteAheadLog.open(dataDirectory: dataDirectory, logger: quietLogger)
     if !events.isEmpty { _ = try await log.append(events) }
     let store = try ForwardingStore(dataDirectory: dataDirectory)
     let host = try CampaignHost(parsing: running.url, role: "test")
     let uploader = Uploader(log: log, trackingHost: host, marketingHost: host, store: store, configuration: configuration, logger: quietLogger)
+    beforeRun()
     try await uploader.run(until: await log.durableSequence)
     let statistics = await uploader.statistics()
     await log.close()
@@ -44,13 +48,19 @@ func upload(_ events: [Event], to running: RunningEmulator, configuration: Uploa
 struct UploaderTests {
     @Test("an outage with Retry-After: everything arrives once, and nothing is sent before the host said", arguments: [false, true])
     func outage(dateForm: Bool) async throws {
-        var faults = EmulatorFaults()
-        faults.unavailableUntil = CampaignEmulatorClock.now() + 2
-        faults.retryAfterSeconds = 1
-        faults.retryAfterAsDate = dateForm
-        let running = try await RunningEmulator.start(faults: faults)
-        let started = CampaignEmulatorClock.now()
-        let statistics = try await upload((1...300).map { hit($0) }, to: running, configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(50), cap: .seconds(1))))
+        let running = try await RunningEmulator.start()
+        var started = 0.0
+        // The outage starts the moment the uploader starts (the machine may be busy before that).
+        let statistics = try await upload(
+            (1...300).map { hit($0) }, to: running, configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(50), cap: .seconds(1)))
+        ) {
+            var faults = EmulatorFaults()
+            started = CampaignEmulatorClock.now()
+            faults.unavailableUntil = started + 2
+            faults.retryAfterSeconds = 1
+            faults.retryAfterAsDate = dateForm
+            running.emulator.currentFaults = faults
+        }
         let recorder = running.emulator.recorder
         #expect(await recorder.acceptedHits == 300)
         #expect(await recorder.distinctHits == 300, "no duplicates without a crash")
