@@ -26,6 +26,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // System libraries: the C APIs of zlib and SQLite, with shims for the macros Swift cannot import.
@@ -86,6 +89,24 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The sidecar server: SDK-compatible and JSON ingest with durable acks, admin API, metrics.
+        .target(
+            name: "RelayServer",
+            dependencies: [
+                "RelayCore",
+                "RelayLog",
+                "RelayAggregator",
+                "RelayForwarding",
+                "RelaySQLite",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The `campaign-relay` command-line tool.
         .executableTarget(
             name: "CampaignRelay",
@@ -95,6 +116,7 @@ let package = Package(
                 "RelayAggregator",
                 "RelayForwarding",
                 "CampaignEmulator",
+                "RelayServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -136,7 +158,11 @@ let package = Package(
         ),
         .testTarget(
             name: "CampaignRelayTests",
-            dependencies: ["RelayLog", "RelayCore", "RelayAggregator", "RelayForwarding", "CampaignEmulator", "RelayTestSupport", "CampaignRelay"],
+            dependencies: [
+                "RelayLog", "RelayCore", "RelayAggregator", "RelayForwarding", "CampaignEmulator", "RelayTestSupport", "RelayServer", "CampaignRelay",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
             swiftSettings: swiftSettings
         ),
     ]

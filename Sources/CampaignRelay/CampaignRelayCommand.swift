@@ -17,7 +17,7 @@ struct CampaignRelayCommand: AsyncParsableCommand {
             """,
         version: RelayVersion.current,
         subcommands: [
-            IngestCommand.self, AggregateCommand.self, StatsCommand.self, UploadCommand.self, ReplayCommand.self, DeadLetterCommand.self,
+            ServeCommand.self, IngestCommand.self, AggregateCommand.self, StatsCommand.self, UploadCommand.self, ReplayCommand.self, DeadLetterCommand.self,
             EmulateCommand.self, WALCommand.self,
         ]
     )

@@ -20,3 +20,15 @@ public struct LogStatistics: Sendable, Hashable {
         self.bytes += Int64(bytes)
     }
 }
+
+/// One successful group commit, as reported to a commit observer.
+public struct CommitReport: Sendable, Hashable {
+    /// Events acknowledged by the commit.
+    public var events: Int
+    /// Frame bytes written.
+    public var bytes: Int
+    /// Frames written.
+    public var frames: Int
+    /// How long the fdatasync took.
+    public var synchronizeDuration: Duration
+}

@@ -44,7 +44,8 @@ struct SegmentWriter: Sendable {
     ///
     /// Returns once fdatasync succeeded. On failure nothing is acknowledged and the segment's
     /// durable end is unchanged.
-    mutating func commit(_ frames: [UInt8], firstSequence: UInt64) throws(LogError) {
+    @discardableResult
+    mutating func commit(_ frames: [UInt8], firstSequence: UInt64) throws(LogError) -> Duration {
         if let limit = configuration.maximumLogBytes {
             let used = totalBytes
             if used + Int64(frames.count) > limit { throw .logFull(usedBytes: used, limitBytes: limit) }
@@ -61,6 +62,7 @@ struct SegmentWriter: Sendable {
             active = current
             throw .writeFailed(error)
         }
+        let syncStart = ContinuousClock.now
         do {
             try current.handle.synchronizeData()
         } catch {
@@ -68,9 +70,11 @@ struct SegmentWriter: Sendable {
             active = current
             throw .syncFailed(error)
         }
+        let syncDuration = ContinuousClock.now - syncStart
         current.offset += Int64(frames.count)
         active = current
         segments[segments.count - 1].bytes = current.offset
+        return syncDuration
     }
 
     /// After a failed fdatasync the descriptor's state is unknown: best effort, cut the file back to

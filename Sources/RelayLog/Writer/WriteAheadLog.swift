@@ -38,6 +38,12 @@ public actor WriteAheadLog {
     private let cursorIO: BlockingIOQueue
     private let logger: Logger
     private var statistics = LogStatistics()
+    private var commitObserver: (@Sendable (CommitReport) -> Void)?
+
+    /// Calls `observer` after every successful group commit (for metrics); `nil` removes it.
+    public func observeCommits(_ observer: (@Sendable (CommitReport) -> Void)?) {
+        commitObserver = observer
+    }
 
     private struct PendingAppend {
         var events: [Event]
@@ -146,19 +152,19 @@ public actor WriteAheadLog {
             let level = configuration.compressionLevel
             let batches = group.map(\.events)
             writer = nil
-            let (returned, outcome) = await io.run { () -> (SegmentWriter, Result<(Int, Int), LogError>) in
+            let (returned, outcome) = await io.run { () -> (SegmentWriter, Result<(Int, Int, Duration), LogError>) in
                 var owned = taken
                 let (bytes, frames) = Frame.encodeGroup(batches, firstSequence: first, compressionLevel: level)
                 do throws(LogError) {
-                    try owned.commit(bytes, firstSequence: first)
-                    return (owned, .success((bytes.count, frames)))
+                    let sync = try owned.commit(bytes, firstSequence: first)
+                    return (owned, .success((bytes.count, frames, sync)))
                 } catch {
                     return (owned, .failure(error))
                 }
             }
             writer = returned
             switch outcome {
-            case .success(let (bytes, frames)):
+            case .success(let (bytes, frames, sync)):
                 var start = first
                 for append in group {
                     let end = start + UInt64(append.events.count)
@@ -167,6 +173,7 @@ public actor WriteAheadLog {
                 }
                 nextSequence = start
                 statistics.recordCommit(events: Int(start - first), bytes: bytes, frames: frames)
+                commitObserver?(CommitReport(events: Int(start - first), bytes: bytes, frames: frames, synchronizeDuration: sync))
                 wakeDurableWaiters()
             case .failure(let error):
                 statistics.failedCommits += 1

@@ -1,0 +1,79 @@
+import ArgumentParser
+import RelayServer
+
+/// `campaign-relay serve`: the relay's main job.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the relay: HTTP ingest, durable log, aggregates and forwarding in one process.",
+        discussion: """
+            Endpoints (an SDK can point its marketing and tracking hosts here):
+              POST /nms/mobile/1/registerIOS.jssp, /nms/mobile/1/registerAndroid.jssp   registrations (form)
+              GET  /r/?id=h{messageId},{deliveryId},{tag}                               tracking hits (1 impression, 2 click)
+              GET  /r/test                                                              health text, as Campaign's
+              POST /v1/events        JSON array or NDJSON of events; all or nothing; Idempotency-Key supported
+              GET  /v1/deliveries, /v1/deliveries/{id}, /v1/deadletters, /metrics      admin (Bearer token if --admin-token)
+              GET  /healthz, /readyz
+            Every 200 means the events were fdatasync'ed. When the log is full, the disk fails or the relay \
+            is stopping: 503 with Retry-After. SIGTERM/SIGINT: stop taking events, finish requests under \
+            way, save positions, close the log, exit 0.
+            """
+    )
+
+    @Option(name: .long, help: ArgumentHelp("Address and port to listen on; a non-loopback address needs --admin-token.", valueName: "host:port"))
+    var bind: String = "127.0.0.1:8080"
+
+    @Option(name: .long, help: ArgumentHelp("Accept only these integration keys (repeatable); others are refused (UnknownUUID). Default: any.", valueName: "key"))
+    var integrationKey: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Bearer token the admin endpoints require (env CAMPAIGN_RELAY_ADMIN_TOKEN).", valueName: "token"))
+    var adminToken: String?
+
+    @Option(name: .long, help: ArgumentHelp("Largest POST /v1/events body.", valueName: "bytes"))
+    var maxBodyBytes: Int = 4 << 20
+
+    @Option(name: .long, help: ArgumentHelp("Most events in one POST /v1/events.", valueName: "n"))
+    var maxBatchEvents: Int = 10_000
+
+    @Option(name: .long, help: ArgumentHelp("Hours an Idempotency-Key is remembered.", valueName: "hours"))
+    var idempotencyWindowHours: Double = 24
+
+    @Option(name: .long, help: ArgumentHelp("Seconds a graceful shutdown may take.", valueName: "seconds"))
+    var shutdownTimeout: Double = 10
+
+    @OptionGroup var upstream: UpstreamOptions
+    @OptionGroup var log: LogOptions
+    @OptionGroup var common: CommonOptions
+
+    func validate() throws {
+        _ = try BindAddress(bind)
+        guard maxBodyBytes >= 1024, maxBatchEvents >= 1 else { throw ValidationError("--max-body-bytes must be at least 1024 and --max-batch-events at least 1") }
+        guard idempotencyWindowHours > 0, shutdownTimeout > 0 else { throw ValidationError("--idempotency-window-hours and --shutdown-timeout must be positive") }
+        if let adminToken, adminToken.count < 16 { throw ValidationError("--admin-token must be at least 16 characters") }
+    }
+
+    func run() async throws {
+        let address = try BindAddress(bind)
+        let (tracking, marketing) = try upstream.hosts(requireOne: false)
+        var configuration = RelayServerConfiguration()
+        configuration.host = address.host
+        configuration.port = address.port
+        configuration.dataDirectory = common.dataDir
+        configuration.log = log.configuration
+        configuration.trackingHost = tracking
+        configuration.marketingHost = marketing
+        configuration.upload = upstream.configuration()
+        configuration.integrationKeys = Set(integrationKey)
+        configuration.adminToken = adminToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_ADMIN_TOKEN")
+        configuration.maximumBatchBytes = maxBodyBytes
+        configuration.maximumBatchEvents = maxBatchEvents
+        configuration.idempotencyWindow = .seconds(Int64(idempotencyWindowHours * 3600))
+        configuration.shutdownTimeout = .milliseconds(Int64(shutdownTimeout * 1000))
+        let server = RelayServer(configuration: configuration, logger: common.logger("campaign-relay"))
+        do {
+            try await server.run()
+        } catch let error as RelayServer.StartupError {
+            throw ValidationError(error.description)
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import RelayCore
+import RelayLog
+import Synchronization
+
+/// Appends validated events durably and says what to answer; shared by every ingest endpoint.
+final class EventIngestor: Sendable {
+    let log: WriteAheadLog
+    let metrics: RelayMetrics
+    let integrationKeys: Set<String>
+    private let shuttingDown = Atomic<Bool>(false)
+
+    init(log: WriteAheadLog, metrics: RelayMetrics, integrationKeys: Set<String>) {
+        self.log = log
+        self.metrics = metrics
+        self.integrationKeys = integrationKeys
+    }
+
+    /// Refuses new events from now on (graceful shutdown).
+    func beginShutdown() { shuttingDown.store(true, ordering: .relaxed) }
+
+    /// Whether the server is shutting down.
+    var isShuttingDown: Bool { shuttingDown.load(ordering: .relaxed) }
+
+    /// Why events were not stored.
+    enum Refusal: Error {
+        /// The relay cannot store now (log full, disk error, shutting down): retry later.
+        case unavailable(String, retryAfterSeconds: Int)
+    }
+
+    /// The integration-key rule (`--integration-key`), for one event; `nil` when allowed.
+    func keyProblem(_ event: Event) -> EventInputError? {
+        guard !integrationKeys.isEmpty else { return nil }
+        let key: String?
+        switch event {
+        case .tracking(let hit): key = hit.integrationKey
+        case .registration(let registration): key = registration.integrationKey
+        }
+        guard let key, !integrationKeys.contains(key) else { return nil }
+        return EventInputError(field: "integrationKey", "integration key \(key.quotedForError) is not known to this relay (UnknownUUID)")
+    }
+
+    /// Appends `events` durably; returns their sequence numbers once fdatasync'ed.
+    func append(_ events: [Event]) async throws(Refusal) -> Range<UInt64> {
+        guard !isShuttingDown else {
+            metrics.requestsUnavailable.increment()
+            throw .unavailable("the relay is shutting down; retry shortly (on another instance)", retryAfterSeconds: 1)
+        }
+        do {
+            let range = try await log.append(events)
+            metrics.requestsAcknowledged.increment()
+            var registrations = 0
+            for event in events { if case .registration = event { registrations += 1 } }
+            if registrations > 0 { metrics.registrationsIngested.increment(by: Int64(registrations)) }
+            if events.count > registrations { metrics.eventsIngested.increment(by: Int64(events.count - registrations)) }
+            return range
+        } catch {
+            metrics.requestsUnavailable.increment()
+            switch error {
+            case .logFull: throw .unavailable("\(error)", retryAfterSeconds: 30)
+            case .overloaded: throw .unavailable("\(error)", retryAfterSeconds: 1)
+            case .closed: throw .unavailable("the relay is shutting down; retry shortly", retryAfterSeconds: 1)
+            default: throw .unavailable("could not store the events durably: \(error)", retryAfterSeconds: 5)
+            }
+        }
+    }
+}

@@ -1,0 +1,107 @@
+public import RelayCore
+public import RelaySQLite
+
+/// Remembers `Idempotency-Key`s of `POST /v1/events` durably, so a retried request gets the
+/// original answer and its events are stored once.
+///
+/// Before the append, a *pending* record keeps the request's digest, the log position it started
+/// from and the time given to events without one. After the append it becomes *completed* with
+/// the answer. A retry that finds a pending record (the relay crashed in between) looks in the log
+/// from that position for the request's events: those found are not appended again.
+public actor IdempotencyStore {
+    /// What the store knows about a key.
+    public enum Entry: Sendable, Hashable {
+        /// The request was answered: the same answer again.
+        case completed(digest: UInt64, status: Int, body: String)
+        /// The request started but its answer was not recorded (a crash, or it is under way).
+        case pending(digest: UInt64, startSequence: UInt64, defaultTimeNanoseconds: Int64)
+    }
+
+    private let connection: SQLiteConnection
+    private let find: SQLiteStatement
+    private let insertPending: SQLiteStatement
+    private let complete: SQLiteStatement
+    /// How long keys are remembered.
+    public let window: Duration
+    private var inFlight = Set<String>()
+
+    /// The database file of a data directory.
+    public static func path(dataDirectory: String) -> String { "\(dataDirectory)/idempotency.sqlite" }
+
+    /// Opens (creating) the store of `dataDirectory`, forgetting keys older than `window`.
+    public init(dataDirectory: String, window: Duration) throws(SQLiteError) {
+        self.window = window
+        connection = try SQLiteConnection(path: Self.path(dataDirectory: dataDirectory))
+        try connection.execute("PRAGMA journal_mode=WAL")
+        try connection.execute("PRAGMA synchronous=FULL")
+        try connection.execute(
+            """
+            CREATE TABLE IF NOT EXISTS idempotency_keys (
+                key TEXT PRIMARY KEY,
+                digest INTEGER NOT NULL,
+                start_sequence INTEGER NOT NULL,
+                default_time_ns INTEGER NOT NULL,
+                status INTEGER,
+                body TEXT,
+                created_ns INTEGER NOT NULL
+            ) WITHOUT ROWID
+            """
+        )
+        find = try connection.prepare("SELECT digest, start_sequence, default_time_ns, status, body FROM idempotency_keys WHERE key = ?")
+        insertPending = try connection.prepare(
+            "INSERT OR REPLACE INTO idempotency_keys (key, digest, start_sequence, default_time_ns, status, body, created_ns) VALUES (?, ?, ?, ?, NULL, NULL, ?)"
+        )
+        complete = try connection.prepare("UPDATE idempotency_keys SET status = ?, body = ? WHERE key = ?")
+        let cutoff = EventTime.now().nanosecondsSinceEpoch - Int64(window.components.seconds) * 1_000_000_000
+        try connection.execute("DELETE FROM idempotency_keys WHERE created_ns < \(cutoff)")
+    }
+
+    /// Claims `key` for one request at a time; `false` when a request with it is under way.
+    public func claim(_ key: String) -> Bool { inFlight.insert(key).inserted }
+
+    /// Releases a key claimed with ``claim(_:)``.
+    public func release(_ key: String) { inFlight.remove(key) }
+
+    /// What is known of `key`.
+    public func entry(_ key: String) throws(SQLiteError) -> Entry? {
+        find.reset()
+        defer { find.reset() }
+        try find.bind(1, key)
+        guard try find.step() else { return nil }
+        let digest = UInt64(bitPattern: find.int64(0))
+        if let body = find.text(4) {
+            return .completed(digest: digest, status: Int(find.int64(3)), body: body)
+        }
+        return .pending(digest: digest, startSequence: UInt64(bitPattern: find.int64(1)), defaultTimeNanoseconds: find.int64(2))
+    }
+
+    /// Durably records that a request with `key` is about to append from `startSequence`.
+    public func recordPending(_ key: String, digest: UInt64, startSequence: UInt64, defaultTime: EventTime) throws(SQLiteError) {
+        insertPending.reset()
+        try insertPending.bind(1, key)
+        try insertPending.bind(2, Int64(bitPattern: digest))
+        try insertPending.bind(3, Int64(bitPattern: startSequence))
+        try insertPending.bind(4, defaultTime.nanosecondsSinceEpoch)
+        try insertPending.bind(5, EventTime.now().nanosecondsSinceEpoch)
+        try insertPending.step()
+    }
+
+    /// Durably records the answer given to the request with `key`.
+    public func recordCompleted(_ key: String, status: Int, body: String) throws(SQLiteError) {
+        complete.reset()
+        try complete.bind(1, Int64(status))
+        try complete.bind(2, body)
+        try complete.bind(3, key)
+        try complete.step()
+    }
+
+    /// FNV-1a of the request body, to recognise a key reused for another request.
+    public static func digest(_ bytes: [UInt8]) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        return hash
+    }
+}

@@ -1,0 +1,108 @@
+import Hummingbird
+public import Logging
+import RelayAggregator
+import RelayCore
+import RelayForwarding
+import RelayLog
+import ServiceLifecycle
+
+/// `campaign-relay serve`: ingest over HTTP (SDK-compatible endpoints and a JSON API), the
+/// write-ahead log, the aggregator and the uploader in one process, under
+/// swift-service-lifecycle.
+///
+/// Acknowledgements are durable: a 200 means the events were fdatasync'ed. SIGTERM or SIGINT stop
+/// the intake (503 + `Retry-After`), finish requests under way, save the aggregator's and
+/// uploader's positions, close the log, and return.
+public struct RelayServer: Sendable {
+    /// The relay's version, reported by `GET /r/test`.
+    public static let version = "0.1.0"
+
+    /// The configuration.
+    public let configuration: RelayServerConfiguration
+    let logger: Logger
+
+    /// A server with `configuration`.
+    public init(configuration: RelayServerConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Why the server would not start.
+    public struct StartupError: Error, CustomStringConvertible {
+        /// What is wrong and what to do.
+        public var description: String
+    }
+
+    /// Runs until SIGTERM/SIGINT (or the task is cancelled); `onRunning` gets the bound port.
+    ///
+    /// - Throws: ``StartupError`` for an unsafe configuration (a non-loopback address without an
+    ///   admin token), and the log's, stores' or server's errors.
+    public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        guard configuration.bindsLoopbackOnly || configuration.adminToken != nil else {
+            throw StartupError(
+                description: "refusing to listen on \(configuration.host) without --admin-token: the admin endpoints would be open to the network"
+            )
+        }
+        let log = try await WriteAheadLog.open(dataDirectory: configuration.dataDirectory, configuration: configuration.log, logger: logger)
+        let metrics = RelayMetrics()
+        await log.observeCommits { metrics.record($0) }
+        let store: ForwardingStore
+        let idempotency: IdempotencyStore
+        do {
+            store = try ForwardingStore(dataDirectory: configuration.dataDirectory)
+            idempotency = try IdempotencyStore(dataDirectory: configuration.dataDirectory, window: configuration.idempotencyWindow)
+        } catch {
+            await log.close()
+            throw error
+        }
+        var aggregator: Aggregator?
+        if configuration.aggregates {
+            do {
+                aggregator = try await Aggregator(log: log, dataDirectory: configuration.dataDirectory, logger: logger)
+            } catch {
+                logger.error("aggregates are off until this is fixed; events are still stored and forwarded", metadata: ["error": "\(error)"])
+            }
+        }
+        var uploader: Uploader?
+        if configuration.trackingHost != nil || configuration.marketingHost != nil {
+            uploader = Uploader(
+                log: log, trackingHost: configuration.trackingHost, marketingHost: configuration.marketingHost, store: store,
+                configuration: configuration.upload, logger: logger
+            )
+        } else {
+            logger.notice("no --tracking-host or --marketing-host: events are stored and counted, not forwarded")
+        }
+
+        let ingestor = EventIngestor(log: log, metrics: metrics, integrationKeys: configuration.integrationKeys)
+        let router = Router()
+        SDKRoutes(ingestor: ingestor, maximumFormBytes: configuration.maximumFormBytes).add(to: router)
+        EventsRoute(ingestor: ingestor, idempotency: idempotency, maximumBytes: configuration.maximumBatchBytes, maximumEvents: configuration.maximumBatchEvents)
+            .add(to: router)
+        AdminRoutes(dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store).add(to: router)
+        HealthRoutes(ingestor: ingestor).add(to: router)
+
+        let host = configuration.host
+        let serverLogger = logger
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: configuration.port), serverName: "campaign-relay"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                serverLogger.notice("campaign-relay listening", metadata: ["address": "\(host):\(port)"])
+                await onRunning(port)
+            },
+            logger: logger
+        )
+        var services: [any Service] = [LogService(log: log)]
+        if let aggregator { services.append(AggregatorService(aggregator: aggregator, logger: logger)) }
+        if let uploader { services.append(UploaderService(uploader: uploader, logger: logger)) }
+        services.append(MetricsSampler(metrics: metrics, log: log, uploader: uploader, aggregator: aggregator, store: store))
+        services.append(app)
+        services.append(ShutdownNotifier(ingestor: ingestor, logger: logger))
+        var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout
+        try await ServiceGroup(configuration: groupConfiguration).run()
+        let durable = await log.durableSequence
+        logger.notice("campaign-relay stopped", metadata: ["durable-sequence": "\(durable)"])
+    }
+}

@@ -1,0 +1,44 @@
+public import RelayForwarding
+public import RelayLog
+
+/// Everything `campaign-relay serve` is configured with.
+public struct RelayServerConfiguration: Sendable {
+    /// The address to listen on.
+    public var host: String = "127.0.0.1"
+    /// The port to listen on (0: any free port).
+    public var port: Int = 8080
+    /// The data directory.
+    public var dataDirectory: String = "./relay-data"
+    /// The log's settings.
+    public var log = LogConfiguration()
+    /// Where to forward tracking hits; `nil`: not forwarded.
+    public var trackingHost: CampaignHost?
+    /// Where to forward registrations; `nil`: not forwarded.
+    public var marketingHost: CampaignHost?
+    /// How to forward.
+    public var upload = UploadConfiguration()
+    /// Integration keys accepted; empty: any.
+    public var integrationKeys: Set<String> = []
+    /// The bearer token the admin endpoints require; `nil`: none (loopback only).
+    public var adminToken: String?
+    /// The largest request body accepted on `POST /v1/events`.
+    public var maximumBatchBytes = 4 << 20
+    /// The most events in one `POST /v1/events`.
+    public var maximumBatchEvents = 10_000
+    /// The largest registration form accepted (the SDKs send well under 4 KiB).
+    public var maximumFormBytes = 64 << 10
+    /// How long `Idempotency-Key`s are remembered.
+    public var idempotencyWindow: Duration = .seconds(24 * 3600)
+    /// The longest a graceful shutdown may take before work is cancelled.
+    public var shutdownTimeout: Duration = .seconds(10)
+    /// Whether the aggregator runs in the server.
+    public var aggregates = true
+
+    /// The defaults (`127.0.0.1:8080`, `./relay-data`, no forwarding).
+    public init() {}
+
+    /// Whether the address only accepts connections from this machine.
+    public var bindsLoopbackOnly: Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}

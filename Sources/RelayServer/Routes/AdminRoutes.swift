@@ -1,0 +1,83 @@
+import Hummingbird
+import RelayAggregator
+import RelayCore
+import RelayForwarding
+
+/// The admin endpoints: counts, dead letters and metrics, behind `Authorization: Bearer <token>`
+/// when an admin token is set.
+struct AdminRoutes: Sendable {
+    let dataDirectory: String
+    let adminToken: String?
+    let metrics: RelayMetrics
+    let store: ForwardingStore
+
+    func add(to router: Router<BasicRequestContext>) {
+        router.get("v1/deliveries") { request, _ in
+            if let refusal = authorize(request) { return refusal }
+            return deliveries(nil, limit: request.uri.queryParameters.get("limit").flatMap { Int($0) })
+        }
+        router.get("v1/deliveries/:id") { request, context in
+            if let refusal = authorize(request) { return refusal }
+            let id = context.parameters.get("id") ?? ""
+            return deliveries(id, limit: nil)
+        }
+        router.get("v1/deadletters") { request, _ in
+            if let refusal = authorize(request) { return refusal }
+            return await deadLetters()
+        }
+        router.get("metrics") { request, _ in
+            if let refusal = authorize(request) { return refusal }
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: .init(bytes: metrics.render()))
+            )
+        }
+    }
+
+    /// `nil` when the request may proceed; a 401 otherwise. The comparison takes the same time
+    /// whatever the token, so it does not leak how much of it matched.
+    func authorize(_ request: Request) -> Response? {
+        guard let adminToken else { return nil }
+        let given = Array((request.headers[.authorization] ?? "").utf8)
+        let expected = Array("Bearer \(adminToken)".utf8)
+        var difference = UInt8(given.count == expected.count ? 0 : 1)
+        for index in 0..<expected.count { difference |= expected[index] ^ (index < given.count ? given[index] : 0) }
+        guard difference != 0 else { return nil }
+        var response = Responses.error(.unauthorized, "admin endpoints need Authorization: Bearer <token> (--admin-token)")
+        response.headers[.wwwAuthenticate] = "Bearer"
+        return response
+    }
+
+    func deliveries(_ id: String?, limit: Int?) -> Response {
+        let queries: AggregateQueries
+        do {
+            queries = try AggregateQueries(path: Aggregator.databasePath(dataDirectory: dataDirectory))
+        } catch {
+            return Responses.error(.serviceUnavailable, "aggregates are not available yet: \(error)")
+        }
+        do {
+            let rows = try queries.deliveries(deliveryId: id, limit: limit)
+            if let id, rows.isEmpty { return Responses.error(.notFound, "no events counted for delivery \(id)") }
+            let covered = try queries.coveredSequences()
+            let items = rows.map { row in
+                "{\"deliveryId\":\(JSONText.quoted(row.deliveryId)),\"impressions\":\(row.impressions),\"opens\":\(row.opens),\"clicks\":\(row.clicks),\"uniqueImpressions\":\(row.uniqueImpressions),\"uniqueOpens\":\(row.uniqueOpens),\"uniqueClicks\":\(row.uniqueClicks),\"firstEvent\":\"\(row.firstEvent.rfc3339)\",\"lastEvent\":\"\(row.lastEvent.rfc3339)\"}"
+            }
+            if id != nil, let item = items.first { return Responses.json(.ok, item) }
+            return Responses.json(.ok, "{\"aggregatedThrough\":\(covered.upperBound - 1),\"deliveries\":[\(items.joined(separator: ","))]}")
+        } catch {
+            return Responses.error(.internalServerError, "reading the aggregates failed: \(error)")
+        }
+    }
+
+    func deadLetters() async -> Response {
+        do {
+            let letters = try await store.deadLetters()
+            let items = letters.map { letter in
+                "{\"id\":\(letter.id),\"sequence\":\(letter.sequence),\"status\":\(letter.status),\"url\":\(JSONText.quoted(letter.url)),\"deadLetteredAt\":\"\(letter.deadLetteredAt)\",\"responseBody\":\(JSONText.quoted(letter.responseBody)),\"event\":\(letter.eventJSON)}"
+            }
+            return Responses.json(.ok, "{\"deadLetters\":[\(items.joined(separator: ","))]}")
+        } catch {
+            return Responses.error(.internalServerError, "reading the dead letters failed: \(error)")
+        }
+    }
+}

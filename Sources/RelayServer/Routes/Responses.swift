@@ -1,0 +1,49 @@
+import Hummingbird
+import NIOCore
+import RelayCore
+
+/// Building the server's answers.
+enum Responses {
+    static func text(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ json: String) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: json)))
+    }
+
+    static func error(_ status: HTTPResponse.Status, _ message: String, problems: [EventBatchDecoder.Problem] = []) -> Response {
+        json(status, errorJSON(message, problems: problems))
+    }
+
+    /// `{"error":…,"problems":[{"index":…,"field":…,"message":…}]}`.
+    static func errorJSON(_ message: String, problems: [EventBatchDecoder.Problem] = []) -> String {
+        var body = "{\"error\":\(JSONText.quoted(message))"
+        if !problems.isEmpty {
+            body += ",\"problems\":[" + problems.map { problem in
+                "{\"index\":\(problem.index.map(String.init) ?? "null"),\"field\":\(problem.field.map(JSONText.quoted) ?? "null"),\"message\":\(JSONText.quoted(problem.message))}"
+            }.joined(separator: ",") + "]"
+        }
+        return body + "}"
+    }
+
+    /// 503 with `Retry-After`: the relay cannot store now, the sender should retry.
+    static func unavailable(_ message: String, retryAfterSeconds: Int, json: Bool) -> Response {
+        var response = json ? error(.serviceUnavailable, message) : text(.serviceUnavailable, message + "\n")
+        response.headers[.retryAfter] = String(retryAfterSeconds)
+        return response
+    }
+
+    static func tooLarge(_ limit: Int, json: Bool) -> Response {
+        let message = "request body larger than \(limit) bytes"
+        return json ? error(.contentTooLarge, message) : text(.contentTooLarge, message + "\n")
+    }
+}
+
+extension Request {
+    /// The body, or `nil` when it is larger than `limit` bytes (or cannot be read).
+    func bodyBytes(limit: Int) async -> [UInt8]? {
+        guard let buffer = try? await body.collect(upTo: limit) else { return nil }
+        return Array(buffer: buffer)
+    }
+}

@@ -1,0 +1,53 @@
+import Hummingbird
+import RelayCore
+
+/// The endpoints of a Campaign marketing and tracking host, so an SDK can point at the relay.
+struct SDKRoutes: Sendable {
+    let ingestor: EventIngestor
+    let maximumFormBytes: Int
+
+    func add(to router: Router<BasicRequestContext>) {
+        router.post("nms/mobile/1/registerIOS.jssp") { request, _ in await register(request, platform: .ios) }
+        router.post("nms/mobile/1/registerAndroid.jssp") { request, _ in await register(request, platform: .android) }
+        router.get("r/test") { _, _ in Responses.text(.ok, "campaign-relay \(RelayServer.version) (Campaign redirection server compatible)\n") }
+        router.get("r") { request, _ in await track(request) }
+    }
+
+    func register(_ request: Request, platform: Platform) async -> Response {
+        guard let body = await request.bodyBytes(limit: maximumFormBytes) else { return Responses.tooLarge(maximumFormBytes, json: false) }
+        guard let form = String(validating: body, as: UTF8.self) else { return rejected("the form body is not UTF-8") }
+        let event: Event
+        do {
+            event = try SDKRequestDecoder.registration(formBody: form, platform: platform, defaultTime: .now())
+        } catch {
+            return rejected(error.message)
+        }
+        if let problem = ingestor.keyProblem(event) { return rejected(problem.message) }
+        return await store(event)
+    }
+
+    func track(_ request: Request) async -> Response {
+        guard let id = request.uri.queryParameters.get("id") else { return rejected("missing ?id=h{messageId},{deliveryId},{tag}") }
+        do {
+            return await store(try SDKRequestDecoder.trackingHit(id: id, defaultTime: .now()))
+        } catch {
+            return rejected(error.message)
+        }
+    }
+
+    private func rejected(_ message: String) -> Response {
+        ingestor.metrics.requestsRejected.increment()
+        return Responses.text(.badRequest, message + "\n")
+    }
+
+    private func store(_ event: Event) async -> Response {
+        do {
+            _ = try await ingestor.append([event])
+            return Responses.text(.ok, "")
+        } catch {
+            switch error {
+            case .unavailable(let message, let seconds): return Responses.unavailable(message, retryAfterSeconds: seconds, json: false)
+            }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Logging
+import RelayAggregator
+import RelayForwarding
+import RelayLog
+import ServiceLifecycle
+
+/// Closes the log once everything that writes or reads it has stopped (it is shut down last).
+struct LogService: Service {
+    let log: WriteAheadLog
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await log.close()
+    }
+}
+
+/// Runs the aggregator continuously; on shutdown it finishes its transaction and saves its cursor.
+struct AggregatorService: Service {
+    let aggregator: Aggregator
+    let logger: Logger
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown { try await aggregator.run() }
+        } catch is CancellationError {
+        } catch {
+            logger.error("the aggregator stopped; counts will catch up after a restart", metadata: ["error": "\(error)"])
+        }
+        await aggregator.close()
+    }
+}
+
+/// Runs the uploader continuously; on shutdown it stops sending and saves its positions.
+struct UploaderService: Service {
+    let uploader: Uploader
+    let logger: Logger
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown { try await uploader.run(until: nil) }
+        } catch is CancellationError {
+        } catch {
+            logger.error("the uploader stopped; forwarding resumes after a restart", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// Copies the uploader's and aggregator's state into gauges once a second.
+struct MetricsSampler: Service {
+    let metrics: RelayMetrics
+    let log: WriteAheadLog
+    let uploader: Uploader?
+    let aggregator: Aggregator?
+    let store: ForwardingStore
+
+    func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                let durable = await log.durableSequence
+                metrics.durableSequence.record(Int64(durable))
+                if let aggregator { metrics.aggregatorLag.record(Int64(durable) - Int64(await aggregator.nextSequence)) }
+                if let uploader {
+                    let lanes = await uploader.statistics()
+                    metrics.uploadBacklogTracking.record(Int64(lanes[.tracking]?.backlog ?? 0))
+                    metrics.uploadBacklogMarketing.record(Int64(lanes[.marketing]?.backlog ?? 0))
+                    metrics.uploadRetries.record(Int64(lanes.values.reduce(0) { $0 + $1.retries }))
+                    metrics.uploadDelivered.record(Int64(lanes.values.reduce(0) { $0 + $1.delivered }))
+                }
+                metrics.deadLetters.record(Int64((try? await store.pendingDeadLetterCount()) ?? 0))
+                try await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+}
+
+/// The first to hear of a shutdown: from then on, new events are answered 503 + Retry-After.
+struct ShutdownNotifier: Service {
+    let ingestor: EventIngestor
+    let logger: Logger
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        ingestor.beginShutdown()
+        logger.notice("shutting down: refusing new events, finishing requests under way, then saving positions and closing the log")
+    }
+}
