@@ -97,7 +97,8 @@ struct EventsRoute: Sendable {
         } catch {
             switch error {
             case .unavailable(let message, let seconds):
-                return Outcome(response: Responses.unavailable(message, retryAfterSeconds: seconds, json: true), final: false, status: 503, body: "")
+                let response = Responses.unavailable(message, retryAfterSeconds: seconds, json: true, closeConnection: ingestor.isShuttingDown)
+                return Outcome(response: response, final: false, status: 503, body: "")
             }
         }
     }

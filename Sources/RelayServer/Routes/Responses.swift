@@ -27,10 +27,12 @@ enum Responses {
         return body + "}"
     }
 
-    /// 503 with `Retry-After`: the relay cannot store now, the sender should retry.
-    static func unavailable(_ message: String, retryAfterSeconds: Int, json: Bool) -> Response {
+    /// 503 with `Retry-After`: the relay cannot store now, the sender should retry. While shutting
+    /// down, the connection is closed too, so keep-alive clients go elsewhere instead of holding it open.
+    static func unavailable(_ message: String, retryAfterSeconds: Int, json: Bool, closeConnection: Bool = false) -> Response {
         var response = json ? error(.serviceUnavailable, message) : text(.serviceUnavailable, message + "\n")
         response.headers[.retryAfter] = String(retryAfterSeconds)
+        if closeConnection { response.headers[.connection] = "close" }
         return response
     }
 

@@ -46,7 +46,8 @@ struct SDKRoutes: Sendable {
             return Responses.text(.ok, "")
         } catch {
             switch error {
-            case .unavailable(let message, let seconds): return Responses.unavailable(message, retryAfterSeconds: seconds, json: false)
+            case .unavailable(let message, let seconds):
+                return Responses.unavailable(message, retryAfterSeconds: seconds, json: false, closeConnection: ingestor.isShuttingDown)
             }
         }
     }

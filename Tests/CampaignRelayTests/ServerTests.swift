@@ -1,0 +1,224 @@
+import Foundation
+import RelayForwarding
+import RelaySQLite
+import RelayTestSupport
+import Testing
+
+@Suite("The relay server over loopback", .serialized)
+struct ServerTests {
+    @Test("SDK registrations and hits and JSON batches reach the emulator exactly as acknowledged; /v1/deliveries counts them")
+    func endToEnd() async throws {
+        let emulator = try await RunningEmulator.start()
+        let host = try CampaignHost(parsing: emulator.url, role: "test")
+        let server = try await RunningServer.start { configuration in
+            configuration.trackingHost = host
+            configuration.marketingHost = host
+            configuration.integrationKeys = ["testIntegrationKey"]
+        }
+        let http = TestHTTPClient()
+        // The SDK vector, sent with '+' for spaces (accepted from clients), forwarded with %20.
+        let plusForm = androidVectorBody.replacingOccurrences(of: "%20mockOSVersion", with: "+mockOSVersion")
+        #expect(try await http.post(server.url + "/nms/mobile/1/registerAndroid.jssp", plusForm, headers: formHeaders).status == 200)
+        let iosForm = "registrationToken=70757368546f6b656e&mobileAppUuid=testIntegrationKey&userKey=&deviceName=&deviceModel=&deviceBrand=&deviceManufacturer=&osName=iOS&osVersion=iOS%2017.2&osLanguage=en&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22email%22%20value%3D%22email%40email.com%22%20%2F%3E%3C%2FadditionalParams%3E"
+        #expect(try await http.post(server.url + "/nms/mobile/1/registerIOS.jssp", iosForm, headers: formHeaders).status == 200)
+        #expect(try await http.get(server.url + "/r/?id=hd828,f0190,1").status == 200)
+        #expect(try await http.get(server.url + "/r/?id=h9a1c61c0,f0190,2").status == 200)
+        #expect(try await http.get(server.url + "/r/test").body.contains("campaign-relay"))
+        // 100 hits of delivery f0200 as one JSON batch: ids 1…100, 60 impressions, 30 opens, 10 clicks.
+        let batch = "[" + (1...100).map { id in
+            let action = id <= 60 ? "impression" : id <= 90 ? "open" : "click"
+            return #"{"kind":"track","action":"\#(action)","messageId":"\#(id)","deliveryId":"f0200"}"#
+        }.joined(separator: ",") + "]"
+        let answer = try await http.post(server.url + "/v1/events", batch)
+        #expect(answer.status == 200)
+        #expect(answer.body == #"{"accepted":100,"firstSequence":5,"lastSequence":104}"#)
+
+        // Wait for the uploader to forward everything.
+        let recorder = emulator.emulator.recorder
+        for _ in 0..<500 {
+            let hits = await recorder.acceptedHits
+            let registrations = await recorder.acceptedRegistrations.count
+            if hits >= 102, registrations >= 2 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(await recorder.acceptedHits == 102)
+        var expected = Set((1...100).map { EmulatorHitKey(messageId: String($0, radix: 16), deliveryId: "f0200", tag: $0 <= 60 ? 1 : 2) })
+        expected.insert(EmulatorHitKey(messageId: "d828", deliveryId: "f0190", tag: 1))
+        expected.insert(EmulatorHitKey(messageId: "9a1c61c0", deliveryId: "f0190", tag: 2))
+        #expect(Set(await recorder.hits.keys.map { EmulatorHitKey(messageId: $0.messageId, deliveryId: $0.deliveryId, tag: $0.tag) }) == expected)
+        let forwarded = await recorder.lastRequests(500).filter { $0.method == "POST" }
+        #expect(forwarded.map(\.body).contains(androidVectorBody), "the Android registration goes upstream as the exact SDK vector")
+        #expect(forwarded.map(\.body).contains(iosForm))
+
+        // The counts, once the aggregator has caught up.
+        var deliveries: [[String: Any]] = []
+        for _ in 0..<250 {
+            let object = try JSONSerialization.jsonObject(with: Data(try await http.get(server.url + "/v1/deliveries").body.utf8)) as? [String: Any]
+            deliveries = object?["deliveries"] as? [[String: Any]] ?? []
+            if (object?["aggregatedThrough"] as? Int) == 104 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let f0200 = try #require(deliveries.first { $0["deliveryId"] as? String == "f0200" })
+        #expect([f0200["impressions"], f0200["opens"], f0200["clicks"]].compactMap { $0 as? Int } == [60, 30, 10])
+        #expect([f0200["uniqueImpressions"], f0200["uniqueOpens"], f0200["uniqueClicks"]].compactMap { $0 as? Int } == [60, 30, 10])
+        let f0190 = try #require(deliveries.first { $0["deliveryId"] as? String == "f0190" })
+        #expect([f0190["impressions"], f0190["opens"], f0190["clicks"]].compactMap { $0 as? Int } == [1, 0, 1])
+        let one = try await http.get(server.url + "/v1/deliveries/f0190")
+        #expect(one.status == 200 && one.body.contains("\"clicks\":1"))
+        #expect(try await http.get(server.url + "/v1/deliveries/nope").status == 404)
+        let metrics = try await http.get(server.url + "/metrics").body
+        #expect(metrics.contains("relay_events_ingested_total{kind=\"track\"} 102"))
+        #expect(metrics.contains("relay_wal_fsync_seconds_count"))
+        await http.shutdown()
+        await server.stop()
+        await emulator.stop()
+    }
+
+    @Test("bad input gets a 4xx naming the problem and changes nothing")
+    func badInput() async throws {
+        let server = try await RunningServer.start { $0.integrationKeys = ["testIntegrationKey"] }
+        let http = TestHTTPClient()
+        let events = server.url + "/v1/events"
+        let cases: [(String, String, String, [(String, String)], Int, String)] = [
+            ("POST", events, "[{\"kind\":\"track\",", [], 400, "invalid JSON"),
+            ("POST", events, "[{\"kind\":\"track\",\"action\":\"open\",\"messageId\":55336,\"deliveryId\":\"f\"}]", [], 400, "messageId must be a string, found a number"),
+            ("POST", events, "[{\"kind\":\"track\",\"action\":\"swipe\",\"messageId\":\"1\",\"deliveryId\":\"f\"}]", [], 400, "action \\\"swipe\\\" is not"),
+            ("POST", events, "{\"kind\":\"track\",\"action\":\"open\",\"messageId\":\"1\",\"deliveryId\":\"f\"}\n{\"kind\":\"track\",\"action\":\"open\",\"messageId\":\"a8a\",\"deliveryId\":\"f\"}", [], 400, "\"index\":1,\"field\":\"messageId\""),
+            ("POST", events, "", [], 400, "the body is empty"),
+            ("POST", events, "[" + String(repeating: "{\"kind\":\"track\",\"action\":\"open\",\"messageId\":\"1\",\"deliveryId\":\"f\"},", count: 10_001).dropLast() + "]", [], 400, "at most 10000"),
+            ("POST", events, String(repeating: " ", count: 5 << 20), [], 413, "larger than"),
+            ("POST", events, "[{\"kind\":\"register\",\"platform\":\"ios\",\"integrationKey\":\"stranger\",\"registrationToken\":\"t\"}]", [], 400, "UnknownUUID"),
+            ("POST", server.url + "/nms/mobile/1/registerIOS.jssp", "registrationToken=%ZZ&mobileAppUuid=testIntegrationKey", formHeaders, 400, "percent-encoded"),
+            ("POST", server.url + "/nms/mobile/1/registerIOS.jssp", "registrationToken=t&mobileAppUuid=stranger", formHeaders, 400, "UnknownUUID"),
+            ("POST", server.url + "/nms/mobile/1/registerAndroid.jssp", "registrationToken=t&mobileAppUuid=testIntegrationKey&additionalParams=%3Cfoo%3E", formHeaders, 400, "additionalParams is not the SDK's XML"),
+            ("POST", server.url + "/nms/mobile/1/registerAndroid.jssp", "registrationToken=t", formHeaders, 400, "mobileAppUuid"),
+            ("POST", server.url + "/nms/mobile/1/registerAndroid.jssp", "registrationToken=t&mobileAppUuid=testIntegrationKey&color=red", formHeaders, 400, "unknown form field \"color\""),
+            ("GET", server.url + "/r/", "", [], 400, "missing ?id="),
+            ("GET", server.url + "/r/?id=hd828,f0190,3", "", [], 400, "tag \"3\""),
+            ("GET", server.url + "/r/?id=hxyz,f0190,1", "", [], 400, "neither a UUID nor 1 to 16 hex digits"),
+            ("GET", server.url + "/r/?id=hd828,f%20190,1", "", [], 400, "deliveryId"),
+        ]
+        for (method, url, body, headers, status, text) in cases {
+            let answer = method == "GET" ? try await http.get(url, headers: headers) : try await http.post(url, body, headers: headers)
+            #expect(answer.status == status, "\(url) \(body.prefix(60)): \(answer.status) \(answer.body)")
+            #expect(answer.body.contains(text), "\(url) \(body.prefix(60)): \(answer.body.prefix(300))")
+        }
+        #expect(try await http.durableSequence(server.url) == 1, "nothing may have been stored")
+        await http.shutdown()
+        await server.stop()
+    }
+
+    @Test("seeded fuzz: 10,000 mutated requests never crash the server or get a 5xx")
+    func fuzz() async throws {
+        let server = try await RunningServer.start()
+        let http = TestHTTPClient()
+        let bases: [(path: String, method: String, body: String)] = [
+            ("/v1/events", "POST", #"[{"kind":"track","action":"open","messageId":"55336","deliveryId":"f0190","time":"2026-11-21T10:00:00Z"},{"kind":"register","platform":"android","integrationKey":"k","registrationToken":"t","additionalParams":{"a":"b","n":1}}]"#),
+            ("/v1/events", "POST", "{\"kind\":\"track\",\"action\":\"click\",\"_mId\":\"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6\",\"_dId\":\"d\"}\n{\"kind\":\"track\",\"action\":\"impression\",\"messageId\":\"-1\",\"deliveryId\":\"e\"}\n"),
+            ("/nms/mobile/1/registerAndroid.jssp", "POST", androidVectorBody),
+            ("/nms/mobile/1/registerIOS.jssp", "POST", "registrationToken=aa&mobileAppUuid=k&userKey=&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22x%22%20value%3D%22%26amp%3B%22%20%2F%3E%3C%2FadditionalParams%3E"),
+            ("/r/?id=", "GET", "hd828,f0190,1"),
+        ]
+        let seed = UInt64.random(in: 0...UInt64.max)
+        let requests = 10_000
+        let outcome = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            var generator = SplitMix(seed: seed)
+            var statuses: [Int: Int] = [:]
+            var worst = ""
+            var sent = 0
+            func mutated() -> (String, String, [UInt8]) {
+                let base = bases[Int(generator.next() % UInt64(bases.count))]
+                var bytes = Array(base.body.utf8)
+                for _ in 0..<(1 + Int(generator.next() % 4)) where !bytes.isEmpty {
+                    let position = Int(generator.next() % UInt64(bytes.count))
+                    switch generator.next() % 5 {
+                    case 0: bytes[position] ^= UInt8(1 << (generator.next() % 8))
+                    case 1: bytes.removeSubrange(position..<min(bytes.count, position + Int(generator.next() % 8) + 1))
+                    case 2: bytes.insert(UInt8(generator.next() % 256), at: position)
+                    case 3: bytes = Array(bytes.prefix(position))
+                    default: bytes.insert(contentsOf: bytes[position..<min(bytes.count, position + 5)], at: position)
+                    }
+                }
+                return (base.path, base.method, bytes)
+            }
+            func launch() {
+                let (path, method, bytes) = mutated()
+                group.addTask {
+                    if method == "GET" {
+                        let query = String(decoding: bytes, as: UTF8.self).addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? ""
+                        let answer = try await http.get(server.url + path + query)
+                        return (answer.status, answer.body)
+                    }
+                    let answer = try await http.send(.POST, server.url + path, body: bytes, headers: path.hasPrefix("/nms") ? formHeaders : [])
+                    return (answer.status, answer.body)
+                }
+                sent += 1
+            }
+            for _ in 0..<8 { launch() }
+            while let (status, body) = try await group.next() {
+                statuses[status, default: 0] += 1
+                if status >= 500 { worst = body }
+                if sent < requests { launch() }
+            }
+            return (statuses, worst)
+        }
+        let (statuses, worst) = outcome
+        #expect(statuses.values.reduce(0, +) == requests)
+        #expect(statuses.keys.allSatisfy { $0 < 500 }, "seed \(seed): 5xx answers \(statuses): \(worst)")
+        #expect((statuses[400] ?? 0) > requests / 2, "most mutations must be refused: \(statuses)")
+        #expect(try await http.get(server.url + "/healthz").status == 200)
+        await http.shutdown()
+        await server.stop()
+    }
+
+    @Test("Idempotency-Key: a batch sent twice is stored once, also after a crash between storing and answering")
+    func idempotency() async throws {
+        let server = try await RunningServer.start()
+        let http = TestHTTPClient()
+        let batch = (1...5).map { #"{"kind":"track","action":"open","messageId":"\#($0)","deliveryId":"idem"}"# }.joined(separator: "\n")
+        let key = [("Idempotency-Key", "order-42")]
+        let first = try await http.post(server.url + "/v1/events", batch, headers: key)
+        #expect(first.status == 200)
+        #expect(first.body == #"{"accepted":5,"firstSequence":1,"lastSequence":5}"#)
+        let again = try await http.post(server.url + "/v1/events", batch, headers: key)
+        #expect(again.status == 200)
+        #expect(again.body == first.body)
+        #expect(again.headers.first(name: "Idempotent-Replayed") == "true")
+        #expect(try await http.durableSequence(server.url) == 6)
+        let other = try await http.post(server.url + "/v1/events", "[]", headers: key)
+        #expect(other.status == 422)
+
+        // As if the relay had crashed after storing the events but before recording the answer.
+        let database = try SQLiteConnection(path: server.dataDirectory + "/idempotency.sqlite")
+        try database.execute("UPDATE idempotency_keys SET status = NULL, body = NULL WHERE key = 'order-42'")
+        database.close()
+        let retried = try await http.post(server.url + "/v1/events", batch, headers: key)
+        #expect(retried.status == 200)
+        #expect(retried.body == first.body, "the events are found in the log, not appended again")
+        #expect(try await http.durableSequence(server.url) == 6)
+        await http.shutdown()
+        await server.stop()
+    }
+
+    @Test("admin endpoints need the bearer token when one is set; health answers without")
+    func adminToken() async throws {
+        let server = try await RunningServer.start { $0.adminToken = "a-long-enough-admin-token" }
+        let http = TestHTTPClient()
+        for path in ["/v1/deliveries", "/v1/deliveries/x", "/v1/deadletters", "/metrics"] {
+            #expect(try await http.get(server.url + path).status == 401, "\(path)")
+            #expect(try await http.get(server.url + path, headers: [("Authorization", "Bearer wrong")]).status == 401, "\(path)")
+        }
+        #expect(try await http.get(server.url + "/metrics", headers: [("Authorization", "Bearer a-long-enough-admin-token")]).status == 200)
+        #expect(try await http.get(server.url + "/v1/deadletters", headers: [("Authorization", "Bearer a-long-enough-admin-token")]).body == #"{"deadLetters":[]}"#)
+        #expect(try await http.get(server.url + "/healthz").status == 200)
+        await http.shutdown()
+        await server.stop()
+    }
+}
+
+/// A hit as compared in tests.
+struct EmulatorHitKey: Hashable {
+    var messageId: String
+    var deliveryId: String
+    var tag: Int
+}
