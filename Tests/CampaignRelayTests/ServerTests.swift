@@ -1,5 +1,7 @@
 import Foundation
+import Logging
 import RelayForwarding
+import RelayServer
 import RelaySQLite
 import RelayTestSupport
 import Testing
@@ -213,6 +215,46 @@ struct ServerTests {
         #expect(try await http.get(server.url + "/healthz").status == 200)
         await http.shutdown()
         await server.stop()
+    }
+}
+
+extension ServerTests {
+    @Test("a full log answers 503 with Retry-After and stores nothing of the refused batch")
+    func logFull() async throws {
+        let server = try await RunningServer.start { configuration in
+            configuration.log = .init(segmentBytes: 4096, maximumLogBytes: 6000, compressionLevel: 0)
+            configuration.aggregates = false
+        }
+        let http = TestHTTPClient()
+        var refusal: TestHTTPClient.Answer?
+        var accepted = 0
+        for batch in 0..<200 {
+            let body = (0..<5).map { #"{"kind":"track","action":"open","messageId":"\#(batch * 5 + $0 + 1)","deliveryId":"full"}"# }.joined(separator: "\n")
+            let answer = try await http.post(server.url + "/v1/events", body)
+            if answer.status == 200 { accepted += 5 } else { refusal = answer; break }
+        }
+        let answer = try #require(refusal)
+        #expect(answer.status == 503)
+        #expect(answer.headers.first(name: "Retry-After") == "30")
+        #expect(answer.body.contains("log full"))
+        #expect(try await http.durableSequence(server.url) == accepted + 1, "the refused batch left nothing behind")
+        await http.shutdown()
+        await server.stop()
+    }
+
+    @Test("listening beyond loopback without an admin token is refused at start")
+    func refusesOpenAdmin() async throws {
+        var configuration = RelayServerConfiguration()
+        configuration.host = "0.0.0.0"
+        configuration.port = 0
+        configuration.dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("open-\(UUID().uuidString)").path
+        let server = RelayServer(configuration: configuration, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        await #expect {
+            try await server.run()
+        } throws: { error in
+            (error as? RelayServer.StartupError)?.description.contains("without --admin-token") == true
+        }
+        #expect(!FileManager.default.fileExists(atPath: configuration.dataDirectory + "/wal"), "nothing is opened when refusing")
     }
 }
 
