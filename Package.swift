@@ -144,7 +144,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RelayAggregatorTests",
-            dependencies: ["RelayAggregator", "RelayLog", "RelayCore", "RelaySQLite", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["RelayAggregator", "RelayLog", "RelayCore", "RelaySQLite", "RelayTestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -31,6 +31,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "RelayCore", package: "campaign-relay"),
                 .product(name: "RelayLog", package: "campaign-relay"),
+                .product(name: "RelayAggregator", package: "campaign-relay"),
             ],
             path: "Benchmarks/WALBenchmarks",
             swiftSettings: swiftSettings,

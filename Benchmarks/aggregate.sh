@@ -10,17 +10,7 @@ work=$(mktemp -d /tmp/campaign-relay-aggregate-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 swift build -c release --package-path "$here/.." --product campaign-relay >&2
 relay="$(swift build -c release --package-path "$here/.." --show-bin-path)/campaign-relay"
-python3 - "$events" "$work/events.jsonl" <<'PY'
-import random, sys
-count, path = int(sys.argv[1]), sys.argv[2]
-random.seed(7)
-actions = ["impression"] * 6 + ["open"] * 3 + ["click"]
-with open(path, "w") as f:
-    for i in range(count):
-        f.write('{"kind":"track","action":"%s","messageId":"%d","deliveryId":"f%04x","time":"2026-11-21T%02d:%02d:%02d.%03dZ"}\n'
-                % (random.choice(actions), random.randrange(1, 10**9), 0x1000 + random.randrange(200),
-                   (i // 3600000) % 24, (i // 60000) % 60, (i // 1000) % 60, i % 1000))
-PY
+python3 "$here/generate-events.py" "$events" "$work/events.jsonl"
 "$relay" ingest "$work/events.jsonl" --data-dir "$work/data" --json >/dev/null
 : > "$work/results"
 for run in $(seq 1 "$runs"); do

@@ -16,17 +16,7 @@ swift build -c release --package-path "$here" --product IngestBaseline >&2
 relay="$(swift build -c release --package-path "$here/.." --show-bin-path)/campaign-relay"
 baseline="$(swift build -c release --package-path "$here" --show-bin-path)/IngestBaseline"
 
-python3 - "$events" "$work/events.jsonl" <<'PY'
-import random, sys
-count, path = int(sys.argv[1]), sys.argv[2]
-random.seed(7)
-actions = ["impression"] * 6 + ["open"] * 3 + ["click"]
-with open(path, "w") as f:
-    for i in range(count):
-        f.write('{"kind":"track","action":"%s","messageId":"%d","deliveryId":"f%04x","time":"2026-11-21T%02d:%02d:%02d.%03dZ"}\n'
-                % (random.choice(actions), random.randrange(1, 10**9), 0x1000 + random.randrange(200),
-                   (i // 3600000) % 24, (i // 60000) % 60, (i // 1000) % 60, i % 1000))
-PY
+python3 "$here/generate-events.py" "$events" "$work/events.jsonl"
 echo "input: $events events, $(stat -c %s "$work/events.jsonl") bytes of JSONL; $(nproc) cores" >&2
 
 : > "$work/results"

@@ -156,7 +156,8 @@ public struct EventTime: Sendable, Hashable, Comparable, CustomStringConvertible
 
     // MARK: Calendar arithmetic (proleptic Gregorian; H. Hinnant's days_from_civil / civil_from_days)
 
-    static func days(fromCivilYear year: Int64, month: Int64, day: Int64) -> Int64 {
+    /// Days since 1970-01-01 of a proleptic Gregorian date.
+    package static func days(fromCivilYear year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400

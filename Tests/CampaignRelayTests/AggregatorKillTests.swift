@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import RelayAggregator
+import RelayTestSupport
 import Testing
 
 /// A real `campaign-relay aggregate` child process, SIGKILLed at random moments while it consumes
@@ -30,7 +31,7 @@ struct AggregatorKillTests {
     }
 
     static func generate() -> [Line] {
-        var generator = SplitMix(seed: 42)
+        var generator = SeededGenerator(seed: 42)
         return (0..<events).map { _ in
             if generator.next() % 25 == 0 { return .registration(app: "app\(generator.next() % 3)", token: Int(generator.next() % 500)) }
             return .hit(delivery: "d\(generator.next() % 12)", action: Int(generator.next() % 3), message: Int(generator.next() % 3000))
@@ -101,7 +102,7 @@ struct AggregatorKillTests {
         let ingest = try RelayBinary.run(binary, ["ingest", input, "--data-dir", directory, "--json", "--batch-bytes", "65536"])
         try #require(ingest.status == 0, "\(ingest.stderr)")
 
-        var generator = SplitMix(seed: UInt64.random(in: 0...UInt64.max))
+        var generator = SeededGenerator(seed: UInt64.random(in: 0...UInt64.max))
         var killedWhileRunning = 0
         var previousNext = 1
         let database = Aggregator.databasePath(dataDirectory: directory)

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import RelayCore
+import RelayTestSupport
 import Testing
 
 /// A real `campaign-relay ingest` child process, killed with SIGKILL at random moments while it
@@ -27,7 +28,7 @@ struct KillNineTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kill9-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let seed = UInt64.random(in: 0...UInt64.max)
-        var generator = SplitMix(seed: seed)
+        var generator = SeededGenerator(seed: seed)
         var acknowledged: [UInt64: Int64] = [:]
         var attempted = Set<Int64>()
         var nextId: Int64 = 1
@@ -115,18 +116,5 @@ struct KillNineTests {
             #expect(present[sequence] == id, "\(label): acknowledged event \(id) at sequence \(sequence) missing")
         }
         return previous + 1
-    }
-}
-
-/// A small seeded generator for the kill timings (the seed is printed with any failure).
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

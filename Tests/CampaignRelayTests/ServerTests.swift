@@ -124,7 +124,7 @@ struct ServerTests {
         let seed = UInt64.random(in: 0...UInt64.max)
         let requests = 10_000
         let outcome = try await withThrowingTaskGroup(of: (Int, String).self) { group in
-            var generator = SplitMix(seed: seed)
+            var generator = SeededGenerator(seed: seed)
             var statuses: [Int: Int] = [:]
             var worst = ""
             var sent = 0

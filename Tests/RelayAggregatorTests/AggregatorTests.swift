@@ -6,25 +6,8 @@ import RelayAggregator
 import RelayCore
 import RelayLog
 import RelaySQLite
+import RelayTestSupport
 import Testing
-
-let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-
-/// A fresh data directory, removed by the caller.
-func scratchDataDirectory(_ label: String) -> String {
-    let path = "/tmp/campaign-relay-tests/\(label)-\(UInt64.random(in: 0...UInt64.max))"
-    try? PosixFileSystem().createDirectory(path)
-    return path
-}
-
-func removeDirectory(_ path: String) {
-    let fs = PosixFileSystem()
-    for name in (try? fs.listDirectory(path)) ?? [] {
-        let child = "\(path)/\(name)"
-        if (try? fs.listDirectory(child)) != nil { removeDirectory(child) } else { try? fs.remove(child) }
-    }
-    rmdir(path)
-}
 
 @Suite("Aggregator")
 struct AggregatorTests {
@@ -35,8 +18,8 @@ struct AggregatorTests {
 
     @Test("counts of a generated mix equal counts computed independently", arguments: [UInt64(1), 2, 3])
     func countsMatch(seed: UInt64) async throws {
-        let directory = scratchDataDirectory("aggregate")
-        defer { removeDirectory(directory) }
+        let directory = temporaryDirectory("aggregate")
+        defer { removeTree(directory) }
         let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
         let events = try MixedEvents.make(count: 5000, seed: seed)
         var expected = ExpectedCounts()
@@ -60,8 +43,8 @@ struct AggregatorTests {
 
     @Test("duplicate hits raise totals but not unique counts")
     func uniqueVersusTotal() async throws {
-        let directory = scratchDataDirectory("unique")
-        defer { removeDirectory(directory) }
+        let directory = temporaryDirectory("unique")
+        defer { removeTree(directory) }
         let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
         let time = EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)
         func hit(_ action: TrackingAction, _ id: String) throws -> Event {
@@ -87,8 +70,8 @@ struct AggregatorTests {
 
     @Test("a rebuild from the log gives the counts of the incremental run")
     func rebuildMatchesIncremental() async throws {
-        let directory = scratchDataDirectory("rebuild")
-        defer { removeDirectory(directory) }
+        let directory = temporaryDirectory("rebuild")
+        defer { removeTree(directory) }
         let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
         let events = try MixedEvents.make(count: 4000, seed: 9)
         let aggregator = try await Aggregator(log: log, dataDirectory: directory, batchSize: 100, logger: quietLogger)
@@ -110,8 +93,8 @@ struct AggregatorTests {
 
     @Test("a missing database is rebuilt from the log; an unreadable one is refused, then rebuilt and quarantined")
     func missingAndUnreadableDatabase() async throws {
-        let directory = scratchDataDirectory("damaged")
-        defer { removeDirectory(directory) }
+        let directory = temporaryDirectory("damaged")
+        defer { removeTree(directory) }
         let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
         let events = try MixedEvents.make(count: 300, seed: 4)
         _ = try await log.append(events)
@@ -148,8 +131,8 @@ struct AggregatorTests {
 
     @Test("a log that no longer starts at 1 is refused for a new database unless partial counts are allowed")
     func trimmedLog() async throws {
-        let directory = scratchDataDirectory("trimmed")
-        defer { removeDirectory(directory) }
+        let directory = temporaryDirectory("trimmed")
+        defer { removeTree(directory) }
         let log = try await WriteAheadLog.open(dataDirectory: directory, configuration: LogConfiguration(segmentBytes: 4096, compressionLevel: 0), logger: quietLogger)
         for _ in 0..<10 { _ = try await log.append(try MixedEvents.make(count: 100, seed: 5)) }
         try await log.commitCursor("uploader", to: 1001)
@@ -168,8 +151,8 @@ struct AggregatorTests {
 
     @Test("two aggregators on one database never count an event twice")
     func concurrentAggregators() async throws {
-        let directory = scratchDataDirectory("two")
-        defer { removeDirectory(directory) }
+        let directory = temporaryDirectory("two")
+        defer { removeTree(directory) }
         let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
         let events = try MixedEvents.make(count: 600, seed: 11)
         _ = try await log.append(events)

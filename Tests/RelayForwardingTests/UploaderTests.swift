@@ -9,15 +9,6 @@ import RelayLog
 import RelayTestSupport
 import Testing
 
-let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
-
-/// A fresh data directory.
-func scratchDirectory(_ label: String) -> String {
-    let path = "/tmp/campaign-relay-tests/\(label)-\(UInt64.random(in: 0...UInt64.max))"
-    try? PosixFileSystem().createDirectory(path)
-    return path
-}
-
 func hit(_ id: Int, delivery: String = "f0190", action: TrackingAction = .impression) -> Event {
     .tracking(TrackingEvent(action: action, messageId: MessageID(decimal: Int64(id)), deliveryId: delivery, time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)))
 }
@@ -31,7 +22,7 @@ func upload(
     _ events: [Event], to running: RunningEmulator, configuration: UploadConfiguration = UploadConfiguration(), directory: String? = nil,
     beforeRun: () -> Void = {}
 ) async throws -> [UploadLane.Kind: LaneStatistics] {
-    let dataDirectory = directory ?? scratchDirectory("upload")
+    let dataDirectory = directory ?? temporaryDirectory("upload")
     let log = try await WriteAheadLog.open(dataDirectory: dataDirectory, logger: quietLogger)
     if !events.isEmpty { _ = try await log.append(events) }
     let store = try ForwardingStore(dataDirectory: dataDirectory)
@@ -90,7 +81,7 @@ struct UploaderTests {
         var faults = EmulatorFaults()
         faults.knownIntegrationKeys = ["app"]
         let running = try await RunningEmulator.start(faults: faults)
-        let directory = scratchDirectory("deadletter")
+        let directory = temporaryDirectory("deadletter")
         let events = [registration(token: "t1"), registration(token: "t2", key: "unknown"), registration(token: "t3")] + (1...50).map { hit($0) }
         let statistics = try await upload(events, to: running, directory: directory)
         #expect(statistics[.marketing]?.delivered == 2)
@@ -110,7 +101,7 @@ struct UploaderTests {
     @Test("an unchanged registration is skipped; a token refresh, a new user key or new params are sent")
     func registrationDeduplication() async throws {
         let running = try await RunningEmulator.start()
-        let directory = scratchDirectory("dedup")
+        let directory = temporaryDirectory("dedup")
         let first = try await upload([registration(token: "t1"), registration(token: "t1")], to: running, directory: directory)
         #expect(first[.marketing]?.delivered == 1)
         #expect(first[.marketing]?.skippedDuplicates == 1)

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import RelayCore
 @testable import RelayLog
+import RelayTestSupport
 import Testing
 
 /// Damage on a real on-disk log: torn tails, bit flips, damaged cursors, leftover temporary files.

@@ -10,6 +10,11 @@ import RelayLog
 /// One iteration is one batch, acknowledged only once durable, so the wall-clock percentiles are
 /// ack latencies and events per second are throughput × batch size.
 let benchmarks: @Sendable () -> Void = {
+    appendBenchmarks()
+    readAndRecoveryBenchmarks()
+}
+
+let appendBenchmarks: @Sendable () -> Void = {
     let batchSizes = [1, 10, 100, 1000]
     let events = GeneratedEvents.tracking(count: 1000)
     let configuration = Benchmark.Configuration(

@@ -1,3 +1,5 @@
+import RelayCore
+
 /// Reads an HTTP `Retry-After` header in both of its forms: delay-seconds (`120`) and HTTP-date
 /// (`Wed, 21 Oct 2015 07:28:00 GMT`, also the obsolete RFC 850 and asctime forms).
 public enum RetryAfter {
@@ -51,22 +53,13 @@ public enum RetryAfter {
             return nil
         }
         guard let day, let month, let year, let time, (1...31).contains(day), (1970...9999).contains(year) else { return nil }
-        let days = daysFromCivil(year: year, month: month + 1, day: day)
-        return Double(days * 86_400 + time[0] * 3600 + time[1] * 60 + time[2])
+        let days = EventTime.days(fromCivilYear: Int64(year), month: Int64(month + 1), day: Int64(day))
+        return Double(days * 86_400 + Int64(time[0] * 3600 + time[1] * 60 + time[2]))
     }
 
     private static func parseTime(_ text: String) -> [Int]? {
         let fields = text.split(separator: ":").compactMap { Int($0) }
         guard fields.count == 3, fields[0] < 24, fields[1] < 60, fields[2] < 61 else { return nil }
         return fields
-    }
-
-    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
     }
 }
