@@ -117,7 +117,7 @@ public final class CampaignEmulator: Sendable {
         let body = try await request.body.collect(upTo: 1 << 20)
         let text = String(buffer: body)
         let response = try await answerRegistration(text, platform: platform, context)
-        await recorder.record(rawRequest(request, body: text, status: Int(response.status.code)))
+        recorder.record(rawRequest(request, body: text, status: Int(response.status.code)))
         return response
     }
 
@@ -137,13 +137,13 @@ public final class CampaignEmulator: Sendable {
             return Self.text(.badRequest, "Unknown integration key '\(key)' (UnknownUUID)\n")
         }
         fields["platform"] = platform.rawValue
-        await recorder.record(registration: fields)
+        recorder.record(registration: fields)
         return Self.text(.ok, "")
     }
 
     private func track(_ request: Request, _ context: EmulatorContext) async throws -> Response {
         let response = try await answerTracking(request, context)
-        await recorder.record(rawRequest(request, body: "", status: Int(response.status.code)))
+        recorder.record(rawRequest(request, body: "", status: Int(response.status.code)))
         return response
     }
 
@@ -156,7 +156,7 @@ public final class CampaignEmulator: Sendable {
         guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty, let tag = Int(parts[2]), tag == 1 || tag == 2 else {
             return Self.text(.badRequest, "expected ?id=h{messageId},{deliveryId},{tag} with tag 1 or 2, got \(id)\n")
         }
-        await recorder.record(EmulatorRecorder.Hit(messageId: String(parts[0]), deliveryId: String(parts[1]), tag: tag))
+        recorder.record(EmulatorRecorder.Hit(messageId: String(parts[0]), deliveryId: String(parts[1]), tag: tag))
         return Self.text(.ok, "")
     }
 

@@ -1,7 +1,8 @@
 import RelayCore
+import Synchronization
 
 /// What the emulator received, for tests and staging checks.
-public actor EmulatorRecorder {
+public final class EmulatorRecorder: Sendable {
     /// A raw request as it arrived.
     public struct RawRequest: Sendable, Hashable, Codable {
         /// The HTTP method.
@@ -28,11 +29,17 @@ public actor EmulatorRecorder {
         public var tag: Int
     }
 
-    private(set) var hitCounts: [Hit: Int] = [:]
-    private(set) var totalHits = 0
-    private(set) var registrations: [[String: String]] = []
-    private var requests: [RawRequest] = []
-    private var requestCount = 0
+    private struct State {
+        var hitCounts: [Hit: Int] = [:]
+        var totalHits = 0
+        var registrations: [[String: String]] = []
+        var requests: [RawRequest] = []
+        var requestCount = 0
+    }
+
+    /// A lock, not an actor: the emulator records on every request, and an actor hop per request
+    /// would make the emulator the bottleneck of drain benchmarks.
+    private let state = Mutex(State())
     /// How many raw requests are kept (the oldest are dropped).
     public let keptRequests: Int
 
@@ -42,46 +49,50 @@ public actor EmulatorRecorder {
     }
 
     func record(_ request: RawRequest) {
-        requestCount += 1
-        requests.append(request)
-        if requests.count > keptRequests { requests.removeFirst(requests.count - keptRequests) }
+        let kept = keptRequests
+        state.withLock { state in
+            state.requestCount += 1
+            guard kept > 0 else { return }
+            state.requests.append(request)
+            if state.requests.count > kept + kept / 2 { state.requests.removeFirst(state.requests.count - kept) }
+        }
     }
 
     func record(_ hit: Hit) {
-        hitCounts[hit, default: 0] += 1
-        totalHits += 1
+        state.withLock { state in
+            state.hitCounts[hit, default: 0] += 1
+            state.totalHits += 1
+        }
     }
 
     func record(registration fields: [String: String]) {
-        registrations.append(fields)
+        state.withLock { $0.registrations.append(fields) }
     }
 
     /// Forgets everything received.
-    public func reset() {
-        hitCounts = [:]
-        totalHits = 0
-        registrations = []
-        requests = []
-        requestCount = 0
+    public func reset() async {
+        state.withLock { $0 = State() }
     }
 
     /// Hits accepted (answered 200), counting repeats.
-    public var acceptedHits: Int { totalHits }
+    public var acceptedHits: Int { get async { state.withLock { $0.totalHits } } }
     /// Distinct hits accepted.
-    public var distinctHits: Int { hitCounts.count }
+    public var distinctHits: Int { get async { state.withLock { $0.hitCounts.count } } }
     /// Every distinct hit and how often it was accepted.
-    public var hits: [Hit: Int] { hitCounts }
+    public var hits: [Hit: Int] { get async { state.withLock { $0.hitCounts } } }
     /// Registrations accepted, as their decoded form fields.
-    public var acceptedRegistrations: [[String: String]] { registrations }
+    public var acceptedRegistrations: [[String: String]] { get async { state.withLock { $0.registrations } } }
     /// The last raw requests, oldest first.
-    public func lastRequests(_ count: Int) -> [RawRequest] { Array(requests.suffix(count)) }
+    public func lastRequests(_ count: Int) async -> [RawRequest] { state.withLock { Array($0.requests.suffix(count)) } }
     /// Requests received, answered or not.
-    public var receivedRequests: Int { requestCount }
+    public var receivedRequests: Int { get async { state.withLock { $0.requestCount } } }
 
     /// Accepted hits per delivery and tag.
     public var countsByDelivery: [String: [String: Int]] {
-        var counts: [String: [String: Int]] = [:]
-        for (hit, count) in hitCounts { counts[hit.deliveryId, default: [:]][String(hit.tag), default: 0] += count }
-        return counts
+        get async {
+            var counts: [String: [String: Int]] = [:]
+            for (hit, count) in state.withLock({ $0.hitCounts }) { counts[hit.deliveryId, default: [:]][String(hit.tag), default: 0] += count }
+            return counts
+        }
     }
 }

@@ -50,6 +50,8 @@ public actor UploadLane {
     let configuration: UploadConfiguration
     let logger: Logger
     let deduplicates: Bool
+    /// Sends healthy-host batches of tracking hits in one event-loop hop each (tracking lanes).
+    let pipeline: TrackingHitPipeline?
     private var breaker: CircuitBreakerStateMachine
     private var random = SystemRandomNumberGenerator()
     private var statistics = LaneStatistics()
@@ -60,8 +62,9 @@ public actor UploadLane {
     /// token are skipped when `deduplicates` (the normal uploader; replays resend everything).
     public init(
         kind: Kind, host: CampaignHost, transport: any CampaignTransport, store: ForwardingStore, source: Source,
-        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger
+        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger, pipeline: TrackingHitPipeline? = nil
     ) {
+        self.pipeline = kind == .tracking ? pipeline : nil
         self.kind = kind
         self.host = host
         self.transport = transport
@@ -79,7 +82,12 @@ public actor UploadLane {
     private enum Completion: Sendable {
         case done(UInt64)
         case abandoned(UInt64)
+        /// A batch: the events done, and whether the rest was abandoned (cancellation).
+        case batch(done: [UInt64], abandoned: Bool)
     }
+
+    /// Hits per pipeline batch (well under the duplicate bound, so batches never stall the window).
+    private var batchSize: Int { max(1, min(512, configuration.maximumUnsyncedEvents / 4)) }
 
     /// Works until every event below `target` is done (`nil`: follow the log until the task is
     /// cancelled or the log closes). Returns early, with its cursor saved, when cancelled.
@@ -114,11 +122,15 @@ public actor UploadLane {
         var exhausted = false
         let saves = log != nil
 
+        // With a pipeline, one task carries a batch served over `concurrency` connections: one batch
+        // at a time keeps at most `concurrency` requests in flight.
+        let maximumInFlight = pipeline == nil ? configuration.concurrency : 1
         await withTaskGroup(of: Completion.self) { group in
             var inFlight = 0
+            var ready: [SequencedEvent] = []
             while true {
                 // Start sends while there is room and the duplicate bound allows it.
-                fill: while !stopping, !exhausted, inFlight < configuration.concurrency, progress.unsynced(saves: saves) < UInt64(configuration.maximumUnsyncedEvents) {
+                fill: while !stopping, !exhausted, inFlight < maximumInFlight, progress.unsynced(saves: saves) < UInt64(configuration.maximumUnsyncedEvents) {
                     if bufferIndex == buffer.count {
                         var limit = end ?? UInt64.max
                         if let log { limit = min(limit, await log.durableSequence) }
@@ -162,8 +174,24 @@ public actor UploadLane {
                         continue
                     }
                     await pace()
+                    if let pipeline {
+                        ready.append(event)
+                        if ready.count >= batchSize {
+                            let batch = ready
+                            ready = []
+                            inFlight += 1
+                            group.addTask { await self.deliverBatch(batch, via: pipeline) }
+                        }
+                        continue
+                    }
                     inFlight += 1
                     group.addTask { await self.deliver(event) }
+                }
+                if let pipeline, !ready.isEmpty, inFlight < maximumInFlight {
+                    let batch = ready
+                    ready = []
+                    inFlight += 1
+                    group.addTask { await self.deliverBatch(batch, via: pipeline) }
                 }
                 statistics.position = progress.contiguous
                 // Save progress now and then, and whenever the lane is idle or the bound is near.
@@ -196,6 +224,9 @@ public actor UploadLane {
                 switch completion {
                 case .done(let sequence): progress.markDone(sequence)
                 case .abandoned: stopping = true
+                case .batch(let done, let abandoned):
+                    for sequence in done { progress.markDone(sequence) }
+                    if abandoned { stopping = true }
                 }
                 if Task.isCancelled { stopping = true }
             }
@@ -213,6 +244,71 @@ public actor UploadLane {
         let interval = Duration.nanoseconds(Int64(1e9 / rate))
         if nextPermitted > now { try? await Task.sleep(until: nextPermitted, clock: .continuous) }
         nextPermitted = max(nextPermitted, now) + interval
+    }
+
+    /// Sends a batch of tracking hits through the pipeline while the host is healthy; hits that
+    /// fail (and every hit while the breaker is not closed) take the per-event path, with its
+    /// backoff, `Retry-After` and breaker.
+    private func deliverBatch(_ events: [SequencedEvent], via pipeline: TrackingHitPipeline) async -> Completion {
+        var done: [UInt64] = []
+        var retry: [SequencedEvent] = []
+        if case .closed = breaker.state {
+            let requests = events.compactMap { event -> CampaignRequest? in
+                guard case .tracking(let hit) = event.event else { return nil }
+                return .tracking(hit, host: host)
+            }
+            let outcomes = await pipeline.send(requests)
+            var answered = false
+            var firstFailure: (reason: String, retryAfter: Duration?)?
+            for (event, outcome) in zip(events, outcomes) {
+                switch outcome {
+                case .delivered:
+                    answered = true
+                    statistics.delivered += 1
+                    done.append(event.sequence)
+                case .rejected(let status, let body):
+                    answered = true
+                    do {
+                        try await store.deadLetter(sequence: event.sequence, event: event.event, url: CampaignRequest.tracking(hitOf(event), host: host).url, status: status, body: body)
+                        statistics.deadLettered += 1
+                        done.append(event.sequence)
+                    } catch {
+                        retry.append(event)
+                    }
+                case .retryable(let reason, let retryAfter):
+                    if reason != TrackingHitPipeline.notSent {
+                        statistics.retries += 1
+                        if firstFailure == nil { firstFailure = (reason, retryAfter) }
+                    }
+                    retry.append(event)
+                }
+            }
+            if answered { hostAnswered() }
+            if let failure = firstFailure, !answered || failure.retryAfter != nil {
+                let now = ContinuousClock.now
+                if let until = breaker.recordFailure(now: now, retryAfter: failure.retryAfter, using: &random) {
+                    logger.warning(
+                        "\(kind.rawValue) host is failing; pausing sends to it",
+                        metadata: ["host": "\(host)", "reason": "\(failure.reason)", "next-try-in": "\(until - now)", "backlog": "\(statistics.backlog)"]
+                    )
+                }
+                statistics.lastFailure = failure.reason
+            }
+        } else {
+            retry = events
+        }
+        for event in retry {
+            switch await deliver(event) {
+            case .done(let sequence): done.append(sequence)
+            default: return .batch(done: done, abandoned: true)
+            }
+        }
+        return .batch(done: done, abandoned: false)
+    }
+
+    private func hitOf(_ event: SequencedEvent) -> TrackingEvent {
+        if case .tracking(let hit) = event.event { return hit }
+        return TrackingEvent(action: .impression, messageId: MessageID(decimal: 0), deliveryId: "-", time: event.event.time)
     }
 
     /// Sends one event until it is done, or the task is cancelled.

@@ -7,6 +7,7 @@ public actor Uploader {
     /// The lanes, tracking first.
     public let lanes: [UploadLane]
     let transport: HTTPClientTransport
+    let pipelines: [TrackingHitPipeline]
 
     /// An uploader for the open `log`, sending to whichever hosts are given.
     public init(
@@ -15,10 +16,22 @@ public actor Uploader {
     ) {
         let transport = HTTPClientTransport(connectionsPerHost: configuration.concurrency)
         var lanes: [UploadLane] = []
+        var pipelines: [TrackingHitPipeline?] = []
         if let trackingHost {
+            let pipeline: TrackingHitPipeline?
+            do {
+                pipeline = try TrackingHitPipeline(host: trackingHost, connections: configuration.concurrency, timeout: configuration.requestTimeout)
+            } catch {
+                logger.warning("tracking hits go one request at a time: TLS setup failed", metadata: ["error": "\(error)"])
+                pipeline = nil
+            }
             lanes.append(
-                UploadLane(kind: .tracking, host: trackingHost, transport: transport, store: store, source: .cursor(log), configuration: configuration, deduplicates: true, logger: logger)
+                UploadLane(
+                    kind: .tracking, host: trackingHost, transport: transport, store: store, source: .cursor(log), configuration: configuration,
+                    deduplicates: true, logger: logger, pipeline: pipeline
+                )
             )
+            pipelines.append(pipeline)
         }
         if let marketingHost {
             // One registration at a time keeps "skip if unchanged since the last delivery" exact.
@@ -30,6 +43,7 @@ public actor Uploader {
         }
         self.lanes = lanes
         self.transport = transport
+        self.pipelines = pipelines.compactMap { $0 }
     }
 
     /// Runs every lane until each has done every event below `target` (`nil`: follow the log until
@@ -53,6 +67,7 @@ public actor Uploader {
             return first
         }
         await transport.shutdown()
+        for pipeline in pipelines { await pipeline.shutdown() }
         try result.get()
     }
 

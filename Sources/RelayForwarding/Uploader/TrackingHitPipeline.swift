@@ -1,0 +1,270 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Sends batches of tracking hits (`GET` requests without bodies) to one host over a few
+/// keep-alive HTTP/1.1 connections, doing all the work on one event loop.
+///
+/// AsyncHTTPClient hops between its event loop and Swift's task pool several times per request;
+/// for a drain of millions of hits that hopping, not the network, is the cost. Here a whole batch
+/// goes to the event loop in one hop and its outcomes come back in one. Each connection sends its
+/// next hit as soon as the previous answer arrived (no pipelining: one request in flight per
+/// connection, as the SDKs do).
+public final class TrackingHitPipeline: Sendable {
+    let host: CampaignHost
+    let eventLoop: any EventLoop
+    let connections: Int
+    let timeout: TimeAmount
+    let tls: NIOSSLContext?
+    private let idle: NIOLoopBoundBox<IdleConnections>
+
+    /// Connections not serving a batch; touched only on `eventLoop`.
+    final class IdleConnections {
+        var channels: [any Channel] = []
+    }
+
+    /// A pipeline to `host` keeping up to `connections` connections.
+    ///
+    /// - Throws: when TLS cannot be set up for an `https` host.
+    public init(host: CampaignHost, connections: Int, timeout: Duration) throws {
+        self.host = host
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        self.eventLoop = loop
+        self.connections = max(1, connections)
+        self.timeout = .nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+        self.tls = host.scheme == "https" ? try NIOSSLContext(configuration: .makeClientConfiguration()) : nil
+        self.idle = NIOLoopBoundBox.makeBoxSendingValue(IdleConnections(), eventLoop: loop)
+    }
+
+    /// Sends every request and returns one outcome per request, in order. Never throws: a failed
+    /// connection or a timeout is a retryable outcome of the hit it was carrying.
+    public func send(_ requests: [CampaignRequest]) async -> [DeliveryOutcome] {
+        guard !requests.isEmpty else { return [] }
+        let promise = eventLoop.makePromise(of: [DeliveryOutcome].self)
+        eventLoop.execute {
+            let run = BatchRun(requests: requests, promise: promise)
+            let workers = min(self.connections, requests.count)
+            for _ in 0..<workers { self.acquire(for: run) }
+        }
+        return (try? await promise.futureResult.get()) ?? requests.map { _ in .retryable(reason: "the batch was abandoned", retryAfter: nil) }
+    }
+
+    /// Closes the idle connections.
+    public func shutdown() async {
+        let closed = eventLoop.submit { () -> [any Channel] in
+            let channels = self.idle.value.channels
+            self.idle.value.channels = []
+            return channels
+        }
+        for channel in (try? await closed.get()) ?? [] { try? await channel.close() }
+    }
+
+    /// The reason given to hits a batch did not send because the host started failing; they were
+    /// never on the wire, so they are neither retries nor failures.
+    public static let notSent = "not sent: the host started failing during the batch"
+
+    /// One batch being served; lives on the event loop.
+    final class BatchRun {
+        let requests: [CampaignRequest]
+        var outcomes: [DeliveryOutcome?]
+        var next = 0
+        /// Set at the first retryable answer: the rest of the batch is not sent.
+        var halted = false
+        var remaining: Int
+        let promise: EventLoopPromise<[DeliveryOutcome]>
+
+        init(requests: [CampaignRequest], promise: EventLoopPromise<[DeliveryOutcome]>) {
+            self.requests = requests
+            self.outcomes = Array(repeating: nil, count: requests.count)
+            self.remaining = requests.count
+            self.promise = promise
+        }
+
+        func finish(_ index: Int, _ outcome: DeliveryOutcome) {
+            outcomes[index] = outcome
+            remaining -= 1
+            if remaining == 0 { promise.succeed(outcomes.map { $0 ?? .retryable(reason: TrackingHitPipeline.notSent, retryAfter: nil) }) }
+        }
+
+        /// Gives up the hits not sent yet.
+        func haltRemaining() {
+            halted = true
+            while next < requests.count {
+                let index = next
+                next += 1
+                finish(index, .retryable(reason: TrackingHitPipeline.notSent, retryAfter: nil))
+            }
+        }
+    }
+
+    /// Takes an idle connection (or opens one) and starts serving `run` on it.
+    private func acquire(for run: BatchRun) {
+        eventLoop.assertInEventLoop()
+        guard run.next < run.requests.count else { return }
+        while let channel = idle.value.channels.popLast() {
+            if channel.isActive {
+                serve(run, on: channel)
+                return
+            }
+        }
+        let bootstrap = ClientBootstrap(group: eventLoop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(timeout)
+            .channelInitializer { [tls, host] channel in
+                do {
+                    if let tls {
+                        let serverName = host.host.contains(":") || host.host.allSatisfy({ $0.isNumber || $0 == "." }) ? nil : host.host
+                        try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                    }
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(HitResponseHandler())
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+            }
+        let port = host.port ?? (host.scheme == "https" ? 443 : 80)
+        let bound = NIOLoopBound(run, eventLoop: eventLoop)
+        bootstrap.connect(host: host.host, port: port).hop(to: eventLoop).whenComplete { result in
+            let run = bound.value
+            switch result {
+            case .success(let channel):
+                self.serve(run, on: channel)
+            case .failure(let error):
+                // No connection: one hit records the failure, the rest go back unsent.
+                guard run.next < run.requests.count else { return }
+                let index = run.next
+                run.next += 1
+                run.finish(index, .retryable(reason: "cannot connect to \(self.host): \(error)", retryAfter: nil))
+                run.haltRemaining()
+            }
+        }
+    }
+
+    /// Sends `run`'s next request on `channel`, and the one after when it is answered.
+    private func serve(_ run: BatchRun, on channel: any Channel) {
+        eventLoop.assertInEventLoop()
+        guard run.next < run.requests.count, !run.halted else {
+            run.haltRemaining()
+            idle.value.channels.append(channel)
+            return
+        }
+        guard let handler = try? channel.pipeline.syncOperations.handler(type: HitResponseHandler.self) else {
+            channel.close(promise: nil)
+            acquire(for: run)
+            return
+        }
+        let index = run.next
+        run.next += 1
+        let request = run.requests[index]
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: request.host.pathPrefix + request.pathAndQuery)
+        head.headers.add(name: "Host", value: host.port.map { "\(host.host):\($0)" } ?? host.host)
+        head.headers.add(name: "User-Agent", value: "campaign-relay")
+        let answer = handler.send(head, on: channel, timeout: timeout)
+        let bound = NIOLoopBound(run, eventLoop: eventLoop)
+        answer.whenComplete { result in
+            let run = bound.value
+            switch result {
+            case .success(let response):
+                let outcome = DeliveryOutcome.classify(status: response.status, retryAfter: response.retryAfter, body: response.body, now: Self.now())
+                if case .retryable = outcome { run.halted = true }
+                run.finish(index, outcome)
+                if response.keepAlive {
+                    self.serve(run, on: channel)
+                } else {
+                    channel.close(promise: nil)
+                    self.acquire(for: run)
+                }
+            case .failure(let error):
+                run.halted = true
+                run.finish(index, .retryable(reason: "\(error)", retryAfter: nil))
+                channel.close(promise: nil)
+                run.haltRemaining()
+            }
+        }
+    }
+
+    static func now() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+}
+
+/// Reads one response per request on a connection.
+final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPClientResponsePart
+
+    struct Answer {
+        var status: Int
+        var retryAfter: String?
+        var body: String
+        var keepAlive: Bool
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    private var pending: EventLoopPromise<Answer>?
+    private var timeoutTask: Scheduled<Void>?
+    private var head: HTTPResponseHead?
+    private var body: [UInt8] = []
+
+    func send(_ request: HTTPRequestHead, on channel: any Channel, timeout: TimeAmount) -> EventLoopFuture<Answer> {
+        let promise = channel.eventLoop.makePromise(of: Answer.self)
+        pending = promise
+        head = nil
+        body = []
+        let bound = NIOLoopBound(self, eventLoop: channel.eventLoop)
+        timeoutTask = channel.eventLoop.scheduleTask(in: timeout) {
+            bound.value.fail(Failure(description: "no answer within \(timeout)"))
+            channel.close(promise: nil)
+        }
+        channel.write(HTTPClientRequestPart.head(request), promise: nil)
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        return promise.futureResult
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let response):
+            head = response
+        case .body(var buffer):
+            if body.count < HTTPClientTransport.keptBodyBytes, let bytes = buffer.readBytes(length: min(buffer.readableBytes, HTTPClientTransport.keptBodyBytes - body.count)) {
+                body += bytes
+            }
+        case .end:
+            guard let response = head, let promise = pending else { return }
+            pending = nil
+            timeoutTask?.cancel()
+            promise.succeed(
+                Answer(
+                    status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
+                    body: String(decoding: body, as: UTF8.self), keepAlive: response.isKeepAlive
+                )
+            )
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        fail(Failure(description: "connection closed before the answer"))
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail(error)
+        context.close(promise: nil)
+    }
+
+    private func fail(_ error: any Error) {
+        guard let promise = pending else { return }
+        pending = nil
+        timeoutTask?.cancel()
+        promise.fail(error)
+    }
+}
