@@ -179,11 +179,7 @@ public final class CampaignEmulator: Sendable {
         )
     }
 
-    static func now() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-    }
+    static func now() -> Double { SystemClock.wallSeconds() }
 
     static func text(_ status: HTTPResponse.Status, _ text: String) -> Response {
         Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: text)))

@@ -22,11 +22,9 @@ final class AggregateStore {
     init(path: String, firstSequence: UInt64) throws(AggregatorError) {
         self.path = path
         do {
-            connection = try SQLiteConnection(path: path)
-            try connection.execute("PRAGMA journal_mode=WAL")
             // Exactness comes from atomic transactions, not from syncing each one: a transaction lost
             // to power failure takes its position with it and is simply aggregated again.
-            try connection.execute("PRAGMA synchronous=NORMAL")
+            connection = try SQLiteConnection(path: path, walWithSynchronous: .normal)
             try connection.execute("PRAGMA cache_size=-131072")
             try connection.execute(AggregateSchema.create)
             try connection.execute(

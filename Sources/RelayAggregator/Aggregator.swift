@@ -77,7 +77,7 @@ public actor Aggregator {
 
     /// Counts every event that is durable in the log now, then returns.
     public func catchUp(progress: (@Sendable (AggregationProgress) -> Void)? = nil) async throws(AggregatorError) -> AggregationSummary {
-        let started = Self.monotonicNanoseconds()
+        let started = SystemClock.monotonicNanoseconds()
         var summary = AggregationSummary(startPosition: position, endPosition: position)
         let end = await log.durableSequence
         // Decoding the next batch runs on the other core while SQLite counts this one.
@@ -114,11 +114,11 @@ public actor Aggregator {
             summary.transactions += 1
             position = next
             await commitCursor(force: false)
-            progress?(AggregationProgress(position: position, end: end, events: summary.events, seconds: Double(Self.monotonicNanoseconds() - started) / 1e9))
+            progress?(AggregationProgress(position: position, end: end, events: summary.events, seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9))
         }
         await commitCursor(force: true)
         summary.endPosition = position
-        summary.seconds = Double(Self.monotonicNanoseconds() - started) / 1e9
+        summary.seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
         return summary
     }
 
@@ -158,7 +158,7 @@ public actor Aggregator {
     /// The log cursor only guards retention, so it is written at most once a second.
     private func commitCursor(force: Bool) async {
         guard keepsCursor else { return }
-        let now = Self.monotonicNanoseconds()
+        let now = SystemClock.monotonicNanoseconds()
         guard force || now - lastCursorCommit >= 1_000_000_000 else { return }
         lastCursorCommit = now
         do {
@@ -166,12 +166,6 @@ public actor Aggregator {
         } catch {
             logger.warning("could not write the aggregator's log cursor; segments are kept until it succeeds", metadata: ["error": "\(error)"])
         }
-    }
-
-    static func monotonicNanoseconds() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
     }
 
     // MARK: Rebuild

@@ -27,9 +27,7 @@ public struct EventTime: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// The current wall-clock time in UTC, to the millisecond (the default time of an ingested event).
     public static func now() -> EventTime {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        let millis = Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+        let millis = SystemClock.wallNanoseconds() / 1_000_000
         return EventTime(nanosecondsSinceEpoch: millis * 1_000_000, utcOffsetMinutes: nil, fractionDigits: 3)
     }
 

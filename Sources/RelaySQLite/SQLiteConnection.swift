@@ -41,6 +41,22 @@ public final class SQLiteConnection {
         sqlite3_close_v2(handle)
     }
 
+    /// How durable each commit is (`PRAGMA synchronous`).
+    public enum Synchronous: String, Sendable {
+        /// Every commit is fsync'ed before it returns.
+        case full = "FULL"
+        /// In WAL mode, commits are atomic but the last ones may be lost to a power cut.
+        case normal = "NORMAL"
+    }
+
+    /// Opens (creating if needed) the database at `path` in WAL journal mode, so readers never block
+    /// the writer, with commits as durable as `synchronous` says.
+    public convenience init(path: String, walWithSynchronous synchronous: Synchronous) throws(SQLiteError) {
+        try self.init(path: path)
+        try execute("PRAGMA journal_mode=WAL")
+        try execute("PRAGMA synchronous=\(synchronous.rawValue)")
+    }
+
     /// Rows changed by the last INSERT, UPDATE or DELETE.
     public var changes: Int32 { sqlite3_changes(handle) }
 

@@ -31,9 +31,7 @@ public actor IdempotencyStore {
     /// Opens (creating) the store of `dataDirectory`, forgetting keys older than `window`.
     public init(dataDirectory: String, window: Duration) throws(SQLiteError) {
         self.window = window
-        connection = try SQLiteConnection(path: Self.path(dataDirectory: dataDirectory))
-        try connection.execute("PRAGMA journal_mode=WAL")
-        try connection.execute("PRAGMA synchronous=FULL")
+        connection = try SQLiteConnection(path: Self.path(dataDirectory: dataDirectory), walWithSynchronous: .full)
         try connection.execute(
             """
             CREATE TABLE IF NOT EXISTS idempotency_keys (

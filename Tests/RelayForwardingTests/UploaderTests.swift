@@ -46,7 +46,7 @@ struct UploaderTests {
             (1...300).map { hit($0) }, to: running, configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(50), cap: .seconds(1)))
         ) {
             var faults = EmulatorFaults()
-            started = CampaignEmulatorClock.now()
+            started = SystemClock.wallSeconds()
             faults.unavailableUntil = started + 2
             faults.retryAfterSeconds = 1
             faults.retryAfterAsDate = dateForm
@@ -145,11 +145,3 @@ struct UploaderTests {
     }
 }
 
-/// Wall-clock seconds, as the emulator records request times.
-enum CampaignEmulatorClock {
-    static func now() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-    }
-}

@@ -14,9 +14,7 @@ public final class SQLiteEventQueue {
     /// Opens (creating) the queue database at `path`.
     public init(path: String) throws(SQLiteError) {
         self.path = path
-        connection = try SQLiteConnection(path: path)
-        try connection.execute("PRAGMA journal_mode=WAL")
-        try connection.execute("PRAGMA synchronous=FULL")
+        connection = try SQLiteConnection(path: path, walWithSynchronous: .full)
         try connection.execute(
             """
             CREATE TABLE IF NOT EXISTS events (

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RelayCore
 import CampaignEmulator
 import Logging
 
@@ -59,7 +60,7 @@ struct EmulateCommand: AsyncParsableCommand {
         var faults = EmulatorFaults()
         faults.failureRate = failureRate
         faults.dropRate = dropRate
-        if let unavailableFor { faults.unavailableUntil = Double(MonotonicClock.wallSeconds()) + unavailableFor }
+        if let unavailableFor { faults.unavailableUntil = Double(SystemClock.wallSeconds()) + unavailableFor }
         faults.retryAfterSeconds = retryAfter
         faults.retryAfterAsDate = retryAfterDate
         faults.rateLimit = rateLimit

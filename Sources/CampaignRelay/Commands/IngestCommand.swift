@@ -47,7 +47,7 @@ struct IngestCommand: AsyncParsableCommand {
         var progress = ProgressLine(enabled: !common.json)
         var errors = StandardOutput.error()
         var output = StandardOutput.output()
-        let started = MonotonicClock.nanoseconds()
+        let started = SystemClock.monotonicNanoseconds()
         var inFlight: [Task<(EventLines.Decoded, ChunkedInput.Chunk), Never>] = []
         var failure: LogError?
 
@@ -79,7 +79,7 @@ struct IngestCommand: AsyncParsableCommand {
             if inFlight.count >= 3 {
                 let (decoded, done) = await inFlight.removeFirst().value
                 await store(decoded, done)
-                let elapsed = Double(MonotonicClock.nanoseconds() - started) / 1e9
+                let elapsed = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
                 progress.update(summary.progressText(elapsed: elapsed, bytesRead: source.bytesRead, totalBytes: source.totalBytes))
             }
         }
@@ -89,7 +89,7 @@ struct IngestCommand: AsyncParsableCommand {
         }
         progress.finish()
         await wal.close()
-        summary.seconds = Double(MonotonicClock.nanoseconds() - started) / 1e9
+        summary.seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
         if let failure {
             summary.error = failure.description
             if !common.json { errors.line("error: \(failure)") }

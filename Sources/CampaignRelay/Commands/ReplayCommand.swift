@@ -78,7 +78,7 @@ struct ReplayCommand: AsyncParsableCommand {
         if let marketing {
             lanes.append(UploadLane(kind: .marketing, host: marketing, transport: transport, store: store, source: source, configuration: configuration, deduplicates: false, logger: logger))
         }
-        let started = MonotonicClock.nanoseconds()
+        let started = SystemClock.monotonicNanoseconds()
         let allLanes = lanes
         let box = ProgressBox()
         let showProgress = !common.json
@@ -110,7 +110,7 @@ struct ReplayCommand: AsyncParsableCommand {
             finished.end = stats.position
             return finished
         }
-        let summary = UploadSummary(lanes: statistics, seconds: Double(MonotonicClock.nanoseconds() - started) / 1e9, pendingDeadLetters: (try? await store.pendingDeadLetterCount()) ?? 0)
+        let summary = UploadSummary(lanes: statistics, seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9, pendingDeadLetters: (try? await store.pendingDeadLetterCount()) ?? 0)
         var output = StandardOutput.output()
         output.line(common.json ? summary.json : "replayed: " + summary.text)
         output.flush()

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RelayCore
 import RelayForwarding
 import RelayLog
 
@@ -42,7 +43,7 @@ struct UploadCommand: AsyncParsableCommand {
         }
         let uploader = Uploader(log: log, trackingHost: tracking, marketingHost: marketing, store: store, configuration: upstream.configuration(), logger: logger)
         let target = untilDrained ? await log.durableSequence : nil
-        let started = MonotonicClock.nanoseconds()
+        let started = SystemClock.monotonicNanoseconds()
         let progress = UploadProgress(uploader: uploader, enabled: !common.json)
         let reporter = Task { await progress.report() }
         let result: Result<((), interrupted: Bool), any Error>
@@ -55,7 +56,7 @@ struct UploadCommand: AsyncParsableCommand {
         await progress.finish()
         let statistics = await uploader.statistics()
         await log.close()
-        let seconds = Double(MonotonicClock.nanoseconds() - started) / 1e9
+        let seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
         let summary = UploadSummary(lanes: statistics, seconds: seconds, pendingDeadLetters: (try? await store.pendingDeadLetterCount()) ?? 0)
         var output = StandardOutput.output()
         output.line(common.json ? summary.json : summary.text)

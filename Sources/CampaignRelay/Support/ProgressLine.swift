@@ -14,7 +14,7 @@ struct ProgressLine {
 
     mutating func update(_ text: @autoclosure () -> String) {
         guard enabled else { return }
-        let now = MonotonicClock.nanoseconds()
+        let now = SystemClock.monotonicNanoseconds()
         guard now - lastDraw >= 250_000_000 else { return }
         lastDraw = now
         error.write("\r\u{1B}[K" + text())

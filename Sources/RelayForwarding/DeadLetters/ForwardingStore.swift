@@ -14,9 +14,7 @@ public actor ForwardingStore {
 
     /// Opens (creating) the store of `dataDirectory`.
     public init(dataDirectory: String) throws(SQLiteError) {
-        connection = try SQLiteConnection(path: Self.path(dataDirectory: dataDirectory))
-        try connection.execute("PRAGMA journal_mode=WAL")
-        try connection.execute("PRAGMA synchronous=FULL")
+        connection = try SQLiteConnection(path: Self.path(dataDirectory: dataDirectory), walWithSynchronous: .full)
         try connection.execute(
             """
             CREATE TABLE IF NOT EXISTS dead_letters (

@@ -1,9 +1,7 @@
 import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
-#if canImport(Glibc)
-import Glibc
-#endif
+import RelayCore
 
 /// The real transport: AsyncHTTPClient with keep-alive connections, a bounded number per host.
 public final class HTTPClientTransport: CampaignTransport {
@@ -34,11 +32,9 @@ public final class HTTPClientTransport: CampaignTransport {
             for try await chunk in response.body where kept.count < Self.keptBodyBytes {
                 kept += chunk.readableBytesView.prefix(Self.keptBodyBytes - kept.count)
             }
-            var spec = timespec()
-            clock_gettime(CLOCK_REALTIME, &spec)
             return DeliveryOutcome.classify(
                 status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
-                body: String(decoding: kept, as: UTF8.self), now: Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+                body: String(decoding: kept, as: UTF8.self), now: SystemClock.wallSeconds()
             )
         } catch let error as HTTPClientError where error == .deadlineExceeded {
             return .retryable(reason: "no answer within \(timeout)", retryAfter: nil)

@@ -2,9 +2,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
-#if canImport(Glibc)
-import Glibc
-#endif
+import RelayCore
 
 /// Sends batches of tracking hits (`GET` requests without bodies) to one host over a few
 /// keep-alive HTTP/1.1 connections, doing all the work on one event loop.
@@ -170,7 +168,7 @@ public final class TrackingHitPipeline: Sendable {
             let run = bound.value
             switch result {
             case .success(let response):
-                let outcome = DeliveryOutcome.classify(status: response.status, retryAfter: response.retryAfter, body: response.body, now: Self.now())
+                let outcome = DeliveryOutcome.classify(status: response.status, retryAfter: response.retryAfter, body: response.body, now: SystemClock.wallSeconds())
                 if case .retryable = outcome { run.halted = true }
                 run.finish(index, outcome)
                 if response.keepAlive {
@@ -188,11 +186,6 @@ public final class TrackingHitPipeline: Sendable {
         }
     }
 
-    static func now() -> Double {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-    }
 }
 
 /// Reads one response per request on a connection.

@@ -1,3 +1,4 @@
+import RelayCore
 /// Named, durable consumer positions in `<data-dir>/wal/cursors/<name>.cursor`.
 ///
 /// A segment is deleted only when every cursor here has passed it. A damaged cursor file is
@@ -64,7 +65,7 @@ public struct CursorStore: Sendable {
 
     /// Durably sets a cursor's position.
     public func write(_ name: String, position: UInt64) throws(FileSystemError) {
-        let cursor = CursorFile(position: position, writtenAtNanoseconds: EventTimeClock.nowNanoseconds())
+        let cursor = CursorFile(position: position, writtenAtNanoseconds: SystemClock.wallNanoseconds())
         try fileSystem.writeAtomically(cursor.encoded(), to: path(name), directory: directory)
     }
 }

@@ -1,3 +1,4 @@
+import RelayCore
 /// Opening the log after any kind of stop: finds the segments, verifies the active one, cuts a
 /// torn tail back to the last valid frame (after copying it to the quarantine), and works out the
 /// next sequence number. It never refuses to open and never needs a person to delete files.
@@ -70,7 +71,7 @@ enum LogRecovery {
                 try quarantine.keep(try handle.read(at: 0, count: Int(size)), damage: damage, now: now)
                 report.damage.append(damage)
                 try handle.truncate(to: 0)
-                try handle.write(SegmentHeader(firstSequence: segment.firstSequence, createdAtNanoseconds: EventTimeClock.nowNanoseconds()).encoded(), at: 0)
+                try handle.write(SegmentHeader(firstSequence: segment.firstSequence, createdAtNanoseconds: SystemClock.wallNanoseconds()).encoded(), at: 0)
                 try handle.synchronizeData()
                 size = Int64(SegmentHeader.size)
             }

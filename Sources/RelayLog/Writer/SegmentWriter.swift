@@ -1,3 +1,4 @@
+import RelayCore
 /// The log's on-disk writing: frames into the active segment, rolls, the size limit, and segment
 /// deletion. Synchronous, and owned by one flush at a time (``WriteAheadLog`` moves it to its I/O
 /// thread and back), so it needs no lock.
@@ -103,7 +104,7 @@ struct SegmentWriter: Sendable {
         let name = SegmentHeader.fileName(firstSequence: firstSequence)
         let finalPath = path(name)
         let temporaryPath = finalPath + ".tmp"
-        let header = SegmentHeader(firstSequence: firstSequence, createdAtNanoseconds: EventTimeClock.nowNanoseconds())
+        let header = SegmentHeader(firstSequence: firstSequence, createdAtNanoseconds: SystemClock.wallNanoseconds())
         let handle: any FileHandle
         do {
             handle = try fileSystem.open(temporaryPath, create: true)
