@@ -41,6 +41,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Seconds a graceful shutdown may take.", valueName: "seconds"))
     var shutdownTimeout: Double = 10
 
+    @Flag(name: .long, help: "Do not keep aggregates.sqlite (a forwarding-only sidecar); `campaign-relay aggregate` can catch up later.")
+    var noAggregates = false
+
     @OptionGroup var upstream: UpstreamOptions
     @OptionGroup var log: LogOptions
     @OptionGroup var common: CommonOptions
@@ -69,6 +72,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.maximumBatchEvents = maxBatchEvents
         configuration.idempotencyWindow = .seconds(Int64(idempotencyWindowHours * 3600))
         configuration.shutdownTimeout = .milliseconds(Int64(shutdownTimeout * 1000))
+        configuration.aggregates = !noAggregates
         let server = RelayServer(configuration: configuration, logger: common.logger("campaign-relay"))
         do {
             try await server.run()

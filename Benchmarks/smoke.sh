@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Keeps the benchmarks compiling and running (CI): builds the benchmark package, including the
+# package-benchmark harness, and runs the scripted benchmarks with tiny sizes in debug builds.
+# The figures of this run mean nothing; see BENCHMARKS.md for how to measure.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+swift build --package-path "$here"
+BUILD_CONFIGURATION=debug "$here/ingest-vs-sqlite.sh" 2000 1
+BUILD_CONFIGURATION=debug "$here/aggregate.sh" 2000 1
+if command -v wrk >/dev/null; then BUILD_CONFIGURATION=debug "$here/http-ingest.sh" 1 2; fi
+echo "benchmark smoke run: ok"
