@@ -8,4 +8,5 @@ swift build --package-path "$here"
 BUILD_CONFIGURATION=debug "$here/ingest-vs-sqlite.sh" 2000 1
 BUILD_CONFIGURATION=debug "$here/aggregate.sh" 2000 1
 if command -v wrk >/dev/null; then BUILD_CONFIGURATION=debug "$here/http-ingest.sh" 1 2; fi
+BUILD_CONFIGURATION=debug "$here/drain.sh" 500 2
 echo "benchmark smoke run: ok"
