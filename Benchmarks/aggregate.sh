@@ -3,15 +3,9 @@
 # from an empty database, and `campaign-relay stats --rebuild`, RUNS times each; prints medians.
 # Usage: Benchmarks/aggregate.sh [EVENTS=1000000] [RUNS=5]
 set -euo pipefail
-# BUILD_CONFIGURATION=debug is for the CI smoke run only: debug figures mean nothing.
-configuration=${BUILD_CONFIGURATION:-release}
+source "$(dirname "$0")/common.sh"
 events=${1:-1000000}
 runs=${2:-5}
-here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d /tmp/campaign-relay-aggregate-bench.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-swift build -c "$configuration" --package-path "$here/.." --product campaign-relay >&2
-relay="$(swift build -c "$configuration" --package-path "$here/.." --show-bin-path)/campaign-relay"
 python3 "$here/generate-events.py" "$events" "$work/events.jsonl"
 "$relay" ingest "$work/events.jsonl" --data-dir "$work/data" --json >/dev/null
 : > "$work/results"

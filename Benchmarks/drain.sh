@@ -3,21 +3,9 @@
 # the ceiling of the same emulator measured by wrk on the same number of connections in the same run.
 # Usage: Benchmarks/drain.sh [EVENTS=1000000] [CONCURRENCY=8]
 set -euo pipefail
-# BUILD_CONFIGURATION=debug is for the CI smoke run only: debug figures mean nothing.
-configuration=${BUILD_CONFIGURATION:-release}
+source "$(dirname "$0")/common.sh"
 events=${1:-1000000}
 concurrency=${2:-8}
-here=$(cd "$(dirname "$0")" && pwd)
-swift build -c "$configuration" --package-path "$here/.." --product campaign-relay >&2
-relay="$(swift build -c "$configuration" --package-path "$here/.." --show-bin-path)/campaign-relay"
-work=$(mktemp -d /tmp/campaign-relay-drain-bench.XXXXXX)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
 python3 "$here/generate-events.py" "$events" "$work/events.jsonl"
 "$relay" ingest "$work/events.jsonl" --data-dir "$work/data" --json > /dev/null
 "$relay" emulate --bind 127.0.0.1:18092 --kept-requests 0 --log-level warning > /dev/null &

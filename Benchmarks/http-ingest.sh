@@ -6,22 +6,10 @@
 # Baseline in the same run: the same GET against `campaign-relay emulate` (answers 200, stores nothing).
 # Usage: Benchmarks/http-ingest.sh [SECONDS=10] [CONNECTIONS=16]
 set -euo pipefail
-# BUILD_CONFIGURATION=debug is for the CI smoke run only: debug figures mean nothing.
-configuration=${BUILD_CONFIGURATION:-release}
+source "$(dirname "$0")/common.sh"
 seconds=${1:-10}
 connections=${2:-16}
-here=$(cd "$(dirname "$0")" && pwd)
 command -v wrk >/dev/null || { echo "wrk is needed: apt-get install wrk" >&2; exit 1; }
-swift build -c "$configuration" --package-path "$here/.." --product campaign-relay >&2
-relay="$(swift build -c "$configuration" --package-path "$here/.." --show-bin-path)/campaign-relay"
-work=$(mktemp -d /tmp/campaign-relay-http-bench.XXXXXX)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done  # let the relay stop cleanly first
-    rm -rf "$work"
-}
-trap cleanup EXIT
 
 "$relay" serve --bind 127.0.0.1:18090 --data-dir "$work/data" --log-level warning ${SERVE_FLAGS:-} &
 pids+=($!)

@@ -5,17 +5,11 @@
 # Runs alternate between the two so both see the same machine; prints medians and the ratio.
 # Usage: Benchmarks/ingest-vs-sqlite.sh [EVENTS=1000000] [RUNS=5]
 set -euo pipefail
-# BUILD_CONFIGURATION=debug is for the CI smoke run only: debug figures mean nothing.
-configuration=${BUILD_CONFIGURATION:-release}
+source "$(dirname "$0")/common.sh"
 events=${1:-1000000}
 runs=${2:-5}
-here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d /tmp/campaign-relay-ingest-bench.XXXXXX)
-trap 'rm -rf "$work"' EXIT
 
-swift build -c "$configuration" --package-path "$here/.." --product campaign-relay >&2
 swift build -c "$configuration" --package-path "$here" --product IngestBaseline >&2
-relay="$(swift build -c "$configuration" --package-path "$here/.." --show-bin-path)/campaign-relay"
 baseline="$(swift build -c "$configuration" --package-path "$here" --show-bin-path)/IngestBaseline"
 
 python3 "$here/generate-events.py" "$events" "$work/events.jsonl"

@@ -11,10 +11,10 @@ struct UploadSummary {
     var backlog: UInt64 { lanes.values.reduce(0) { $0 + $1.backlog } }
 
     var text: String {
-        var parts = ["delivered \(delivered) events"]
-        if let tracking = lanes[.tracking] { parts.append("\(tracking.delivered) tracking hits") }
-        if let marketing = lanes[.marketing] { parts.append("\(marketing.delivered) registrations") }
-        var text = parts.joined(separator: ": ").replacingFirstColonList()
+        var perLane: [String] = []
+        if let tracking = lanes[.tracking] { perLane.append("\(tracking.delivered) tracking hits") }
+        if let marketing = lanes[.marketing] { perLane.append("\(marketing.delivered) registrations") }
+        var text = "delivered \(delivered) events" + (perLane.isEmpty ? "" : " (\(perLane.joined(separator: ", ")))")
         text += "; skipped \(total(\.skippedDuplicates)) unchanged registrations, dead-lettered \(total(\.deadLettered)), retries \(total(\.retries))"
         text += ", backlog \(backlog), in \(String(format2: seconds)) s (\(seconds > 0 ? Int(Double(delivered) / seconds) : 0) events/s)"
         if pendingDeadLetters > 0 { text += "\n\(pendingDeadLetters) dead letters wait in the store: campaign-relay deadletter list" }
@@ -26,25 +26,5 @@ struct UploadSummary {
             "\"\(kind.rawValue)\":{\"delivered\":\(stats.delivered),\"skippedDuplicates\":\(stats.skippedDuplicates),\"deadLettered\":\(stats.deadLettered),\"retries\":\(stats.retries),\"position\":\(stats.position),\"backlog\":\(stats.backlog)}"
         }.joined(separator: ",")
         return "{\"delivered\":\(delivered),\"skippedDuplicates\":\(total(\.skippedDuplicates)),\"deadLettered\":\(total(\.deadLettered)),\"retries\":\(total(\.retries)),\"backlog\":\(backlog),\"pendingDeadLetters\":\(pendingDeadLetters),\"seconds\":\(seconds),\"lanes\":{\(laneJSON)}}"
-    }
-}
-
-extension String {
-    /// "delivered 5 events: 3 tracking hits: 2 registrations" → "delivered 5 events (3 tracking hits, 2 registrations)".
-    func replacingFirstColonList() -> String {
-        let parts = components(separatedBy: ": ")
-        guard parts.count > 1 else { return self }
-        return parts[0] + " (" + parts.dropFirst().joined(separator: ", ") + ")"
-    }
-
-    func components(separatedBy separator: String) -> [String] {
-        var result: [String] = []
-        var rest = Substring(self)
-        while let range = rest.firstRange(of: separator) {
-            result.append(String(rest[..<range.lowerBound]))
-            rest = rest[range.upperBound...]
-        }
-        result.append(String(rest))
-        return result
     }
 }

@@ -253,14 +253,11 @@ public actor UploadLane {
         var done: [UInt64] = []
         var retry: [SequencedEvent] = []
         if case .closed = breaker.state {
-            let requests = events.compactMap { event -> CampaignRequest? in
-                guard case .tracking(let hit) = event.event else { return nil }
-                return .tracking(hit, host: host)
-            }
+            let requests = events.map(request(for:))
             let outcomes = await pipeline.send(requests)
             var answered = false
             var firstFailure: (reason: String, retryAfter: Duration?)?
-            for (event, outcome) in zip(events, outcomes) {
+            for (index, (event, outcome)) in zip(events, outcomes).enumerated() {
                 switch outcome {
                 case .delivered:
                     answered = true
@@ -269,7 +266,7 @@ public actor UploadLane {
                 case .rejected(let status, let body):
                     answered = true
                     do {
-                        try await store.deadLetter(sequence: event.sequence, event: event.event, url: CampaignRequest.tracking(hitOf(event), host: host).url, status: status, body: body)
+                        try await store.deadLetter(sequence: event.sequence, event: event.event, url: requests[index].url, status: status, body: body)
                         statistics.deadLettered += 1
                         done.append(event.sequence)
                     } catch {
@@ -306,18 +303,17 @@ public actor UploadLane {
         return .batch(done: done, abandoned: false)
     }
 
-    private func hitOf(_ event: SequencedEvent) -> TrackingEvent {
-        if case .tracking(let hit) = event.event { return hit }
-        return TrackingEvent(action: .impression, messageId: MessageID(decimal: 0), deliveryId: "-", time: event.event.time)
+    /// The Campaign request that carries `event`.
+    private func request(for event: SequencedEvent) -> CampaignRequest {
+        switch event.event {
+        case .tracking(let hit): .tracking(hit, host: host)
+        case .registration(let registration): .registration(registration, host: host)
+        }
     }
 
     /// Sends one event until it is done, or the task is cancelled.
     private func deliver(_ event: SequencedEvent) async -> Completion {
-        let request: CampaignRequest
-        switch event.event {
-        case .tracking(let hit): request = .tracking(hit, host: host)
-        case .registration(let registration): request = .registration(registration, host: host)
-        }
+        let request = request(for: event)
         var attempt = 0
         while !Task.isCancelled {
             guard await waitForPermission() else { break }

@@ -1,0 +1,15 @@
+# Sourced by the benchmark scripts: builds `campaign-relay`, makes a scratch directory, and on exit
+# stops the processes listed in `pids` (letting them stop cleanly) before removing it.
+# BUILD_CONFIGURATION=debug is for the CI smoke run only: debug figures mean nothing.
+configuration=${BUILD_CONFIGURATION:-release}
+here=$(cd "$(dirname "$0")" && pwd)
+swift build -c "$configuration" --package-path "$here/.." --product campaign-relay >&2
+relay="$(swift build -c "$configuration" --package-path "$here/.." --show-bin-path)/campaign-relay"
+work=$(mktemp -d "/tmp/campaign-relay-$(basename "$0" .sh).XXXXXX")
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
