@@ -29,7 +29,10 @@ struct CrashSimulationTests {
         var random = SeededGenerator(seed: seed)
         let fileSystem = SimulatedFileSystem()
         let dataDirectory = "/data"
-        let configuration = LogConfiguration(segmentBytes: 1024 + Int64.random(in: 0...3072, using: &random), compressionLevel: 1)
+        // Three seeds in four preallocate segments (the default); the fourth grows them by appending.
+        let configuration = LogConfiguration(
+            segmentBytes: 1024 + Int64.random(in: 0...3072, using: &random), compressionLevel: 1, preallocateSegments: seed % 4 != 3
+        )
         // About 150 to 250 mutating operations happen in the workload below; crash somewhere inside.
         fileSystem.crash(afterOperations: Int.random(in: 1...140, using: &random))
 
@@ -135,6 +138,14 @@ struct CrashSimulationTests {
         let after = try readAll(dataDirectory, fileSystem: recovered, from: range.lowerBound)
         #expect(after.events.map(\.sequence) == [range.lowerBound])
         await log.close()
+
+        // Recovery left nothing stale behind the new frame: a second open finds a clean tail and the same events.
+        let reopened = try await WriteAheadLog.open(dataDirectory: dataDirectory, configuration: configuration, fileSystem: recovered, logger: quietLogger)
+        #expect(reopened.recoveryReport.truncatedBytes == 0, "seed \(seed): the second open cut \(reopened.recoveryReport.truncatedBytes) bytes")
+        #expect(await reopened.durableSequence == range.upperBound)
+        await reopened.close()
+        let final = try readAll(dataDirectory, fileSystem: recovered)
+        #expect(final.events.map(\.sequence) == events.map(\.sequence) + [range.lowerBound], "seed \(seed): events changed after a clean reopen")
         return crashedDuringWork
     }
 }

@@ -12,7 +12,8 @@ import Testing
 struct FaultInjectionTests {
     let dataDirectory = "/data"
 
-    func open(_ fileSystem: SimulatedFileSystem, _ configuration: LogConfiguration = LogConfiguration()) async throws -> WriteAheadLog {
+    /// 64 KiB segments keep the in-memory file system's copies cheap; they are preallocated like real ones.
+    func open(_ fileSystem: SimulatedFileSystem, _ configuration: LogConfiguration = LogConfiguration(segmentBytes: 64 << 10)) async throws -> WriteAheadLog {
         try await WriteAheadLog.open(dataDirectory: dataDirectory, configuration: configuration, fileSystem: fileSystem, logger: quietLogger)
     }
 
@@ -71,7 +72,8 @@ struct FaultInjectionTests {
         let fileSystem = SimulatedFileSystem()
         let log = try await open(fileSystem)
         _ = try await log.append((1...4).map { TestEvents.tracking($0) })
-        let sizeBefore = try #require(fileSystem.contents("/data/wal/00000000000000000001.wal")).count
+        let dataEnd = Int(await log.dataBytes)
+        let dataBefore = try #require(fileSystem.contents("/data/wal/00000000000000000001.wal")).prefix(dataEnd)
 
         fileSystem.fail(.write, errno: ENOSPC, times: 3)
         for id in Int64(100)...102 {
@@ -82,7 +84,11 @@ struct FaultInjectionTests {
                 return cause.errno == ENOSPC
             }
         }
-        #expect(try #require(fileSystem.contents("/data/wal/00000000000000000001.wal")).count == sizeBefore)
+        // The frames before are intact and only zeros (or nothing) follow them.
+        let after = try #require(fileSystem.contents("/data/wal/00000000000000000001.wal"))
+        #expect(after.prefix(dataEnd) == dataBefore)
+        #expect(after.dropFirst(dataEnd).allSatisfy { $0 == 0 })
+        #expect(await log.dataBytes == Int64(dataEnd))
         let resumed = try await log.append([TestEvents.tracking(5)])
         #expect(resumed == 5..<6)
         await log.close()

@@ -34,33 +34,85 @@ struct RecoveryTests {
         try handle.write(byte, at: offset)
     }
 
-    @Test("a torn tail is cut back to the last valid frame and kept in quarantine")
-    func tornTail() async throws {
+    /// The end of the header and frames of a segment (its unused preallocation excluded).
+    func dataEnd(_ directory: String) throws -> Int64 {
+        try LogVerifier.verify(walDirectory: LogLayout(dataDirectory: directory).walDirectory).bytes
+    }
+
+    @Test("a torn tail is kept in quarantine and removed: zeroed inside preallocated space, else cut off", arguments: [true, false])
+    func tornTail(preallocate: Bool) async throws {
         let directory = temporaryDirectory("torn")
         defer { removeTree(directory) }
-        let segment = try #require(try await fill(directory, batches: 3).first)
-        let handle = try fileSystem.open(segment, create: false)
-        let validSize = try handle.size()
+        let configuration = LogConfiguration(preallocateSegments: preallocate)
+        let segment = try #require(try await fill(directory, batches: 3, configuration: configuration).first)
+        let validSize = try dataEnd(directory)
+        let fileSize = try fileSystem.open(segment, create: false).size()
+        #expect(fileSize == (preallocate ? configuration.segmentBytes : validSize))
         // Half of a frame, as a crash in the middle of a write leaves it.
         let frame = Frame.encode((1...50).map { TestEvents.tracking(10_000 + $0) }, firstSequence: 301, compressionLevel: 1)
-        try handle.write(Array(frame.prefix(frame.count / 2)), at: validSize)
+        let torn = Array(frame.prefix(frame.count / 2))
+        #expect(torn.last != 0, "the torn bytes end in a non-zero byte, so all of them count as damage")
+        let handle = try fileSystem.open(segment, create: false)
+        try handle.write(torn, at: validSize)
         handle.close()
 
-        let log = try await open(directory)
+        let log = try await open(directory, configuration)
         let report = log.recoveryReport
-        #expect(report.truncatedBytes == Int64(frame.count / 2))
+        #expect(report.truncatedBytes == Int64(torn.count))
         #expect(report.damage.map(\.kind) == [.tornTail])
+        #expect(report.damage.first?.range == validSize..<(validSize + Int64(torn.count)))
         #expect(await log.durableSequence == 301)
-        let size = try fileSystem.open(segment, create: false).size()
-        #expect(size == validSize)
+        let repaired = try fileSystem.open(segment, create: false)
+        // Preallocated space stays allocated, with zeros where the torn bytes were.
+        #expect(try repaired.size() == fileSize)
+        #expect(try repaired.read(at: validSize, count: torn.count) == (preallocate ? [UInt8](repeating: 0, count: torn.count) : []))
+        repaired.close()
         let quarantined = try fileSystem.listDirectory("\(directory)/quarantine").sorted()
         #expect(quarantined == ["00000000000000000001.wal@\(validSize).bin", "00000000000000000001.wal@\(validSize).txt"])
-        #expect(try fileSystem.readFile("\(directory)/quarantine/00000000000000000001.wal@\(validSize).bin") == Array(frame.prefix(frame.count / 2)))
+        #expect(try fileSystem.readFile("\(directory)/quarantine/00000000000000000001.wal@\(validSize).bin") == torn)
         _ = try await log.append([TestEvents.tracking(301)])
         await log.close()
         let (events, damage) = try readAll(directory, fileSystem: fileSystem)
         #expect(events.map(\.sequence) == Array(1...301))
         #expect(damage.isEmpty)
+        let reopened = try await open(directory, configuration)
+        #expect(reopened.recoveryReport.damage.isEmpty)
+        #expect(await reopened.durableSequence == 302)
+        await reopened.close()
+    }
+
+    @Test("zeros in the middle of the data are damage, not the end: the frames after them are still read")
+    func zeroedFrameIsNotTheEnd() async throws {
+        let directory = temporaryDirectory("zeroed")
+        defer { removeTree(directory) }
+        let segment = try #require(try await fill(directory, batches: 3).first)
+        let starts = try frameStarts(fileSystem.readFile(segment))
+        #expect(starts.count == 3)
+        // Media damage that reads back as zeros, over the whole second frame.
+        let handle = try fileSystem.open(segment, create: false)
+        try handle.write([UInt8](repeating: 0, count: starts[2] - starts[1]), at: Int64(starts[1]))
+        handle.close()
+
+        let log = try await open(directory)
+        #expect(log.recoveryReport.damage.map(\.kind) == [.corruptFrame])
+        #expect(log.recoveryReport.damage.first?.range == Int64(starts[1])..<Int64(starts[2]))
+        #expect(await log.durableSequence == 301)
+        await log.close()
+        let (events, _) = try readAll(directory, fileSystem: fileSystem)
+        #expect(events.map(\.sequence) == Array(1...100) + Array(201...300))
+    }
+
+    /// Offsets of the frames of a segment's bytes, up to the first byte that does not start a frame header.
+    func frameStarts(_ bytes: [UInt8]) throws -> [Int] {
+        var offset = SegmentHeader.size
+        var starts: [Int] = []
+        while offset + FrameHeader.size <= bytes.count,
+            case .success(let header) = bytes[offset..<(offset + FrameHeader.size)].withUnsafeBufferPointer({ FrameHeader.decode($0) })
+        {
+            starts.append(offset)
+            offset += header.frameSize
+        }
+        return starts
     }
 
     @Test("a bit flip in the middle of a segment: detected, counted, quarantined, the rest readable")
@@ -69,14 +121,7 @@ struct RecoveryTests {
         defer { removeTree(directory) }
         let segment = try #require(try await fill(directory, batches: 5).first)
         // Find the third frame and damage its payload.
-        let bytes = try fileSystem.readFile(segment)
-        var offset = SegmentHeader.size
-        var frameStarts: [Int] = []
-        while offset < bytes.count {
-            frameStarts.append(offset)
-            let header = try bytes[offset..<(offset + FrameHeader.size)].withUnsafeBufferPointer { FrameHeader.decode($0) }.get()
-            offset += header.frameSize
-        }
+        let frameStarts = try frameStarts(fileSystem.readFile(segment))
         #expect(frameStarts.count == 5)
         try flip(segment, at: Int64(frameStarts[2] + FrameHeader.size + 7))
 

@@ -22,6 +22,7 @@ struct WALVerifyCommand: AsyncParsableCommand {
         var output = StandardOutput.output()
         if common.json {
             var json = "{\"segments\":\(report.segments),\"frames\":\(report.frames),\"events\":\(report.events),\"bytes\":\(report.bytes)"
+            json += ",\"preallocatedBytes\":\(report.preallocatedBytes)"
             json += ",\"bytesPerEvent\":\((report.bytesPerEvent * 100).rounded() / 100)"
             json += ",\"corruptFrames\":\(report.corruptFrames),\"tornTails\":\(report.tornTails),\"supersededFrames\":\(report.supersededFrames)"
             json += ",\"missingSequences\":\(report.missingSequences)"
@@ -39,6 +40,7 @@ struct WALVerifyCommand: AsyncParsableCommand {
             if let first = report.firstSequence, let last = report.lastSequence { output.line("sequences:         \(first) to \(last)") }
             output.line("bytes:             \(report.bytes)")
             output.line("bytes per event:   \(String(format2: report.bytesPerEvent))")
+            output.line("preallocated:      \(report.preallocatedBytes) bytes not used yet")
             output.line("corrupt frames:    \(report.corruptFrames)")
             output.line("torn tails:        \(report.tornTails)")
             output.line("superseded frames: \(report.supersededFrames)")

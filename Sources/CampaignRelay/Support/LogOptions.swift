@@ -12,6 +12,12 @@ struct LogOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("zlib level of frames: 1 fastest (default) to 9 smallest, 0 uncompressed.", valueName: "level"))
     var compressionLevel: Int32 = 1
 
+    @Flag(
+        inversion: .prefixedNo,
+        help: ArgumentHelp("Fill each new segment with zeros up to --segment-bytes before using it, so each fdatasync overwrites allocated blocks instead of growing the file (faster, steadier acknowledgements; pointless on copy-on-write file systems).")
+    )
+    var preallocate = true
+
     func validate() throws {
         if let max = maxWalBytes, max <= 0 { throw ValidationError("--max-wal-bytes must be positive") }
         guard segmentBytes >= 4096 else { throw ValidationError("--segment-bytes must be at least 4096") }
@@ -19,6 +25,8 @@ struct LogOptions: ParsableArguments {
     }
 
     var configuration: LogConfiguration {
-        LogConfiguration(segmentBytes: segmentBytes, maximumLogBytes: maxWalBytes, compressionLevel: compressionLevel)
+        LogConfiguration(
+            segmentBytes: segmentBytes, maximumLogBytes: maxWalBytes, compressionLevel: compressionLevel, preallocateSegments: preallocate
+        )
     }
 }

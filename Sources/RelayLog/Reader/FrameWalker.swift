@@ -2,8 +2,13 @@
 ///
 /// Each step yields a valid frame (header CRC and payload CRC both match), a damaged range
 /// followed by a valid frame further on, a damaged tail (no valid frame follows: a torn write or
-/// garbage at the end), or the end of the file. Nothing is written; the caller decides what to do
+/// garbage at the end), or the end of the data. Nothing is written; the caller decides what to do
 /// with damage.
+///
+/// Segments are preallocated with zero bytes, so the data of a segment ends either at the end of
+/// the file or where only zero bytes remain up to it (the unused part of the preallocation). A
+/// frame boundary followed by nothing but zeros is therefore a clean end, not damage; zeros
+/// followed by anything else are damage like any other bytes that are not a valid frame.
 struct FrameWalker: Sendable {
     /// One step of the walk.
     enum Step {
@@ -11,9 +16,12 @@ struct FrameWalker: Sendable {
         case frame(FrameHeader, offset: Int64, stored: [UInt8])
         /// Bytes `range` hold no valid frame, and a valid frame starts at `range.upperBound`.
         case damaged(Range<Int64>, reason: String)
-        /// Bytes `range` up to the end of the file hold no valid frame.
+        /// Bytes `range` hold no valid frame, and nothing but zero bytes follows it up to the end
+        /// of the file (the range ends at its last non-zero byte).
         case damagedTail(Range<Int64>, reason: String)
-        /// The walk reached the end of the file exactly at a frame boundary.
+        /// The walk reached the end of the data at a frame boundary: the end of the file, or a
+        /// preallocated tail of zero bytes. The position stays at the boundary, where the next
+        /// frame will be written.
         case end
     }
 
@@ -38,8 +46,13 @@ struct FrameWalker: Sendable {
         buffer = []
     }
 
-    /// Whether the file (as last measured) has bytes past the walk's position.
-    var hasMoreBytes: Bool { offset < fileSize }
+    /// Where the data ends when the last step was ``Step/end`` at a zero tail: the file's bytes
+    /// from there on were all zero when read.
+    private var zeroTailStart: Int64?
+
+    /// Whether the file (as last measured) may hold a frame past the walk's position: it has bytes
+    /// there that were not read as a zero tail.
+    var hasMoreBytes: Bool { offset < fileSize && zeroTailStart != offset }
 
     /// Moves the walk to `newOffset` (a frame boundary found earlier).
     mutating func seek(to newOffset: Int64) {
@@ -47,20 +60,77 @@ struct FrameWalker: Sendable {
     }
 
     mutating func next() throws(FileSystemError) -> Step {
+        zeroTailStart = nil
         guard offset < fileSize else { return .end }
-        switch try frame(at: offset) {
+        var attempt = try frame(at: offset)
+        if case .failure = attempt, !buffer.isEmpty {
+            // The read-ahead may hold zeros of preallocated space where frames were written since.
+            buffer = []
+            attempt = try frame(at: offset)
+        }
+        switch attempt {
         case .success(let (header, stored)):
             let start = offset
             offset += Int64(header.frameSize)
             return .frame(header, offset: start, stored: stored)
         case .failure(let reason):
             let start = offset
-            if let resume = try findValidFrame(after: start) {
+            guard let firstData = try firstNonZeroByte(in: start..<fileSize) else {
+                // Unused preallocated space; frames written later land here, so nothing read-ahead is kept.
+                zeroTailStart = start
+                buffer = []
+                return .end
+            }
+            if let resume = try findValidFrame(after: max(start, firstData - 1)) {
                 offset = resume
                 return .damaged(start..<resume, reason: reason.reason)
             }
+            let dataEnd = try lastNonZeroByte(in: firstData..<fileSize).map { $0 + 1 } ?? fileSize
             offset = fileSize
-            return .damagedTail(start..<fileSize, reason: reason.reason)
+            return .damagedTail(start..<dataEnd, reason: reason.reason)
+        }
+    }
+
+    /// The offset of the first byte in `range` that is not zero, reading the file directly.
+    private func firstNonZeroByte(in range: Range<Int64>) throws(FileSystemError) -> Int64? {
+        var position = range.lowerBound
+        while position < range.upperBound {
+            let chunk = try handle.read(at: position, count: Int(min(Int64(Self.readSize), range.upperBound - position)))
+            if chunk.isEmpty { return nil }
+            if let index = Self.firstNonZeroIndex(chunk) { return position + Int64(index) }
+            position += Int64(chunk.count)
+        }
+        return nil
+    }
+
+    /// The offset of the last byte in `range` that is not zero, reading backwards from its end.
+    private func lastNonZeroByte(in range: Range<Int64>) throws(FileSystemError) -> Int64? {
+        var end = range.upperBound
+        while end > range.lowerBound {
+            let start = max(range.lowerBound, end - Int64(Self.readSize))
+            let chunk = try handle.read(at: start, count: Int(end - start))
+            if let index = chunk.lastIndex(where: { $0 != 0 }) { return start + Int64(index) }
+            end = start
+        }
+        return nil
+    }
+
+    /// The index of the first non-zero byte, comparing eight bytes at a time (a preallocated
+    /// segment has up to its whole size of zeros to check on open).
+    static func firstNonZeroIndex(_ bytes: [UInt8]) -> Int? {
+        bytes.withUnsafeBytes { raw -> Int? in
+            let words = raw.count / 8
+            var index = 0
+            while index < words {
+                if raw.loadUnaligned(fromByteOffset: index * 8, as: UInt64.self) != 0 { break }
+                index += 1
+            }
+            var byte = index * 8
+            while byte < raw.count {
+                if raw[byte] != 0 { return byte }
+                byte += 1
+            }
+            return nil
         }
     }
 

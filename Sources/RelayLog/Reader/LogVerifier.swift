@@ -8,8 +8,10 @@ public enum LogVerifier {
         public var frames = 0
         /// Events in valid frames (superseded frames not counted).
         public var events = 0
-        /// Bytes of all segment files.
+        /// Bytes of all segment files holding headers, frames and damage.
         public var bytes: Int64 = 0
+        /// Bytes of zeros after the data of segments: preallocated space not used yet.
+        public var preallocatedBytes: Int64 = 0
         /// Damage found, in segment order.
         public var damage: [LogDamage] = []
         /// The first and last sequence numbers found, if any event was found.
@@ -48,16 +50,22 @@ public enum LogVerifier {
             do {
                 let handle = try fileSystem.open("\(walDirectory)/\(name)", create: false)
                 defer { handle.close() }
-                report.bytes += try handle.size()
+                let size = try handle.size()
                 let header = try handle.read(at: 0, count: SegmentHeader.size)
                 if SegmentHeader.decode(header) == nil {
                     report.damage.append(LogDamage(kind: .corruptFrame, segment: name, range: 0..<Int64(min(header.count, SegmentHeader.size)), reason: "segment header damaged (the file name still places it)"))
                 }
                 var walker = try FrameWalker(handle: handle)
+                var dataEnd = Int64(min(size, Int64(SegmentHeader.size)))
+                defer {
+                    report.bytes += dataEnd
+                    report.preallocatedBytes += size - dataEnd
+                }
                 walking: while true {
                     switch try walker.next() {
                     case .frame(let frame, let offset, let stored):
                         let range = offset..<(offset + Int64(frame.frameSize))
+                        dataEnd = range.upperBound
                         if let boundary, frame.firstSequence >= boundary {
                             report.damage.append(LogDamage(kind: .superseded, segment: name, range: range, reason: "superseded by segment \(boundary)"))
                             continue
@@ -77,8 +85,10 @@ public enum LogVerifier {
                         if report.firstSequence == nil { report.firstSequence = frame.firstSequence }
                         report.lastSequence = frame.endSequence - 1
                     case .damaged(let range, let reason):
+                        dataEnd = range.upperBound
                         report.damage.append(LogDamage(kind: .corruptFrame, segment: name, range: range, reason: reason))
                     case .damagedTail(let range, let reason):
+                        dataEnd = range.upperBound
                         report.damage.append(LogDamage(kind: .tornTail, segment: name, range: range, reason: reason))
                         break walking
                     case .end:

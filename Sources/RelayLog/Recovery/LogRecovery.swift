@@ -94,7 +94,14 @@ enum LogRecovery {
                     let damage = LogDamage(kind: .tornTail, segment: name, range: range, reason: reason)
                     try quarantine.keep(try handle.read(at: range.lowerBound, count: range.count), damage: damage, now: now)
                     report.damage.append(damage)
-                    try handle.truncate(to: range.lowerBound)
+                    if range.upperBound >= size {
+                        try handle.truncate(to: range.lowerBound)
+                        size = range.lowerBound
+                    } else {
+                        // Inside preallocated space: zero the torn bytes and keep the allocation, so
+                        // no stale byte can follow the frames appended from here on.
+                        try handle.write([UInt8](repeating: 0, count: range.count), at: range.lowerBound)
+                    }
                     try handle.synchronizeData()
                     report.truncatedBytes += Int64(range.count)
                     durableEnd = range.lowerBound
@@ -104,7 +111,8 @@ enum LogRecovery {
                 }
             }
             report.verifiedBytes = durableEnd
-            return (SegmentWriter.Active(handle: handle, firstSequence: segment.firstSequence, offset: durableEnd), end)
+            let active = SegmentWriter.Active(handle: handle, firstSequence: segment.firstSequence, offset: durableEnd, allocated: max(size, durableEnd))
+            return (active, end)
         } catch {
             throw .fileSystem(error, context: "recovering segment \(name)")
         }

@@ -8,7 +8,8 @@ public struct RecoveryReport: Sendable, Hashable {
     public var verifiedBytes: Int64 = 0
     /// Damage found; torn tails were cut back after being copied to the quarantine.
     public var damage: [LogDamage] = []
-    /// Bytes cut from the end of the active segment (a write a crash interrupted).
+    /// Bytes of a write a crash interrupted, removed from the end of the active segment's data
+    /// (cut off, or overwritten with zeros inside preallocated space).
     public var truncatedBytes: Int64 = 0
     /// Leftover temporary files of an interrupted segment roll or cursor write, removed.
     public var removedTemporaryFiles: [String] = []

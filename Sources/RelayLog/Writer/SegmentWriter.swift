@@ -6,6 +6,7 @@ struct SegmentWriter: Sendable {
     /// One segment file of the log.
     struct Segment: Sendable, Hashable {
         var firstSequence: UInt64
+        /// Bytes holding the header and frames (for a sealed segment found on open: its file size).
         var bytes: Int64
         var name: String { SegmentHeader.fileName(firstSequence: firstSequence) }
     }
@@ -16,6 +17,9 @@ struct SegmentWriter: Sendable {
         var firstSequence: UInt64
         /// End of the last frame known durable: the next frame is written here.
         var offset: Int64
+        /// The file's size: past `offset` it holds only zeros written ahead of time (preallocation),
+        /// so that appending overwrites allocated blocks instead of growing the file.
+        var allocated: Int64
         /// Set when fdatasync failed or a failed write could not be undone: the descriptor is never
         /// trusted again and the next append rolls to a new segment.
         var abandoned = false
@@ -36,8 +40,17 @@ struct SegmentWriter: Sendable {
         self.active = active
     }
 
-    /// Bytes taken by all segments.
+    /// Bytes holding segment headers and frames; the size limit applies to these.
     var totalBytes: Int64 { segments.reduce(0) { $0 + $1.bytes } }
+
+    /// Bytes the segment files take, the active segment's unused preallocation included.
+    var allocatedBytes: Int64 {
+        guard let current = active, !current.abandoned else { return totalBytes }
+        return totalBytes + max(0, current.allocated - current.offset)
+    }
+
+    /// Zeros written at a time when preallocating.
+    private static let zeroChunk = [UInt8](repeating: 0, count: 1 << 20)
 
     func path(_ name: String) -> String { "\(directory)/\(name)" }
 
@@ -58,8 +71,14 @@ struct SegmentWriter: Sendable {
         do {
             try current.handle.write(frames, at: current.offset)
         } catch {
-            // Cut back whatever part of the frame reached the file; if even that fails, stop using the file.
-            do { try current.handle.truncate(to: current.offset) } catch { current.abandoned = true }
+            // Cut back whatever part of the frame reached the file (and the preallocation with it);
+            // if even that fails, stop using the file.
+            do {
+                try current.handle.truncate(to: current.offset)
+                current.allocated = current.offset
+            } catch {
+                current.abandoned = true
+            }
             active = current
             throw .writeFailed(error)
         }
@@ -73,6 +92,7 @@ struct SegmentWriter: Sendable {
         }
         let syncDuration = ContinuousClock.now - syncStart
         current.offset += Int64(frames.count)
+        current.allocated = max(current.allocated, current.offset)
         active = current
         segments[segments.count - 1].bytes = current.offset
         return syncDuration
@@ -99,7 +119,12 @@ struct SegmentWriter: Sendable {
     }
 
     /// Starts a new segment whose first event will be `firstSequence`: temporary file, header,
-    /// fdatasync, rename, directory sync. Only then may frames go into it.
+    /// preallocation, fdatasync, rename, directory sync. Only then may frames go into it.
+    ///
+    /// The preallocation writes real zeros up to the segment size (within the size limit) and
+    /// syncs them with the header: an fdatasync after overwriting allocated blocks changes no file
+    /// metadata, so it skips the file-system journal and is markedly faster and steadier than one
+    /// after growing the file. The previous segment is cut back to its last frame.
     mutating func roll(firstSequence: UInt64) throws(LogError) {
         let name = SegmentHeader.fileName(firstSequence: firstSequence)
         let finalPath = path(name)
@@ -111,9 +136,11 @@ struct SegmentWriter: Sendable {
         } catch {
             throw .fileSystem(error, context: "creating segment \(name)")
         }
+        let allocated: Int64
         do {
             try handle.truncate(to: 0)
             try handle.write(header.encoded(), at: 0)
+            allocated = preallocate(handle, size: preallocationSize(replacing: firstSequence))
             try handle.synchronizeData()
             try fileSystem.rename(temporaryPath, to: finalPath)
             try fileSystem.synchronizeDirectory(directory)
@@ -122,11 +149,44 @@ struct SegmentWriter: Sendable {
             try? fileSystem.remove(temporaryPath)
             throw .fileSystem(error, context: "starting segment \(name)")
         }
-        if let previous = active, !previous.abandoned { previous.handle.close() }
+        if let previous = active, !previous.abandoned {
+            // Unsynced on purpose: if a crash undoes it, the zeros left behind read as a clean end.
+            if previous.allocated > previous.offset { try? previous.handle.truncate(to: previous.offset) }
+            previous.handle.close()
+        }
         // An abandoned, still empty segment with the same first sequence was just replaced by the rename.
         if let last = segments.last, last.firstSequence == firstSequence { segments.removeLast() }
         segments.append(Segment(firstSequence: firstSequence, bytes: Int64(SegmentHeader.size)))
-        active = Active(handle: handle, firstSequence: firstSequence, offset: Int64(SegmentHeader.size))
+        active = Active(handle: handle, firstSequence: firstSequence, offset: Int64(SegmentHeader.size), allocated: allocated)
+    }
+
+    /// How large to preallocate a new segment: the segment size, but never past the size limit.
+    private func preallocationSize(replacing firstSequence: UInt64) -> Int64 {
+        guard configuration.preallocateSegments else { return Int64(SegmentHeader.size) }
+        var size = configuration.segmentBytes
+        if let limit = configuration.maximumLogBytes {
+            let kept = segments.reduce(Int64(0)) { $0 + ($1.firstSequence == firstSequence ? 0 : $1.bytes) }
+            size = min(size, limit - kept)
+        }
+        return max(Int64(SegmentHeader.size), size)
+    }
+
+    /// Writes zeros after the header up to `size` and returns the size reached. Preallocation is
+    /// an optimisation: when it fails (a nearly full disk) the file is cut back to its header and
+    /// the segment grows as frames are appended instead.
+    private func preallocate(_ handle: any FileHandle, size: Int64) -> Int64 {
+        var position = Int64(SegmentHeader.size)
+        do throws(FileSystemError) {
+            while position < size {
+                let count = Int(min(Int64(Self.zeroChunk.count), size - position))
+                try handle.write(count == Self.zeroChunk.count ? Self.zeroChunk : Array(Self.zeroChunk[0..<count]), at: position)
+                position += Int64(count)
+            }
+            return position
+        } catch {
+            if (try? handle.truncate(to: Int64(SegmentHeader.size))) != nil { return Int64(SegmentHeader.size) }
+            return position
+        }
     }
 
     /// Deletes the oldest segments whose events are all below `sequence` (never the active one),

@@ -111,8 +111,12 @@ public actor WriteAheadLog {
     /// The first sequence number still kept on disk.
     public var oldestSequence: UInt64 { writer?.segments.first?.firstSequence ?? nextSequence }
 
-    /// Bytes all segments take on disk.
-    public var diskBytes: Int64 { writer?.totalBytes ?? 0 }
+    /// Bytes all segment files take on disk, the active segment's preallocated space included.
+    public var diskBytes: Int64 { writer?.allocatedBytes ?? 0 }
+
+    /// Bytes holding segment headers and frames: what the stored events cost on disk, and what
+    /// ``LogConfiguration/maximumLogBytes`` limits.
+    public var dataBytes: Int64 { writer?.totalBytes ?? 0 }
 
     /// Counters since the log was opened.
     public var stats: LogStatistics { statistics }
