@@ -10,21 +10,26 @@ public struct LogConfiguration: Sendable, Hashable {
     /// The most events that may wait for the next group commit; more fails with
     /// ``LogError/overloaded(pendingEvents:limit:)`` instead of queueing without bound.
     public var maximumPendingEvents: Int
-    /// Whether a new segment is filled with zeros up to ``segmentBytes`` (within
-    /// ``maximumLogBytes``) before frames go into it. Syncing overwritten blocks avoids a
-    /// file-system journal commit per fdatasync, which shortens and steadies acknowledgement
-    /// latency; the cost is writing each segment's size once more, at the roll.
+    /// Whether the active segment is filled with zeros ahead of its frames, ``preallocationStep``
+    /// at a time (within ``segmentBytes`` and ``maximumLogBytes``). An fdatasync that only
+    /// overwrites allocated blocks changes no file metadata and skips the file-system journal,
+    /// which makes acknowledgements faster and steadier; growing the file costs a journalled sync
+    /// once per step instead of once per commit.
     public var preallocateSegments: Bool
+    /// How far ahead of the frames the active segment is filled with zeros, in bytes.
+    public var preallocationStep: Int64
 
-    /// The defaults: 64 MiB preallocated segments, no size limit, zlib level 1, 4 million pending events.
+    /// The defaults: 64 MiB segments preallocated 4 MiB at a time, no size limit, zlib level 1,
+    /// 4 million pending events.
     public init(
         segmentBytes: Int64 = 64 << 20, maximumLogBytes: Int64? = nil, compressionLevel: Int32 = 1,
-        maximumPendingEvents: Int = 4_000_000, preallocateSegments: Bool = true
+        maximumPendingEvents: Int = 4_000_000, preallocateSegments: Bool = true, preallocationStep: Int64 = 4 << 20
     ) {
         self.segmentBytes = segmentBytes
         self.maximumLogBytes = maximumLogBytes
         self.compressionLevel = compressionLevel
         self.maximumPendingEvents = maximumPendingEvents
         self.preallocateSegments = preallocateSegments
+        self.preallocationStep = preallocationStep
     }
 }

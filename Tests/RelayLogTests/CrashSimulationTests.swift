@@ -29,9 +29,11 @@ struct CrashSimulationTests {
         var random = SeededGenerator(seed: seed)
         let fileSystem = SimulatedFileSystem()
         let dataDirectory = "/data"
-        // Three seeds in four preallocate segments (the default); the fourth grows them by appending.
+        // Three seeds in four preallocate segments (the default) in small steps, so both growing
+        // the allocation and overwriting it are crashed into; the fourth grows segments frame by frame.
         let configuration = LogConfiguration(
-            segmentBytes: 1024 + Int64.random(in: 0...3072, using: &random), compressionLevel: 1, preallocateSegments: seed % 4 != 3
+            segmentBytes: 1024 + Int64.random(in: 0...3072, using: &random), compressionLevel: 1, preallocateSegments: seed % 4 != 3,
+            preallocationStep: Int64.random(in: 256...2048, using: &random)
         )
         // About 150 to 250 mutating operations happen in the workload below; crash somewhere inside.
         fileSystem.crash(afterOperations: Int.random(in: 1...140, using: &random))

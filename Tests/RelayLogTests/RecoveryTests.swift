@@ -47,7 +47,7 @@ struct RecoveryTests {
         let segment = try #require(try await fill(directory, batches: 3, configuration: configuration).first)
         let validSize = try dataEnd(directory)
         let fileSize = try fileSystem.open(segment, create: false).size()
-        #expect(fileSize == (preallocate ? configuration.segmentBytes : validSize))
+        #expect(fileSize == (preallocate ? configuration.preallocationStep : validSize))
         // Half of a frame, as a crash in the middle of a write leaves it.
         let frame = Frame.encode((1...50).map { TestEvents.tracking(10_000 + $0) }, firstSequence: 301, compressionLevel: 1)
         let torn = Array(frame.prefix(frame.count / 2))

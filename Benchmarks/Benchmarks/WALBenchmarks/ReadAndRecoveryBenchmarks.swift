@@ -49,13 +49,14 @@ let readAndRecoveryBenchmarks: @Sendable () -> Void = {
                 await log.close()
             }
         } setup: {
-            // Uncompressed frames, so the segment's size is what the events take.
+            // Uncompressed frames, so the data size is what the events take (plus up to one
+            // preallocation step of zeros, which recovery reads to know where the data ends).
             let directory = scratchDirectory("recovery-\(megabytes)")
             let log = try await WriteAheadLog.open(
                 dataDirectory: directory, configuration: LogConfiguration(segmentBytes: 128 << 20, compressionLevel: 0), logger: quiet
             )
             let events = GeneratedEvents.tracking(count: 10_000)
-            while await log.diskBytes < Int64(megabytes) << 20 { _ = try await log.append(events) }
+            while await log.dataBytes < Int64(megabytes) << 20 { _ = try await log.append(events) }
             await log.close()
             return directory
         }

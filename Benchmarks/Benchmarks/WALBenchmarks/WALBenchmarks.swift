@@ -32,7 +32,7 @@ let appendBenchmarks: @Sendable () -> Void = {
                 _ = try await log.append(batch)
             }
             let stats = await log.stats
-            benchmark.measurement(.custom("bytes per event"), Int((Double(await log.diskBytes) / Double(max(stats.events, 1))).rounded()))
+            benchmark.measurement(.custom("bytes per event"), Int((Double(await log.dataBytes) / Double(max(stats.events, 1))).rounded()))
         } setup: {
             try await WriteAheadLog.open(dataDirectory: scratchDirectory("wal-\(size)"))
         }

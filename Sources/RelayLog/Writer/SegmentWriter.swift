@@ -82,6 +82,13 @@ struct SegmentWriter: Sendable {
             active = current
             throw .writeFailed(error)
         }
+        let dataEnd = current.offset + Int64(frames.count)
+        if dataEnd > current.allocated {
+            // Grow the allocation a step ahead in the same fdatasync as the frames: one journalled
+            // sync per step, and every sync until the next step only overwrites allocated zeros.
+            let target = allocationTarget(forDataEnd: dataEnd)
+            current.allocated = target > dataEnd && Self.fillWithZeros(current.handle, dataEnd..<target) ? target : dataEnd
+        }
         let syncStart = ContinuousClock.now
         do {
             try current.handle.synchronizeData()
@@ -91,8 +98,7 @@ struct SegmentWriter: Sendable {
             throw .syncFailed(error)
         }
         let syncDuration = ContinuousClock.now - syncStart
-        current.offset += Int64(frames.count)
-        current.allocated = max(current.allocated, current.offset)
+        current.offset = dataEnd
         active = current
         segments[segments.count - 1].bytes = current.offset
         return syncDuration
@@ -119,12 +125,8 @@ struct SegmentWriter: Sendable {
     }
 
     /// Starts a new segment whose first event will be `firstSequence`: temporary file, header,
-    /// preallocation, fdatasync, rename, directory sync. Only then may frames go into it.
-    ///
-    /// The preallocation writes real zeros up to the segment size (within the size limit) and
-    /// syncs them with the header: an fdatasync after overwriting allocated blocks changes no file
-    /// metadata, so it skips the file-system journal and is markedly faster and steadier than one
-    /// after growing the file. The previous segment is cut back to its last frame.
+    /// fdatasync, rename, directory sync. Only then may frames go into it. The previous segment is
+    /// cut back to its last frame (dropping its unused preallocation).
     mutating func roll(firstSequence: UInt64) throws(LogError) {
         let name = SegmentHeader.fileName(firstSequence: firstSequence)
         let finalPath = path(name)
@@ -136,11 +138,9 @@ struct SegmentWriter: Sendable {
         } catch {
             throw .fileSystem(error, context: "creating segment \(name)")
         }
-        let allocated: Int64
         do {
             try handle.truncate(to: 0)
             try handle.write(header.encoded(), at: 0)
-            allocated = preallocate(handle, size: preallocationSize(replacing: firstSequence))
             try handle.synchronizeData()
             try fileSystem.rename(temporaryPath, to: finalPath)
             try fileSystem.synchronizeDirectory(directory)
@@ -157,36 +157,38 @@ struct SegmentWriter: Sendable {
         // An abandoned, still empty segment with the same first sequence was just replaced by the rename.
         if let last = segments.last, last.firstSequence == firstSequence { segments.removeLast() }
         segments.append(Segment(firstSequence: firstSequence, bytes: Int64(SegmentHeader.size)))
-        active = Active(handle: handle, firstSequence: firstSequence, offset: Int64(SegmentHeader.size), allocated: allocated)
+        active = Active(handle: handle, firstSequence: firstSequence, offset: Int64(SegmentHeader.size), allocated: Int64(SegmentHeader.size))
     }
 
-    /// How large to preallocate a new segment: the segment size, but never past the size limit.
-    private func preallocationSize(replacing firstSequence: UInt64) -> Int64 {
-        guard configuration.preallocateSegments else { return Int64(SegmentHeader.size) }
-        var size = configuration.segmentBytes
+    /// Where the active segment's allocation should end once its data ends at `end`: the next
+    /// multiple of the preallocation step, within the segment size and the size limit.
+    private func allocationTarget(forDataEnd end: Int64) -> Int64 {
+        guard configuration.preallocateSegments else { return end }
+        let step = max(1, configuration.preallocationStep)
+        var target = (end + step - 1) / step * step
+        target = min(target, configuration.segmentBytes)
         if let limit = configuration.maximumLogBytes {
-            let kept = segments.reduce(Int64(0)) { $0 + ($1.firstSequence == firstSequence ? 0 : $1.bytes) }
-            size = min(size, limit - kept)
+            let others = segments.dropLast().reduce(Int64(0)) { $0 + $1.bytes }
+            target = min(target, limit - others)
         }
-        return max(Int64(SegmentHeader.size), size)
+        return max(target, end)
     }
 
-    /// Writes zeros after the header up to `size` and returns the size reached. Preallocation is
-    /// an optimisation: when it fails (a nearly full disk) the file is cut back to its header and
-    /// the segment grows as frames are appended instead.
-    private func preallocate(_ handle: any FileHandle, size: Int64) -> Int64 {
-        var position = Int64(SegmentHeader.size)
-        do throws(FileSystemError) {
-            while position < size {
-                let count = Int(min(Int64(Self.zeroChunk.count), size - position))
-                try handle.write(count == Self.zeroChunk.count ? Self.zeroChunk : Array(Self.zeroChunk[0..<count]), at: position)
-                position += Int64(count)
+    /// Writes zeros over `range` of the active segment. Preallocation is an optimisation: when it
+    /// fails (a nearly full disk) the segment simply grows with its frames, so the error is
+    /// dropped and the allocation is not counted.
+    private static func fillWithZeros(_ handle: any FileHandle, _ range: Range<Int64>) -> Bool {
+        var position = range.lowerBound
+        while position < range.upperBound {
+            let count = Int(min(Int64(zeroChunk.count), range.upperBound - position))
+            do {
+                try handle.write(count == zeroChunk.count ? zeroChunk : Array(zeroChunk[0..<count]), at: position)
+            } catch {
+                return false
             }
-            return position
-        } catch {
-            if (try? handle.truncate(to: Int64(SegmentHeader.size))) != nil { return Int64(SegmentHeader.size) }
-            return position
+            position += Int64(count)
         }
+        return true
     }
 
     /// Deletes the oldest segments whose events are all below `sequence` (never the active one),
