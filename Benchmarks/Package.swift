@@ -11,6 +11,8 @@ let package = Package(
     dependencies: [
         .package(name: "campaign-relay", path: "../"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // What several benchmarks share: generated events, the SQLite baseline queue.
@@ -43,6 +45,18 @@ let package = Package(
             dependencies: [
                 "BenchmarkSupport",
                 .product(name: "RelayCore", package: "campaign-relay"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // `AckLatency`: ack latency at half load (open loop), the log against SQLite.
+        .executableTarget(
+            name: "AckLatency",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "RelayCore", package: "campaign-relay"),
+                .product(name: "RelayLog", package: "campaign-relay"),
             ],
             swiftSettings: swiftSettings
         ),

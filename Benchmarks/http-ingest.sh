@@ -3,7 +3,9 @@
 # over loopback, every 200 durable (fdatasync'ed):
 #   1. single tracking hits, GET /r/?id=h…           requests/s and latency percentiles
 #   2. 100-event NDJSON batches, POST /v1/events      requests/s, events/s, latency percentiles
-# Baseline in the same run: the same GET against `campaign-relay emulate` (answers 200, stores nothing).
+#   3. single hits paced at about half of (1)'s rate  latency p50/p99/p99.9 at half load
+# Baseline in the same run: the same GETs against `campaign-relay emulate` (answers 200, stores
+# nothing), flat out and paced the same way: the latency floor of HTTP and wrk on this machine.
 # Usage: Benchmarks/http-ingest.sh [SECONDS=10] [CONNECTIONS=16]
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -26,6 +28,17 @@ run baseline-emulator-hit "http://127.0.0.1:18091/r/?id=hd828,f0190,1"
 run relay-hit "http://127.0.0.1:18090/r/?id=hd828,f0190,1"
 run relay-batch100 "http://127.0.0.1:18090/v1/events" -s "$here/http/batch100.lua"
 
+# Half load: 64 connections, each pausing after every answer so the offered rate is about half of
+# the flat-out single-hit rate above (per connection 1000 / (pause + ~1 ms) requests/s).
+half=$(python3 -c "import re; print(float(re.search(r'Requests/sec:\s+([\d.]+)', open('$work/relay-hit.txt').read()).group(1)) / 2)")
+pace=$(python3 -c "print(max(0, round(64 * 1000 / $half - 1)))")
+paced() { # name url
+    echo "## $1 (64 connections, ${pace} ms pause)" >&2
+    PACE_MS=$pace wrk -t1 -c64 -d"${seconds}s" -s "$here/http/paced.lua" "$2" | tee "$work/$1.txt" >&2
+}
+paced baseline-emulator-hit-half "http://127.0.0.1:18091/r/?id=hd828,f0190,1"
+paced relay-hit-half "http://127.0.0.1:18090/r/?id=hd828,f0190,1"
+
 python3 - "$work" <<'PY'
 import re, sys
 work = sys.argv[1]
@@ -45,4 +58,12 @@ print("| relay GET /r/ (durable) | %d | %d | %s | %s | %d |" % (hit[0], hit[0], 
 print("| relay POST /v1/events, 100 per request (durable) | %d | %d | %s | %s | %d |" % (batch[0], batch[0] * 100, batch[1], batch[2], batch[3]))
 print()
 print("durable single hits / non-durable baseline: %.2fx" % (hit[0] / base[0]))
+def paced(name):
+    m = re.search(r"PACED (\d+) req/s p50 ([\d.]+) ms p99 ([\d.]+) ms p99.9 ([\d.]+) ms max ([\d.]+) ms errors (\d+)", open(f"{work}/{name}.txt").read())
+    return m.groups()
+print()
+print("| at about half load (single hits) | requests/s | p50 | p99 | p99.9 | max | errors |")
+print("|---|---|---|---|---|---|---|")
+for label, name in [("emulator (baseline: no durability)", "baseline-emulator-hit-half"), ("relay (durable)", "relay-hit-half")]:
+    print("| %s | %s | %s ms | %s ms | %s ms | %s ms | %s |" % ((label,) + paced(name)))
 PY

@@ -9,4 +9,5 @@ BUILD_CONFIGURATION=debug "$here/ingest-vs-sqlite.sh" 2000 1
 BUILD_CONFIGURATION=debug "$here/aggregate.sh" 2000 1
 if command -v wrk >/dev/null; then BUILD_CONFIGURATION=debug "$here/http-ingest.sh" 1 2; fi
 BUILD_CONFIGURATION=debug "$here/drain.sh" 500 2
+swift run --package-path "$here" AckLatency --seconds 0.2 --batches 1,10 --concurrency 4
 echo "benchmark smoke run: ok"

@@ -104,6 +104,43 @@ struct EventBinaryCodecTests {
         #expect(decoded == events)
     }
 
+    @Test("a group commit larger than 1 MiB of encoding is split into frames that each restart the time deltas")
+    func groupSplitsIntoFrames() throws {
+        // Three appenders; about 2.6 MiB of encoding in all, with times that differ from frame to frame.
+        func event(_ number: Int64) -> Event {
+            let time = EventTime(nanosecondsSinceEpoch: 1_700_000_000_000_000_000 + number * 1_000_003, fractionDigits: 6)
+            let hit = TrackingEvent(
+                action: .open, messageId: MessageID(decimal: number * 7919), deliveryId: "delivery-\(number % 977)", integrationKey: nil, time: time
+            )
+            return .tracking(hit)
+        }
+        let groups: [[Event]] = (0..<3).map { group in (0..<45_000).map { event(Int64(group * 45_000 + $0)) } }
+        let (bytes, frameCount) = Frame.encodeGroup(groups, firstSequence: 1000, compressionLevel: 1)
+        var offset = 0
+        var next: UInt64 = 1000
+        var decoded: [Event] = []
+        var frames = 0
+        var lengths: [Int] = []
+        while offset < bytes.count {
+            let header = try bytes[offset..<(offset + FrameHeader.size)].withUnsafeBufferPointer { FrameHeader.decode($0) }.get()
+            #expect(header.firstSequence == next)
+            #expect(Int(header.uncompressedLength) < Frame.maximumUncompressedBytes + 64, "a frame passes the limit by at most one event")
+            lengths.append(Int(header.uncompressedLength))
+            let stored = Array(bytes[(offset + FrameHeader.size)..<(offset + header.frameSize)])
+            // Each frame decodes on its own: its first time delta is from 0.
+            decoded += try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in try Frame.decodeEvents(header, stored: buffer) }
+            next = header.endSequence
+            offset += header.frameSize
+            frames += 1
+        }
+        #expect(frames == frameCount)
+        // Split only where needed: every frame but the last reached the limit.
+        #expect(frames >= 3)
+        #expect(lengths.dropLast().allSatisfy { $0 >= Frame.maximumUncompressedBytes })
+        #expect(next == 1000 + 135_000)
+        #expect(decoded == groups.flatMap { $0 })
+    }
+
     @Test("a damaged header is refused with the reason")
     func damagedHeader() throws {
         var frame = Frame.encode(try Self.events(), firstSequence: 1, compressionLevel: 1)

@@ -52,7 +52,9 @@ public enum EventBinaryCodec {
         return try result.get()
     }
 
-    private static func encode(_ event: Event, into writer: inout BinaryWriter, previousTime: inout Int64) {
+    /// Appends one event's encoding; `previousTime` carries the time delta from event to event
+    /// (start it at 0 for each frame).
+    static func encode(_ event: Event, into writer: inout BinaryWriter, previousTime: inout Int64) {
         switch event {
         case .tracking(let hit):
             writer.u8(trackingTag)

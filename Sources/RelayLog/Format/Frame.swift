@@ -10,7 +10,11 @@ public enum Frame {
     ///
     /// The payload is zlib-compressed at `compressionLevel`, or stored when that does not make it smaller.
     public static func encode<C: Collection<Event>>(_ events: C, firstSequence: UInt64, compressionLevel: Int32) -> [UInt8] {
-        let plain = EventBinaryCodec.encode(events)
+        encode(plain: EventBinaryCodec.encode(events), eventCount: events.count, firstSequence: firstSequence, compressionLevel: compressionLevel)
+    }
+
+    /// The frame bytes for an event encoding `plain` holding `eventCount` events.
+    static func encode(plain: [UInt8], eventCount: Int, firstSequence: UInt64, compressionLevel: Int32) -> [UInt8] {
         var codec = FrameHeader.Codec.zlib
         var stored: [UInt8]
         if compressionLevel > 0, let compressed = Zlib.compress(plain, level: compressionLevel), compressed.count < plain.count {
@@ -20,7 +24,7 @@ public enum Frame {
             codec = .stored
         }
         let header = FrameHeader(
-            firstSequence: firstSequence, eventCount: UInt32(events.count), uncompressedLength: UInt32(plain.count),
+            firstSequence: firstSequence, eventCount: UInt32(eventCount), uncompressedLength: UInt32(plain.count),
             storedLength: UInt32(stored.count), payloadCRC: Zlib.crc32(stored), codec: codec
         )
         var frame = header.encoded()
@@ -48,42 +52,33 @@ extension Frame {
     /// Frames for a group commit: the events of all `groups`, in order, numbered from
     /// `firstSequence`, split so that no frame's uncompressed payload passes
     /// ``maximumUncompressedBytes`` by more than one event.
+    ///
+    /// Events are encoded straight from the appenders' arrays (this runs for every commit, and
+    /// copying each event into one array first cost more than encoding it).
     static func encodeGroup(_ groups: [[Event]], firstSequence: UInt64, compressionLevel: Int32) -> (bytes: [UInt8], frames: Int) {
         var output: [UInt8] = []
         var frames = 0
-        var chunk: [Event] = []
-        var chunkBytes = 0
         var next = firstSequence
+        var writer = BinaryWriter(capacity: min(maximumUncompressedBytes + 4096, groups.reduce(0) { $0 + $1.count } * 32))
+        var previousTime: Int64 = 0
+        var count = 0
         func flush() {
-            guard !chunk.isEmpty else { return }
-            output.append(contentsOf: encode(chunk, firstSequence: next, compressionLevel: compressionLevel))
-            next += UInt64(chunk.count)
+            guard count > 0 else { return }
+            output.append(contentsOf: encode(plain: writer.bytes, eventCount: count, firstSequence: next, compressionLevel: compressionLevel))
+            next += UInt64(count)
             frames += 1
-            chunk.removeAll(keepingCapacity: true)
-            chunkBytes = 0
+            writer.bytes.removeAll(keepingCapacity: true)
+            previousTime = 0
+            count = 0
         }
         for group in groups {
             for event in group {
-                chunk.append(event)
-                chunkBytes += event.estimatedEncodedBytes
-                if chunkBytes >= maximumUncompressedBytes { flush() }
+                EventBinaryCodec.encode(event, into: &writer, previousTime: &previousTime)
+                count += 1
+                if writer.bytes.count >= maximumUncompressedBytes { flush() }
             }
         }
         flush()
         return (output, frames)
-    }
-}
-
-extension Event {
-    /// A cheap upper-bound-ish guess of the binary encoding's size, for splitting frames.
-    var estimatedEncodedBytes: Int {
-        switch self {
-        case .tracking(let hit):
-            24 + hit.deliveryId.utf8.count + (hit.integrationKey?.utf8.count ?? 0) + hit.messageId.text.utf8.count
-        case .registration(let registration):
-            64 + registration.integrationKey.utf8.count + registration.registrationToken.utf8.count
-                + Registration.optionalTextFields.reduce(0) { $0 + (registration[keyPath: $1.keyPath]?.utf8.count ?? 0) }
-                + (registration.additionalParams ?? []).reduce(0) { $0 + $1.name.utf8.count + $1.value.wireText.utf8.count + 8 }
-        }
     }
 }
