@@ -43,6 +43,22 @@ public protocol FileHandle: Sendable {
     func close()
 }
 
+extension FileHandle {
+    /// Writes zero bytes over `range`, a megabyte at a time (preallocation, and erasing a torn tail
+    /// inside preallocated space).
+    public func writeZeros(_ range: Range<Int64>) throws(FileSystemError) {
+        var position = range.lowerBound
+        while position < range.upperBound {
+            let count = Int(min(Int64(zeroChunk.count), range.upperBound - position))
+            try write(count == zeroChunk.count ? zeroChunk : Array(zeroChunk[0..<count]), at: position)
+            position += Int64(count)
+        }
+    }
+}
+
+/// The megabyte of zeros ``FileHandle/writeZeros(_:)`` writes from.
+private let zeroChunk = [UInt8](repeating: 0, count: 1 << 20)
+
 extension FileSystem {
     /// Reads a whole file.
     public func readFile(_ path: String) throws(FileSystemError) -> [UInt8] {

@@ -100,7 +100,7 @@ enum LogRecovery {
                     } else {
                         // Inside preallocated space: zero the torn bytes and keep the allocation, so
                         // no stale byte can follow the frames appended from here on.
-                        try handle.write([UInt8](repeating: 0, count: range.count), at: range.lowerBound)
+                        try handle.writeZeros(range)
                     }
                     try handle.synchronizeData()
                     report.truncatedBytes += Int64(range.count)

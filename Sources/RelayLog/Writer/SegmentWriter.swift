@@ -49,9 +49,6 @@ struct SegmentWriter: Sendable {
         return totalBytes + max(0, current.allocated - current.offset)
     }
 
-    /// Zeros written at a time when preallocating.
-    private static let zeroChunk = [UInt8](repeating: 0, count: 1 << 20)
-
     func path(_ name: String) -> String { "\(directory)/\(name)" }
 
     /// Writes already-encoded frames holding events from `firstSequence` and makes them durable.
@@ -87,7 +84,9 @@ struct SegmentWriter: Sendable {
             // Grow the allocation a step ahead in the same fdatasync as the frames: one journalled
             // sync per step, and every sync until the next step only overwrites allocated zeros.
             let target = allocationTarget(forDataEnd: dataEnd)
-            current.allocated = target > dataEnd && Self.fillWithZeros(current.handle, dataEnd..<target) ? target : dataEnd
+            // Preallocation is an optimisation: when it fails (a nearly full disk) the segment simply
+            // grows with its frames, so the error is dropped and the allocation is not counted.
+            current.allocated = target > dataEnd && (try? current.handle.writeZeros(dataEnd..<target)) != nil ? target : dataEnd
         }
         let syncStart = ContinuousClock.now
         do {
@@ -172,23 +171,6 @@ struct SegmentWriter: Sendable {
             target = min(target, limit - others)
         }
         return max(target, end)
-    }
-
-    /// Writes zeros over `range` of the active segment. Preallocation is an optimisation: when it
-    /// fails (a nearly full disk) the segment simply grows with its frames, so the error is
-    /// dropped and the allocation is not counted.
-    private static func fillWithZeros(_ handle: any FileHandle, _ range: Range<Int64>) -> Bool {
-        var position = range.lowerBound
-        while position < range.upperBound {
-            let count = Int(min(Int64(zeroChunk.count), range.upperBound - position))
-            do {
-                try handle.write(count == zeroChunk.count ? zeroChunk : Array(zeroChunk[0..<count]), at: position)
-            } catch {
-                return false
-            }
-            position += Int64(count)
-        }
-        return true
     }
 
     /// Deletes the oldest segments whose events are all below `sequence` (never the active one),
