@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "RelayAggregator", targets: ["RelayAggregator"]),
         .library(name: "RelayForwarding", targets: ["RelayForwarding"]),
         .library(name: "CampaignEmulator", targets: ["CampaignEmulator"]),
+        .library(name: "RelayTLS", targets: ["RelayTLS"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -85,12 +86,26 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // TLS on the HTTP listeners: PEM files, client certificates, reload on SIGHUP.
+        .target(
+            name: "RelayTLS",
+            dependencies: [
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // An emulator of the Campaign marketing and tracking hosts, with fault injection.
         .target(
             name: "CampaignEmulator",
             dependencies: [
                 "RelayCore",
                 "RelayForwarding",
+                "RelayTLS",
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
             swiftSettings: swiftSettings
@@ -104,6 +119,7 @@ let package = Package(
                 "RelayAggregator",
                 "RelayForwarding",
                 "RelaySQLite",
+                "RelayTLS",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -123,6 +139,7 @@ let package = Package(
                 "RelayForwarding",
                 "CampaignEmulator",
                 "RelayServer",
+                "RelayTLS",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

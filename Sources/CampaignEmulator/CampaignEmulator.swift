@@ -3,6 +3,7 @@ public import Logging
 import NIOCore
 import RelayCore
 import RelayForwarding
+public import RelayTLS
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -40,6 +41,7 @@ public final class CampaignEmulator: Sendable {
         router.post("nms/mobile/1/registerAndroid.jssp") { request, context in try await self.register(request, context, platform: .android) }
         router.get("r/test") { _, _ in Self.text(.ok, "campaign-relay emulator (build 9032)\n") }
         router.get("r") { request, context in try await self.track(request, context) }
+        router.get("r/redirected/{hop}") { request, context in try await self.track(request, context) }
         router.get("emulator/hits") { request, _ in await self.hitsReport(request) }
         router.get("emulator/registrations") { _, _ in
             Self.json(.ok, EmulatorJSON.registrations(await self.recorder.acceptedRegistrations))
@@ -64,11 +66,14 @@ public final class CampaignEmulator: Sendable {
         return router
     }
 
-    /// Runs the emulator on `host`:`port` until the task is cancelled or a SIGINT/SIGTERM arrives;
-    /// `onRunning` gets the bound port (useful with port 0).
-    public func run(host: String, port: Int, logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    /// Runs the emulator on `host`:`port` (over TLS with `certificates`) until the task is
+    /// cancelled or a SIGINT/SIGTERM arrives; `onRunning` gets the bound port (useful with port 0).
+    public func run(
+        host: String, port: Int, certificates: TLSCertificateStore? = nil, logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws {
         let app = Application(
             router: router(),
+            server: .http1(tls: certificates),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
             logger: logger
@@ -136,6 +141,9 @@ public final class CampaignEmulator: Sendable {
         if let known = currentFaults.knownIntegrationKeys, !known.contains(key) {
             return Self.text(.badRequest, "Unknown integration key '\(key)' (UnknownUUID)\n")
         }
+        if let failing = currentFaults.failingIntegrationKeys, failing.contains(key) {
+            return Self.text(.internalServerError, "injected failure for integration key '\(key)'\n")
+        }
         fields["platform"] = platform.rawValue
         recorder.record(registration: fields)
         return Self.text(.ok, "")
@@ -155,6 +163,12 @@ public final class CampaignEmulator: Sendable {
         let parts = id.dropFirst().split(separator: ",", omittingEmptySubsequences: false)
         guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty, let tag = Int(parts[2]), tag == 1 || tag == 2 else {
             return Self.text(.badRequest, "expected ?id=h{messageId},{deliveryId},{tag} with tag 1 or 2, got \(id)\n")
+        }
+        let hop = context.parameters.get("hop").flatMap { Int($0) } ?? 0
+        if let redirects = currentFaults.redirectHits, hop < redirects {
+            var response = Self.text(.found, "moved\n")
+            response.headers[.location] = "/r/redirected/\(hop + 1)/?id=\(id)"
+            return response
         }
         recorder.record(EmulatorRecorder.Hit(messageId: String(parts[0]), deliveryId: String(parts[1]), tag: tag))
         return Self.text(.ok, "")

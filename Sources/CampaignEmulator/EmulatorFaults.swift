@@ -1,7 +1,8 @@
 /// Faults the emulator injects into answers to SDK requests (never into its own `/emulator/` API).
 ///
 /// Checked in this order for each request: dropped connection, outage (503 + `Retry-After`),
-/// rate limit (429), random failure (500), then latency, then unknown integration keys (400).
+/// rate limit (429), random failure (500), then latency, then unknown integration keys (400) and
+/// failing integration keys (500), or redirections of hits.
 public struct EmulatorFaults: Sendable, Hashable, Codable {
     /// Probability (0…1) that a request's connection is closed without an answer.
     public var dropRate: Double = 0
@@ -20,6 +21,12 @@ public struct EmulatorFaults: Sendable, Hashable, Codable {
     /// When set, registrations with another integration key are answered 400 (the legacy SDK's
     /// "UnknownUUID" outcome).
     public var knownIntegrationKeys: [String]?
+    /// Registrations with these integration keys are answered 500, every time: a poison request
+    /// that must not hold back the others.
+    public var failingIntegrationKeys: [String]?
+    /// Each tracking hit is answered with this many `302 Found` redirections (to
+    /// `/r/redirected/{n}/?id=…`) before the 200 that records it.
+    public var redirectHits: Int?
 
     /// No faults.
     public init() {}

@@ -231,12 +231,9 @@ final class AggregateStore {
     /// A message's identity as Campaign sees it: the 64-bit pattern its wire hex encodes for a
     /// decimal id (so "55336" and "055336" are one message), the lower-cased text for a UUID.
     static func messageKey(_ id: MessageID) -> MessageKey {
-        switch id.form {
-        case .decimal(let value):
-            if value < 0, value >= Int64(Int32.min) { return .integer(Int64(UInt32(truncatingIfNeeded: value))) }
-            return .integer(value)
-        case .uuid:
-            return .text(id.text.lowercased())
+        switch id.identity {
+        case .integer(let value): .integer(value)
+        case .uuid(let text): .text(text)
         }
     }
 

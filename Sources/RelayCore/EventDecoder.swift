@@ -7,7 +7,9 @@
 /// - registration: `{"kind":"register","platform":"ios"|"android","integrationKey":"…",
 ///   "registrationToken":"…"}` with optional `userKey`, `deviceImei` (Android), `deviceName`,
 ///   `deviceModel`, `deviceBrand`, `deviceManufacturer`, `osName`, `osVersion`, `osLanguage`,
-///   `additionalParams` (an object of strings, numbers and booleans) and `time`.
+///   `additionalParams` (an object of strings, numbers and booleans) and `time`; or, for a
+///   registration an SDK posted, `{"kind":"register","platform":"ios","sdkForm":"registrationToken=…"}`
+///   with optional `time`: the form body as received (``SDKRegistrationForm``).
 ///
 /// Unknown fields are refused, so a misspelt field never silently loses data.
 public enum EventDecoder {
@@ -113,7 +115,7 @@ public enum EventDecoder {
     }
 
     static let registrationFields =
-        ["kind", "platform", "integrationKey", "registrationToken"] + Registration.optionalTextFields.map(\.name) + ["additionalParams", "time"]
+        ["kind", "platform", "integrationKey", "registrationToken"] + Registration.optionalTextFields.map(\.name) + ["additionalParams", "time", "sdkForm"]
 
     private static func decodeRegistration(_ members: [JSONMember], defaultTime: EventTime) throws(EventInputError) -> Registration {
         var platform: Platform?
@@ -122,17 +124,23 @@ public enum EventDecoder {
         var optionalTexts: [String: String] = [:]
         var params: [AdditionalParameter]?
         var time: EventTime?
+        var sdkForm: String?
         for member in members {
             switch member.name {
             case "kind": continue
+            case "sdkForm":
+                guard case .string(let body) = member.value else {
+                    throw EventInputError(field: "sdkForm", "sdkForm must be a string, found \(member.value.typeName)")
+                }
+                sdkForm = body
             case "platform":
                 let name = try text(member, allowEmpty: true)
                 guard let parsed = Platform(rawValue: name) else {
                     throw EventInputError(field: "platform", "platform \(name.quotedForMessage) is not \"ios\" or \"android\"")
                 }
                 platform = parsed
-            case "integrationKey": integrationKey = try identifier(member)
-            case "registrationToken": token = try identifier(member)
+            case "integrationKey": integrationKey = try text(member, allowEmpty: false)
+            case "registrationToken": token = try text(member, allowEmpty: false)
             case "additionalParams": params = try additionalParams(member.value)
             case "time": time = try EventTime(rfc3339: text(member, allowEmpty: false), field: "time")
             default:
@@ -143,11 +151,15 @@ public enum EventDecoder {
             }
         }
         guard let platform else { throw EventInputError(field: "platform", "platform is required (\"ios\" or \"android\")") }
+        if let sdkForm {
+            // The body is the registration: fields beside it could only contradict it.
+            if let other = members.first(where: { !["kind", "platform", "sdkForm", "time"].contains($0.name) }) {
+                throw EventInputError(field: other.name, "\(other.name) cannot be given with sdkForm (the form body holds every field)")
+            }
+            return try SDKRegistrationForm(body: sdkForm, platform: platform, time: time ?? defaultTime).registration
+        }
         guard let integrationKey else { throw EventInputError(field: "integrationKey", "integrationKey is required for a registration") }
         guard let token else { throw EventInputError(field: "registrationToken", "registrationToken is required for a registration") }
-        if platform == .ios, optionalTexts["deviceImei"] != nil {
-            throw EventInputError(field: "deviceImei", "deviceImei is only sent by Android registrations (platform is \"ios\")")
-        }
         var registration = Registration(platform: platform, integrationKey: integrationKey, registrationToken: token, time: time ?? defaultTime)
         for field in Registration.optionalTextFields {
             registration[keyPath: field.keyPath] = optionalTexts[field.name]
@@ -171,7 +183,7 @@ public enum EventDecoder {
         return value
     }
 
-    /// Keys and tokens: non-empty, no control characters or white space (they end up in URLs and forms).
+    /// Tracking integration keys: non-empty, no control characters or white space.
     private static func identifier(_ member: JSONMember) throws(EventInputError) -> String {
         let value = try text(member, allowEmpty: false)
         if let bad = value.unicodeScalars.first(where: { $0.value <= 0x20 || $0.value == 0x7F }) {

@@ -27,6 +27,14 @@ public enum EventEncoder {
             out += ",\"time\":\""
             out += hit.time.rfc3339
             out += "\""
+        case .registration(let registration) where registration.sdkForm != nil:
+            out += "\"kind\":\"register\",\"platform\":\""
+            out += registration.platform.rawValue
+            out += "\",\"sdkForm\":"
+            JSONText.appendQuoted(registration.sdkForm ?? "", to: &out)
+            out += ",\"time\":\""
+            out += registration.time.rfc3339
+            out += "\""
         case .registration(let registration):
             out += "\"kind\":\"register\",\"platform\":\""
             out += registration.platform.rawValue

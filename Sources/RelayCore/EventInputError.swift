@@ -22,7 +22,7 @@ extension String {
     /// The string as a JSON string literal, for quoting offending values inside error messages.
     ///
     /// Long values are cut to keep messages readable.
-    var quotedForMessage: String {
+    public var quotedForMessage: String {
         let limit = 64
         if utf8.count <= limit { return JSONText.quoted(self) }
         return JSONText.quoted(String(decoding: utf8.prefix(limit), as: UTF8.self)) + "…"

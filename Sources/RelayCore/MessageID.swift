@@ -1,13 +1,17 @@
 /// The Campaign message (broadlog) identifier of a tracking event, as given (`messageId` / `_mId`).
 ///
-/// Campaign accepts two forms, and the relay refuses anything else at ingest:
+/// Three forms are accepted, and the relay refuses anything else at ingest:
 /// - a UUID (`8-4-4-4-12` hex digits, any case), sent upstream unchanged;
 /// - a decimal integer in the 64-bit range, with an optional sign (as Java's `Long.parseLong`
 ///   reads it), sent as lowercase hex: of its 64-bit value when it is
-///   not negative, of its low 32 bits when it is a negative 32-bit number (the Android SDK rule).
+///   not negative, of its low 32 bits when it is a negative 32-bit number (the Android SDK rule);
+/// - `h` followed by 1 to 16 hex digits, any case: the id as it arrived on the wire in
+///   `GET /r/?id=h…` (an SDK already converted it), sent upstream exactly as received, leading
+///   zeros, case and the sign-extended form of Android SDK 3.1.1–3.1.3 included.
 ///
 /// The text is kept exactly as given (a decimal stays decimal); ``wireForm`` derives what goes on
-/// the wire.
+/// the wire, and ``identity`` what Campaign counts as one message (`h05` ≡ `5`,
+/// `hffffffff9a1c61c0` ≡ `-1709416000`).
 public struct MessageID: Sendable, Hashable, CustomStringConvertible {
     /// Which of the two accepted forms the identifier has.
     public enum Form: Sendable, Hashable {
@@ -15,6 +19,17 @@ public struct MessageID: Sendable, Hashable, CustomStringConvertible {
         case decimal(Int64)
         /// A UUID: its 16 bytes and whether its hex digits are all upper case.
         case uuid(UUIDBytes, uppercase: Bool?)
+        /// The wire form of a hit as received (`h` and hex digits) and the value of its digits.
+        case hex(UInt64)
+    }
+
+    /// What Campaign counts as one message: two ids with the same identity are the same message.
+    public enum Identity: Sendable, Hashable {
+        /// A numeric id: the value whose lowercase hex goes on the wire (negative 32-bit decimals
+        /// and their sign-extended hex by their low 32 bits, as unsigned).
+        case integer(Int64)
+        /// A UUID, in lower case.
+        case uuid(String)
     }
 
     /// The sixteen bytes of a UUID, in textual order.
@@ -30,6 +45,11 @@ public struct MessageID: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: ``EventInputError`` naming `field` when the text is neither a UUID nor a decimal
     ///   integer, or is a decimal integer outside the 64-bit range.
     public init(_ text: String, field: String = "messageId") throws(EventInputError) {
+        if let value = Self.parseWireHex(text) {
+            self.text = text
+            self.form = .hex(value)
+            return
+        }
         if let form = Self.parseUUID(text) {
             self.text = text
             self.form = form
@@ -60,15 +80,33 @@ public struct MessageID: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { text }
 
-    /// What is sent after `h` in a tracking hit: the UUID unchanged, or the integer as lowercase hex.
+    /// What is sent after `h` in a tracking hit: the UUID unchanged, the integer as lowercase hex,
+    /// or the hex digits exactly as received.
     public var wireForm: String {
         switch form {
         case .uuid:
             return text
+        case .hex:
+            return String(text.dropFirst())
         case .decimal(let value):
             if value >= 0 { return String(value, radix: 16) }
             if value >= Int64(Int32.min) { return String(UInt32(truncatingIfNeeded: value), radix: 16) }
             return String(UInt64(bitPattern: value), radix: 16)
+        }
+    }
+
+    /// What Campaign counts as one message (see ``Identity``).
+    public var identity: Identity {
+        switch form {
+        case .uuid:
+            return .uuid(text.lowercased())
+        case .decimal(let value):
+            if value < 0, value >= Int64(Int32.min) { return .integer(Int64(UInt32(truncatingIfNeeded: value))) }
+            return .integer(value)
+        case .hex(let value):
+            // 0xffffffff80000000 and above: a negative 32-bit number sign-extended to 64 bits.
+            if value >= 0xFFFF_FFFF_8000_0000 { return .integer(Int64(UInt32(truncatingIfNeeded: value))) }
+            return .integer(Int64(bitPattern: value))
         }
     }
 
@@ -95,6 +133,22 @@ public struct MessageID: Sendable, Hashable, CustomStringConvertible {
         if negative { return .some(value) }
         if value == Int64.min { return .some(nil) }
         return .some(-value)
+    }
+
+    /// The value of `h` followed by 1 to 16 hex digits; `nil` for any other text.
+    static func parseWireHex(_ text: String) -> UInt64? {
+        let utf8 = text.utf8
+        guard utf8.count >= 2, utf8.count <= 17, utf8.first == UInt8(ascii: "h") else { return nil }
+        var value: UInt64 = 0
+        for byte in utf8.dropFirst() {
+            switch byte {
+            case 0x30...0x39: value = value << 4 | UInt64(byte - 0x30)
+            case 0x61...0x66: value = value << 4 | UInt64(byte - 0x61 + 10)
+            case 0x41...0x46: value = value << 4 | UInt64(byte - 0x41 + 10)
+            default: return nil
+            }
+        }
+        return value
     }
 
     static func parseUUID(_ text: String) -> Form? {
@@ -148,6 +202,7 @@ extension MessageID.Form {
         switch (lhs, rhs) {
         case (.decimal(let a), .decimal(let b)): a == b
         case (.uuid(let a, let ua), .uuid(let b, let ub)): a.0 == b.0 && a.1 == b.1 && ua == ub
+        case (.hex(let a), .hex(let b)): a == b
         default: false
         }
     }
@@ -159,6 +214,9 @@ extension MessageID.Form {
             hasher.combine(bytes.0)
             hasher.combine(bytes.1)
             hasher.combine(uppercase)
+        case .hex(let value):
+            hasher.combine(2 as UInt8)
+            hasher.combine(value)
         }
     }
 }

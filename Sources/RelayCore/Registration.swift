@@ -31,6 +31,10 @@ public struct Registration: Sendable, Hashable {
     public var additionalParams: [AdditionalParameter]?
     /// When the registration happened (default: when the relay ingested it).
     public var time: EventTime
+    /// The form body exactly as an SDK posted it, when the registration arrived on an SDK endpoint
+    /// (see ``SDKRegistrationForm``): it is forwarded byte for byte, and the fields above are what
+    /// it says. `nil` for registrations from the JSON format, which are encoded as the SDKs would.
+    public var sdkForm: String?
 
     /// Creates a registration; the values are expected to be valid already (see ``EventDecoder``).
     public init(

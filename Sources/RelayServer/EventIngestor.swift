@@ -36,7 +36,7 @@ final class EventIngestor: Sendable {
         case .registration(let registration): key = registration.integrationKey
         }
         guard let key, !integrationKeys.contains(key) else { return nil }
-        return EventInputError(field: "integrationKey", "integration key \(key.quotedForError) is not known to this relay (UnknownUUID)")
+        return EventInputError(field: "integrationKey", "integration key \(key.quotedForMessage) is not known to this relay (UnknownUUID)")
     }
 
     /// Appends `events` durably; returns their sequence numbers once fdatasync'ed.

@@ -22,6 +22,7 @@ public final class RelayMetrics: Sendable {
     let deadLetters: Metrics.Gauge
     let aggregatorLag: Metrics.Gauge
     let durableSequence: Metrics.Gauge
+    private let factory: PrometheusMetricsFactory
 
     /// Metrics in a new registry.
     public init() {
@@ -33,6 +34,7 @@ public final class RelayMetrics: Sendable {
         ]
         factory.defaultValueHistogramBuckets = [64, 256, 1024, 4096, 16384, 65536, 262_144, 1_048_576, 4_194_304]
         self.registry = registry
+        self.factory = factory
         eventsIngested = Metrics.Counter(label: "relay_events_ingested_total", dimensions: [("kind", "track")], factory: factory)
         registrationsIngested = Metrics.Counter(label: "relay_events_ingested_total", dimensions: [("kind", "register")], factory: factory)
         requestsAcknowledged = Metrics.Counter(label: "relay_requests_acknowledged_total", factory: factory)
@@ -48,6 +50,11 @@ public final class RelayMetrics: Sendable {
         deadLetters = Metrics.Gauge(label: "relay_dead_letters", factory: factory)
         aggregatorLag = Metrics.Gauge(label: "relay_aggregator_lag_events", factory: factory)
         durableSequence = Metrics.Gauge(label: "relay_wal_durable_sequence", factory: factory)
+    }
+
+    /// The counter of registrations carrying the unknown form field `name`.
+    func unknownFormField(_ name: String) -> Metrics.Counter {
+        Metrics.Counter(label: "relay_sdk_unknown_fields_total", dimensions: [("field", name)], factory: factory)
     }
 
     func record(_ commit: CommitReport) {

@@ -4,6 +4,7 @@ import RelayAggregator
 import RelayCore
 import RelayForwarding
 import RelayLog
+import RelayTLS
 import ServiceLifecycle
 
 /// `campaign-relay serve`: ingest over HTTP (SDK-compatible endpoints and a JSON API), the
@@ -43,6 +44,8 @@ public struct RelayServer: Sendable {
                 description: "refusing to listen on \(configuration.host) without --admin-token: the admin endpoints would be open to the network"
             )
         }
+        // Certificates first: a bad file stops the start before anything is opened.
+        let certificates = try configuration.tls.map { files throws(TLSCertificateStore.Failure) in try TLSCertificateStore(files: files) }
         let log = try await WriteAheadLog.open(dataDirectory: configuration.dataDirectory, configuration: configuration.log, logger: logger)
         let metrics = RelayMetrics()
         await log.observeCommits { metrics.record($0) }
@@ -65,17 +68,23 @@ public struct RelayServer: Sendable {
         }
         var uploader: Uploader?
         if configuration.trackingHost != nil || configuration.marketingHost != nil {
-            uploader = Uploader(
-                log: log, trackingHost: configuration.trackingHost, marketingHost: configuration.marketingHost, store: store,
-                configuration: configuration.upload, logger: logger
-            )
+            do {
+                uploader = try Uploader(
+                    log: log, trackingHost: configuration.trackingHost, marketingHost: configuration.marketingHost, store: store,
+                    configuration: configuration.upload, logger: logger
+                )
+            } catch {
+                await log.close()
+                throw error
+            }
         } else {
             logger.notice("no --tracking-host or --marketing-host: events are stored and counted, not forwarded")
         }
 
         let ingestor = EventIngestor(log: log, metrics: metrics, integrationKeys: configuration.integrationKeys)
         let router = Router()
-        SDKRoutes(ingestor: ingestor, maximumFormBytes: configuration.maximumFormBytes).add(to: router)
+        SDKRoutes(ingestor: ingestor, maximumFormBytes: configuration.maximumFormBytes, unknownFields: UnknownFormFields(metrics: metrics, logger: logger))
+            .add(to: router)
         EventsRoute(ingestor: ingestor, idempotency: idempotency, maximumBytes: configuration.maximumBatchBytes, maximumEvents: configuration.maximumBatchEvents)
             .add(to: router)
         AdminRoutes(dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store).add(to: router)
@@ -83,12 +92,14 @@ public struct RelayServer: Sendable {
 
         let host = configuration.host
         let serverLogger = logger
+        let scheme = certificates == nil ? "http" : "https"
         let app = Application(
             router: router,
+            server: .http1(tls: certificates),
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: "campaign-relay"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
-                serverLogger.notice("campaign-relay listening", metadata: ["address": "\(host):\(port)"])
+                serverLogger.notice("campaign-relay listening", metadata: ["address": "\(host):\(port)", "scheme": "\(scheme)"])
                 await onRunning(port)
             },
             logger: logger
@@ -97,6 +108,7 @@ public struct RelayServer: Sendable {
         if let aggregator { services.append(AggregatorService(aggregator: aggregator, logger: logger)) }
         if let uploader { services.append(UploaderService(uploader: uploader, logger: logger)) }
         services.append(MetricsSampler(metrics: metrics, log: log, uploader: uploader, aggregator: aggregator, store: store))
+        if let certificates { services.append(CertificateReloadService(certificates: certificates, logger: logger)) }
         services.append(app)
         services.append(ShutdownNotifier(ingestor: ingestor, logger: logger))
         var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

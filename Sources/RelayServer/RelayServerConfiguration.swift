@@ -1,5 +1,6 @@
 public import RelayForwarding
 public import RelayLog
+public import RelayTLS
 
 /// Everything `campaign-relay serve` is configured with.
 public struct RelayServerConfiguration: Sendable {
@@ -33,6 +34,8 @@ public struct RelayServerConfiguration: Sendable {
     public var shutdownTimeout: Duration = .seconds(10)
     /// Whether the aggregator runs in the server.
     public var aggregates = true
+    /// TLS on the listener (certificate, key, optional client CAs); `nil`: plain HTTP.
+    public var tls: TLSCertificateStore.Files?
 
     /// The defaults (`127.0.0.1:8080`, `./relay-data`, no forwarding).
     public init() {}

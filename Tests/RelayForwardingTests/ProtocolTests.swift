@@ -98,7 +98,7 @@ struct ProtocolTests {
     func overTheWire() async throws {
         let running = try await RunningEmulator.start()
         defer { Task { await running.stop() } }
-        let transport = HTTPClientTransport()
+        let transport = try HTTPClientTransport()
         let host = try CampaignHost(parsing: running.url, role: "test")
         #expect(await transport.send(.registration(Self.androidRegistration, host: host), timeout: .seconds(10)) == .delivered)
         let hit = TrackingEvent(action: .impression, messageId: try MessageID("55336"), deliveryId: "deliveryId", time: EventTime(nanosecondsSinceEpoch: 0))

@@ -13,8 +13,10 @@ func hit(_ id: Int, delivery: String = "f0190", action: TrackingAction = .impres
     .tracking(TrackingEvent(action: action, messageId: MessageID(decimal: Int64(id)), deliveryId: delivery, time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)))
 }
 
-func registration(token: String, userKey: String = "ada", key: String = "app", params: [AdditionalParameter]? = nil) -> Event {
-    .registration(Registration(platform: .android, integrationKey: key, registrationToken: token, userKey: userKey, additionalParams: params, time: EventTime(nanosecondsSinceEpoch: 0)))
+func registration(
+    token: String, userKey: String = "ada", key: String = "app", params: [AdditionalParameter]? = nil, time: EventTime = EventTime(nanosecondsSinceEpoch: 0)
+) -> Event {
+    .registration(Registration(platform: .android, integrationKey: key, registrationToken: token, userKey: userKey, additionalParams: params, time: time))
 }
 
 /// Appends `events` to a new log, runs an uploader against `running` until drained, and returns its statistics.
@@ -27,7 +29,7 @@ func upload(
     if !events.isEmpty { _ = try await log.append(events) }
     let store = try ForwardingStore(dataDirectory: dataDirectory)
     let host = try CampaignHost(parsing: running.url, role: "test")
-    let uploader = Uploader(log: log, trackingHost: host, marketingHost: host, store: store, configuration: configuration, logger: quietLogger)
+    let uploader = try Uploader(log: log, trackingHost: host, marketingHost: host, store: store, configuration: configuration, logger: quietLogger)
     beforeRun()
     try await uploader.run(until: await log.durableSequence)
     let statistics = await uploader.statistics()

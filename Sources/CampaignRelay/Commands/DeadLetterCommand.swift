@@ -31,7 +31,7 @@ struct DeadLetterListCommand: AsyncParsableCommand {
             output.line(
                 "{\"deadLetters\":[" + letters.map { letter in
                     "{\"id\":\(letter.id),\"sequence\":\(letter.sequence),\"status\":\(letter.status),\"url\":\(JSONText.quoted(letter.url)),\"deadLetteredAt\":\"\(letter.deadLetteredAt)\""
-                        + ",\"responseBody\":\(JSONText.quoted(letter.responseBody)),\"event\":\(letter.eventJSON)"
+                        + ",\"responseBody\":\(JSONText.quoted(letter.responseBody)),\"reason\":\(JSONText.quoted(letter.reason)),\"event\":\(letter.eventJSON)"
                         + (letter.requeued.map { ",\"requeuedAt\":\"\($0.at)\",\"requeuedSequence\":\($0.sequence)" } ?? "") + "}"
                 }.joined(separator: ",") + "]}"
             )
@@ -40,12 +40,12 @@ struct DeadLetterListCommand: AsyncParsableCommand {
         } else {
             output.write(
                 TextTable.render(
-                    header: ["id", "sequence", "status", "dead-lettered at", "url", "answer"],
+                    header: ["id", "sequence", "status", "dead-lettered at", "url", "reason", "answer"],
                     rows: letters.map { letter in
                         let answer = letter.responseBody.replacing("\n", with: " ")
                         return [
                             "\(letter.id)", "\(letter.sequence)", "\(letter.status)", letter.deadLetteredAt + (letter.requeued != nil ? " (re-queued)" : ""),
-                            letter.url, String(answer.prefix(60)),
+                            letter.url, String(letter.reason.prefix(60)), String(answer.prefix(60)),
                         ]
                     },
                     rightAligned: [0, 1, 2]

@@ -2,6 +2,7 @@ import ArgumentParser
 import RelayCore
 import CampaignEmulator
 import Logging
+import RelayTLS
 
 /// `campaign-relay emulate`: an emulator of the Campaign hosts, for tests and staging.
 struct EmulateCommand: AsyncParsableCommand {
@@ -44,6 +45,14 @@ struct EmulateCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Accept registrations only for this integration key (repeatable); others get 400 (UnknownUUID).", valueName: "key"))
     var integrationKey: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp("Answer registrations of this integration key 500, every time (a poison request; repeatable).", valueName: "key"))
+    var failIntegrationKey: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Answer each tracking hit with this many 302 redirections before the 200 that records it.", valueName: "n"))
+    var redirectHits: Int = 0
+
+    @OptionGroup(title: "TLS") var tls: TLSOptions
+
     @Option(name: .long, help: ArgumentHelp("Raw requests kept for /emulator/requests.", valueName: "n"))
     var keptRequests: Int = 10_000
 
@@ -53,6 +62,7 @@ struct EmulateCommand: AsyncParsableCommand {
     func validate() throws {
         guard (0...1).contains(failureRate), (0...1).contains(dropRate) else { throw ValidationError("--failure-rate and --drop-rate are probabilities from 0 to 1") }
         _ = try BindAddress(bind)
+        guard redirectHits >= 0, redirectHits <= 10 else { throw ValidationError("--redirect-hits must be 0 to 10") }
     }
 
     func run() async throws {
@@ -66,12 +76,16 @@ struct EmulateCommand: AsyncParsableCommand {
         faults.rateLimit = rateLimit
         faults.latencyMilliseconds = latencyMs
         faults.knownIntegrationKeys = integrationKey.isEmpty ? nil : integrationKey
+        faults.failingIntegrationKeys = failIntegrationKey.isEmpty ? nil : failIntegrationKey
+        faults.redirectHits = redirectHits > 0 ? redirectHits : nil
+        let certificates = try tls.files().map { files throws(TLSCertificateStore.Failure) in try TLSCertificateStore(files: files) }
         var logger = Logger(label: "campaign-relay.emulate") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = Logger.Level(rawValue: logLevel.rawValue) ?? .notice
         let emulator = CampaignEmulator(faults: faults, keptRequests: keptRequests)
-        try await emulator.run(host: address.host, port: address.port, logger: logger) { port in
+        let scheme = certificates == nil ? "http" : "https"
+        try await emulator.run(host: address.host, port: address.port, certificates: certificates, logger: logger) { port in
             var output = StandardOutput.output()
-            output.line("emulating Campaign hosts on http://\(address.host.contains(":") ? "[\(address.host)]" : address.host):\(port)")
+            output.line("emulating Campaign hosts on \(scheme)://\(address.host.contains(":") ? "[\(address.host)]" : address.host):\(port)")
             output.flush()
         }
     }

@@ -68,8 +68,11 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         let walDirectory = LogLayout(dataDirectory: common.dataDir).walDirectory
         let store = try ForwardingStore(dataDirectory: common.dataDir)
-        let transport = HTTPClientTransport(connectionsPerHost: upstream.concurrency)
-        let configuration = upstream.configuration(maximumRate: maxRate)
+        let configuration = try upstream.configuration(maximumRate: maxRate)
+        let transport = try HTTPClientTransport(
+            connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses, maximumRedirects: configuration.maximumRedirects,
+            caFile: configuration.trustedCertificateAuthorities
+        )
         var lanes: [UploadLane] = []
         let source = UploadLane.Source.range(walDirectory: walDirectory, sequences: sequences, times: times)
         if let tracking {

@@ -9,7 +9,7 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             Endpoints (an SDK can point its marketing and tracking hosts here):
               POST /nms/mobile/1/registerIOS.jssp, /nms/mobile/1/registerAndroid.jssp   registrations (form)
-              GET  /r/?id=h{messageId},{deliveryId},{tag}                               tracking hits (1 impression, 2 click)
+              GET  /r/?id=h{messageId},{deliveryId},{tag}                               tracking hits (1 impression, 2 open)
               GET  /r/test                                                              health text, as Campaign's
               POST /v1/events        JSON array or NDJSON of events; all or nothing; Idempotency-Key supported
               GET  /v1/deliveries, /v1/deliveries/{id}, /v1/deadletters, /metrics      admin (Bearer token if --admin-token)
@@ -44,6 +44,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Do not keep aggregates.sqlite (a forwarding-only sidecar); `campaign-relay aggregate` can catch up later.")
     var noAggregates = false
 
+    @OptionGroup(title: "TLS") var tls: TLSOptions
     @OptionGroup var upstream: UpstreamOptions
     @OptionGroup var log: LogOptions
     @OptionGroup var common: CommonOptions
@@ -65,7 +66,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.log = log.configuration
         configuration.trackingHost = tracking
         configuration.marketingHost = marketing
-        configuration.upload = upstream.configuration()
+        configuration.upload = try upstream.configuration()
         configuration.integrationKeys = Set(integrationKey)
         configuration.adminToken = adminToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_ADMIN_TOKEN")
         configuration.maximumBatchBytes = maxBodyBytes
@@ -73,6 +74,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.idempotencyWindow = .seconds(Int64(idempotencyWindowHours * 3600))
         configuration.shutdownTimeout = .milliseconds(Int64(shutdownTimeout * 1000))
         configuration.aggregates = !noAggregates
+        configuration.tls = try tls.files()
         let server = RelayServer(configuration: configuration, logger: common.logger("campaign-relay"))
         do {
             try await server.run()

@@ -41,7 +41,13 @@ struct UploadCommand: AsyncParsableCommand {
             await log.close()
             throw error
         }
-        let uploader = Uploader(log: log, trackingHost: tracking, marketingHost: marketing, store: store, configuration: upstream.configuration(), logger: logger)
+        let uploader: Uploader
+        do {
+            uploader = try Uploader(log: log, trackingHost: tracking, marketingHost: marketing, store: store, configuration: try upstream.configuration(), logger: logger)
+        } catch {
+            await log.close()
+            throw error
+        }
         let target = untilDrained ? await log.durableSequence : nil
         let started = SystemClock.monotonicNanoseconds()
         let progress = UploadProgress(uploader: uploader, enabled: !common.json)

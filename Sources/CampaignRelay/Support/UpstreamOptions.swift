@@ -30,7 +30,25 @@ struct UpstreamOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Most events sent beyond the saved position: after a crash at most this many are sent twice.", valueName: "n"))
     var maxUnsynced: Int = 4096
 
+    @Option(name: .long, help: ArgumentHelp("Failed attempts after which an event goes to the dead letters with its last answer; only failures while the host answers other events count.", valueName: "n"))
+    var maxAttempts: Int = 20
+
+    @Option(name: .long, help: ArgumentHelp("An event older than this when an attempt fails goes to the dead letters (e.g. 7d, 12h, 90m).", valueName: "duration"))
+    var maxEventAge: String = "7d"
+
+    @Option(name: .long, help: ArgumentHelp("HTTP statuses retried, comma-separated; any other answer but 200 is a permanent rejection.", valueName: "list"))
+    var retryStatus: String = DeliveryOutcome.defaultRetryStatuses.sorted().map(String.init).joined(separator: ",")
+
+    @Option(name: .long, help: ArgumentHelp("How long a delivered JSON/file registration suppresses an identical one for its token (SDK registrations are always forwarded).", valueName: "duration"))
+    var registrationDedupTtl: String = "7d"
+
+    @Option(name: .long, help: ArgumentHelp("PEM file of CA certificates trusted for https hosts, besides the system's (a private CA).", valueName: "path"))
+    var caFile: String?
+
     func validate() throws {
+        guard maxAttempts >= 1 else { throw ValidationError("--max-attempts must be at least 1") }
+        _ = try durations()
+        _ = try retryStatuses()
         guard concurrency >= 1, concurrency <= 1024 else { throw ValidationError("--concurrency must be 1 to 1024") }
         guard requestTimeout > 0 else { throw ValidationError("--request-timeout must be positive") }
         guard backoffBase >= 1, backoffCap > 0 else { throw ValidationError("--backoff-base and --backoff-cap must be positive") }
@@ -54,11 +72,37 @@ struct UpstreamOptions: ParsableArguments {
         }
     }
 
-    func configuration(maximumRate: Double? = nil) -> UploadConfiguration {
-        UploadConfiguration(
+    /// `--max-event-age` and `--registration-dedup-ttl`.
+    func durations() throws -> (maximumEventAge: Duration, deduplication: Duration) {
+        guard let age = DurationText.parse(maxEventAge), age > .zero else {
+            throw ValidationError("--max-event-age \(maxEventAge) is not a positive duration such as 7d, 12h, 90m or 45s")
+        }
+        guard let ttl = DurationText.parse(registrationDedupTtl) else {
+            throw ValidationError("--registration-dedup-ttl \(registrationDedupTtl) is not a duration such as 7d, 12h, 90m or 0s")
+        }
+        return (age, ttl)
+    }
+
+    /// `--retry-status` as a set.
+    func retryStatuses() throws -> Set<Int> {
+        var statuses = Set<Int>()
+        for part in retryStatus.split(separator: ",", omittingEmptySubsequences: false) {
+            let text = part.trimmingCharacters(in: " ")
+            guard let status = Int(text), (100...599).contains(status), status != 200 else {
+                throw ValidationError("--retry-status: \(text.isEmpty ? "an empty entry" : "\"\(text)\"") is not an HTTP status from 100 to 599 other than 200")
+            }
+            statuses.insert(status)
+        }
+        return statuses
+    }
+
+    func configuration(maximumRate: Double? = nil) throws -> UploadConfiguration {
+        let (age, ttl) = try durations()
+        return UploadConfiguration(
             concurrency: concurrency, requestTimeout: .milliseconds(Int64(requestTimeout * 1000)),
             backoff: Backoff(base: .milliseconds(backoffBase), cap: .milliseconds(Int64(backoffCap * 1000))),
-            breakerThreshold: breakerThreshold, maximumUnsyncedEvents: maxUnsynced, maximumRate: maximumRate
+            breakerThreshold: breakerThreshold, maximumUnsyncedEvents: maxUnsynced, maximumRate: maximumRate, maximumAttempts: maxAttempts,
+            maximumEventAge: age, retryStatuses: try retryStatuses(), registrationDeduplicationWindow: ttl, trustedCertificateAuthorities: caFile
         )
     }
 

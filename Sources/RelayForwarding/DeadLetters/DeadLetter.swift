@@ -8,14 +8,33 @@ public struct DeadLetter: Sendable, Hashable {
     public var eventJSON: String
     /// The URL it was sent to.
     public var url: String
-    /// The HTTP status of the rejection.
+    /// The HTTP status of the host's last answer; 0 when it gave none (``responseBody`` then says
+    /// what failed).
     public var status: Int
     /// The start of the response body (at most 1 KiB).
     public var responseBody: String
+    /// Why the relay gave up: a permanent rejection, too many attempts, or too old.
+    public var reason: String
     /// When it was dead-lettered (RFC 3339).
     public var deadLetteredAt: String
     /// When it was re-queued (RFC 3339), if it was, and the sequence number it was appended with.
     public var requeued: (at: String, sequence: UInt64)?
+
+    /// A dead letter as stored.
+    public init(
+        id: Int64, sequence: UInt64, eventJSON: String, url: String, status: Int, responseBody: String, deadLetteredAt: String,
+        requeued: (at: String, sequence: UInt64)?, reason: String
+    ) {
+        self.id = id
+        self.sequence = sequence
+        self.eventJSON = eventJSON
+        self.url = url
+        self.status = status
+        self.responseBody = responseBody
+        self.reason = reason
+        self.deadLetteredAt = deadLetteredAt
+        self.requeued = requeued
+    }
 
     public static func == (lhs: DeadLetter, rhs: DeadLetter) -> Bool { lhs.id == rhs.id && lhs.requeued?.sequence == rhs.requeued?.sequence }
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }

@@ -26,7 +26,8 @@ public actor ForwardingStore {
                 response_body TEXT NOT NULL,
                 dead_lettered_at TEXT NOT NULL,
                 requeued_at TEXT,
-                requeued_sequence INTEGER
+                requeued_sequence INTEGER,
+                reason TEXT
             );
             CREATE TABLE IF NOT EXISTS delivered_registrations (
                 platform TEXT NOT NULL,
@@ -38,19 +39,24 @@ public actor ForwardingStore {
             ) WITHOUT ROWID;
             """
         )
+        // Stores made before `reason` existed get the column (empty for their letters).
+        let columns = try connection.prepare("SELECT count(*) FROM pragma_table_info('dead_letters') WHERE name = 'reason'")
+        _ = try columns.step()
+        if columns.int64(0) == 0 { try connection.execute("ALTER TABLE dead_letters ADD COLUMN reason TEXT") }
         insertDeadLetter = try connection.prepare(
-            "INSERT INTO dead_letters (sequence, event_json, url, status, response_body, dead_lettered_at) VALUES (?, ?, ?, ?, ?, ?)"
+            "INSERT INTO dead_letters (sequence, event_json, url, status, response_body, dead_lettered_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?)"
         )
         findDelivered = try connection.prepare(
-            "SELECT fingerprint FROM delivered_registrations WHERE platform = ? AND integration_key = ? AND registration_token = ?"
+            "SELECT fingerprint, delivered_at FROM delivered_registrations WHERE platform = ? AND integration_key = ? AND registration_token = ?"
         )
         upsertDelivered = try connection.prepare(
             "INSERT INTO delivered_registrations (platform, integration_key, registration_token, fingerprint, delivered_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET fingerprint = excluded.fingerprint, delivered_at = excluded.delivered_at"
         )
     }
 
-    /// Durably records a permanent rejection.
-    public func deadLetter(sequence: UInt64, event: Event, url: String, status: Int, body: String) throws(SQLiteError) {
+    /// Durably records an event given up on: `status` and `body` are the host's last answer (status
+    /// 0 when there was none: `body` then says what failed), `reason` why the relay gave up.
+    public func deadLetter(sequence: UInt64, event: Event, url: String, status: Int, body: String, reason: String) throws(SQLiteError) {
         insertDeadLetter.reset()
         try insertDeadLetter.bind(1, Int64(bitPattern: sequence))
         try insertDeadLetter.bind(2, EventEncoder.json(event))
@@ -58,12 +64,13 @@ public actor ForwardingStore {
         try insertDeadLetter.bind(4, Int64(status))
         try insertDeadLetter.bind(5, body)
         try insertDeadLetter.bind(6, EventTime.now().rfc3339)
+        try insertDeadLetter.bind(7, reason)
         try insertDeadLetter.step()
     }
 
     /// Dead letters, oldest first; re-queued ones too when `includeRequeued`.
     public func deadLetters(includeRequeued: Bool = false, limit: Int? = nil) throws(SQLiteError) -> [DeadLetter] {
-        var sql = "SELECT id, sequence, event_json, url, status, response_body, dead_lettered_at, requeued_at, requeued_sequence FROM dead_letters"
+        var sql = "SELECT id, sequence, event_json, url, status, response_body, dead_lettered_at, requeued_at, requeued_sequence, reason FROM dead_letters"
         if !includeRequeued { sql += " WHERE requeued_at IS NULL" }
         sql += " ORDER BY id"
         if let limit { sql += " LIMIT \(max(0, limit))" }
@@ -75,7 +82,8 @@ public actor ForwardingStore {
                 DeadLetter(
                     id: statement.int64(0), sequence: UInt64(bitPattern: statement.int64(1)), eventJSON: statement.text(2) ?? "",
                     url: statement.text(3) ?? "", status: Int(statement.int64(4)), responseBody: statement.text(5) ?? "",
-                    deadLetteredAt: statement.text(6) ?? "", requeued: requeuedAt.map { ($0, UInt64(bitPattern: statement.int64(8))) }
+                    deadLetteredAt: statement.text(6) ?? "", requeued: requeuedAt.map { ($0, UInt64(bitPattern: statement.int64(8))) },
+                    reason: statement.text(9) ?? ""
                 )
             )
         }
@@ -98,15 +106,18 @@ public actor ForwardingStore {
         return Int(statement.int64(0))
     }
 
-    /// Whether `registration` equals the last one delivered for its device token.
-    public func isUnchanged(_ registration: Registration) throws(SQLiteError) -> Bool {
+    /// Whether `registration` equals the last one delivered for its device token, delivered less
+    /// than `window` ago (so an opt-out followed by an opt-in still reaches Campaign in time).
+    public func isUnchanged(_ registration: Registration, within window: Duration) throws(SQLiteError) -> Bool {
         findDelivered.reset()
         try findDelivered.bind(1, registration.platform.rawValue)
         try findDelivered.bind(2, registration.integrationKey)
         try findDelivered.bind(3, registration.registrationToken)
         defer { findDelivered.reset() }
-        guard try findDelivered.step() else { return false }
-        return findDelivered.text(0) == Self.fingerprint(registration)
+        guard try findDelivered.step(), findDelivered.text(0) == Self.fingerprint(registration) else { return false }
+        guard let text = findDelivered.text(1), let delivered = try? EventTime(rfc3339: text, field: "delivered_at") else { return false }
+        let windowNanoseconds = window.components.seconds &* 1_000_000_000 &+ window.components.attoseconds / 1_000_000_000
+        return EventTime.now().nanosecondsSinceEpoch - delivered.nanosecondsSinceEpoch < windowNanoseconds
     }
 
     /// Remembers `registration` as the last one delivered for its device token.

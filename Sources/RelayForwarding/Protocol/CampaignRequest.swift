@@ -36,9 +36,19 @@ public struct CampaignRequest: Sendable, Hashable {
     }
 
     /// The registration for `registration`: a form `POST` to `registerIOS.jssp` or
-    /// `registerAndroid.jssp` with the platform's field order and `additionalParams` dialect.
-    /// Missing optional fields are sent empty, as the SDKs do.
+    /// `registerAndroid.jssp`. A registration an SDK posted goes with its body byte for byte
+    /// (``Registration/sdkForm``); any other is encoded with the platform's field order and
+    /// `additionalParams` dialect, missing optional fields sent empty, as the SDKs do.
     public static func registration(_ registration: Registration, host: CampaignHost) -> CampaignRequest {
+        let endpoint = registration.platform == .ios ? "registerIOS.jssp" : "registerAndroid.jssp"
+        let body = registration.sdkForm ?? sdkEncodedForm(registration)
+        return CampaignRequest(
+            method: .post, host: host, pathAndQuery: "/nms/mobile/1/\(endpoint)", headers: [("Content-Type", formContentType)], body: Array(body.utf8)
+        )
+    }
+
+    /// The form body an SDK would post for `registration`.
+    static func sdkEncodedForm(_ registration: Registration) -> String {
         var fields: [(name: String, value: String)] = [
             ("registrationToken", registration.registrationToken),
             ("mobileAppUuid", registration.integrationKey),
@@ -55,11 +65,7 @@ public struct CampaignRequest: Sendable, Hashable {
             ("osLanguage", registration.osLanguage ?? ""),
             ("additionalParams", AdditionalParamsXML.xml(registration.additionalParams, platform: registration.platform)),
         ]
-        let endpoint = registration.platform == .ios ? "registerIOS.jssp" : "registerAndroid.jssp"
-        return CampaignRequest(
-            method: .post, host: host, pathAndQuery: "/nms/mobile/1/\(endpoint)",
-            headers: [("Content-Type", formContentType)], body: Array(FormEncoding.body(fields).utf8)
-        )
+        return FormEncoding.body(fields)
     }
 
     public static func == (lhs: CampaignRequest, rhs: CampaignRequest) -> Bool {

@@ -4,22 +4,52 @@ import NIOHTTP1
 import RelayCore
 
 /// The real transport: AsyncHTTPClient with keep-alive connections, a bounded number per host.
+///
+/// Tracking hits (`GET`) follow up to ``UploadConfiguration/maximumRedirects`` redirections, as the
+/// SDKs' HTTP stacks do, and are delivered when the last answer is 200; registrations (`POST`) do
+/// not follow them (a redirection is their final answer).
 public final class HTTPClientTransport: CampaignTransport {
     private let client: HTTPClient
+    private let retryStatuses: Set<Int>
+    private let maximumRedirects: Int
     /// The most bytes of a rejection's body kept for the dead-letter store.
     public static let keptBodyBytes = 1024
 
-    /// A transport keeping up to `connectionsPerHost` connections open to each host.
-    public init(connectionsPerHost: Int = 8) {
+    /// A transport keeping up to `connectionsPerHost` connections open to each host, retrying
+    /// `retryStatuses`, following `maximumRedirects` redirections of `GET` requests, trusting
+    /// `caFile`'s authorities besides the system's.
+    ///
+    /// - Throws: ``UpstreamTLS/Failure`` when `caFile` cannot be used.
+    public init(
+        connectionsPerHost: Int = 8, retryStatuses: Set<Int> = DeliveryOutcome.defaultRetryStatuses, maximumRedirects: Int = 3,
+        caFile: String? = nil
+    ) throws(UpstreamTLS.Failure) {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connectionsPerHost))
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .disabled
+        configuration.tlsConfiguration = try UpstreamTLS.clientConfiguration(trusting: caFile)
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.retryStatuses = retryStatuses
+        self.maximumRedirects = maximumRedirects
     }
 
     public func send(_ request: CampaignRequest, timeout: Duration) async -> DeliveryOutcome {
-        var http = HTTPClientRequest(url: request.url)
+        var url = request.url
+        var redirects = 0
+        while true {
+            let outcome = await attempt(request, url: url, timeout: timeout)
+            guard case .redirected(let status, let location) = outcome else { return outcome }
+            guard redirects < maximumRedirects, let next = Self.resolve(location, against: url) else {
+                return .rejected(status: status, body: "redirected to \(location) after \(redirects) redirections (at most \(maximumRedirects) are followed)")
+            }
+            redirects += 1
+            url = next
+        }
+    }
+
+    private func attempt(_ request: CampaignRequest, url: String, timeout: Duration) async -> DeliveryOutcome {
+        var http = HTTPClientRequest(url: url)
         http.method = request.method == .get ? .GET : .POST
         http.headers.add(name: "User-Agent", value: "campaign-relay")
         for header in request.headers { http.headers.add(name: header.name, value: header.value) }
@@ -32,15 +62,45 @@ public final class HTTPClientTransport: CampaignTransport {
             for try await chunk in response.body where kept.count < Self.keptBodyBytes {
                 kept += chunk.readableBytesView.prefix(Self.keptBodyBytes - kept.count)
             }
+            let status = Int(response.status.code)
+            if request.method == .get, DeliveryOutcome.redirectStatuses.contains(status), let location = response.headers.first(name: "Location") {
+                return .redirected(status: status, location: location)
+            }
             return DeliveryOutcome.classify(
-                status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
-                body: String(decoding: kept, as: UTF8.self), now: SystemClock.wallSeconds()
+                status: status, retryAfter: response.headers.first(name: "Retry-After"), body: String(decoding: kept, as: UTF8.self),
+                now: SystemClock.wallSeconds(), retryStatuses: retryStatuses
             )
         } catch let error as HTTPClientError where error == .deadlineExceeded {
-            return .retryable(reason: "no answer within \(timeout)", retryAfter: nil)
+            return .retryable(reason: "no answer from \(Self.origin(of: url)) within \(timeout)", retryAfter: nil)
         } catch {
-            return .retryable(reason: "\(error)", retryAfter: nil)
+            return .retryable(reason: "cannot reach \(Self.origin(of: url)): \(error)", retryAfter: nil)
         }
+    }
+
+    /// The absolute URL a `Location` names, relative to `base`; `nil` when it is not http(s).
+    static func resolve(_ location: String, against base: String) -> String? {
+        if let scheme = location.firstRange(of: "://") {
+            let name = location[..<scheme.lowerBound].lowercased()
+            return name == "http" || name == "https" ? location : nil
+        }
+        if location.hasPrefix("//") {
+            guard let scheme = base.firstRange(of: "://") else { return nil }
+            return base[..<scheme.lowerBound] + ":" + location
+        }
+        if location.hasPrefix("/") { return origin(of: base) + location }
+        let withoutQuery = base.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        guard let slash = withoutQuery.lastIndex(of: "/"), slash > (withoutQuery.firstRange(of: "://")?.upperBound ?? withoutQuery.startIndex) else {
+            return origin(of: base) + "/" + location
+        }
+        return withoutQuery[...slash] + location
+    }
+
+    /// `scheme://authority` of `url`.
+    static func origin(of url: String) -> String {
+        guard let scheme = url.firstRange(of: "://") else { return url }
+        let rest = url[scheme.upperBound...]
+        guard let slash = rest.firstIndex(of: "/") else { return url }
+        return String(url[..<slash])
     }
 
     /// Closes the connections.

@@ -1,7 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import NIOSSL
+public import NIOSSL
 import RelayCore
 
 /// Sends batches of tracking hits (`GET` requests without bodies) to one host over a few
@@ -18,6 +18,7 @@ public final class TrackingHitPipeline: Sendable {
     let connections: Int
     let timeout: TimeAmount
     let tls: NIOSSLContext?
+    let retryStatuses: Set<Int>
     private let idle: NIOLoopBoundBox<IdleConnections>
 
     /// Connections not serving a batch; touched only on `eventLoop`.
@@ -25,16 +26,24 @@ public final class TrackingHitPipeline: Sendable {
         var channels: [any Channel] = []
     }
 
-    /// A pipeline to `host` keeping up to `connections` connections.
+    /// A pipeline to `host` keeping up to `connections` connections, retrying `retryStatuses`;
+    /// `tls` is the client configuration for an `https` host.
+    ///
+    /// A redirection comes back as ``DeliveryOutcome/redirected(status:location:)``: the pipeline
+    /// serves one host and does not follow it.
     ///
     /// - Throws: when TLS cannot be set up for an `https` host.
-    public init(host: CampaignHost, connections: Int, timeout: Duration) throws {
+    public init(
+        host: CampaignHost, connections: Int, timeout: Duration, retryStatuses: Set<Int> = DeliveryOutcome.defaultRetryStatuses,
+        tls: TLSConfiguration = .makeClientConfiguration()
+    ) throws {
         self.host = host
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         self.eventLoop = loop
         self.connections = max(1, connections)
         self.timeout = .nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
-        self.tls = host.scheme == "https" ? try NIOSSLContext(configuration: .makeClientConfiguration()) : nil
+        self.tls = host.scheme == "https" ? try NIOSSLContext(configuration: tls) : nil
+        self.retryStatuses = retryStatuses
         self.idle = NIOLoopBoundBox.makeBoxSendingValue(IdleConnections(), eventLoop: loop)
     }
 
@@ -168,7 +177,15 @@ public final class TrackingHitPipeline: Sendable {
             let run = bound.value
             switch result {
             case .success(let response):
-                let outcome = DeliveryOutcome.classify(status: response.status, retryAfter: response.retryAfter, body: response.body, now: SystemClock.wallSeconds())
+                let outcome: DeliveryOutcome
+                if DeliveryOutcome.redirectStatuses.contains(response.status), let location = response.location {
+                    outcome = .redirected(status: response.status, location: location)
+                } else {
+                    outcome = DeliveryOutcome.classify(
+                        status: response.status, retryAfter: response.retryAfter, body: response.body, now: SystemClock.wallSeconds(),
+                        retryStatuses: self.retryStatuses
+                    )
+                }
                 if case .retryable = outcome { run.halted = true }
                 run.finish(index, outcome)
                 if response.keepAlive {
@@ -195,6 +212,7 @@ final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
     struct Answer {
         var status: Int
         var retryAfter: String?
+        var location: String?
         var body: String
         var keepAlive: Bool
     }
@@ -238,6 +256,7 @@ final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
             promise.succeed(
                 Answer(
                     status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
+                    location: response.headers.first(name: "Location"),
                     body: String(decoding: body, as: UTF8.self), keepAlive: response.isKeepAlive
                 )
             )

@@ -1,6 +1,6 @@
-/// How the uploader sends: concurrency, timeouts, backoff, breaker, and the duplicate bound.
+/// How the uploader forwards events.
 public struct UploadConfiguration: Sendable, Hashable {
-    /// Requests in flight at once to the tracking host.
+    /// Requests in flight at once to each host.
     public var concurrency: Int
     /// How long one request may take.
     public var requestTimeout: Duration
@@ -13,12 +13,31 @@ public struct UploadConfiguration: Sendable, Hashable {
     public var maximumUnsyncedEvents: Int
     /// At most this many events per second (replays); `nil` for no limit.
     public var maximumRate: Double?
+    /// Failed attempts after which an event goes to the dead-letter store with its last answer.
+    /// Only failures while the host is otherwise answering count (its circuit breaker stays
+    /// closed): an outage never uses up an event's attempts; ``maximumEventAge`` bounds those.
+    public var maximumAttempts: Int
+    /// An event whose time is older than this when an attempt fails goes to the dead-letter store.
+    public var maximumEventAge: Duration
+    /// HTTP statuses retried; any other answer but 200 (and redirections of tracking hits) is a
+    /// permanent rejection.
+    public var retryStatuses: Set<Int>
+    /// Redirections followed for a tracking hit, as the SDKs' HTTP stacks do.
+    public var maximumRedirects: Int
+    /// How long a delivered registration suppresses an identical one for its token (JSON and file
+    /// producers only: what an SDK posts was already deduplicated by the SDK and is forwarded).
+    public var registrationDeduplicationWindow: Duration
+    /// A PEM file of certificate authorities trusted for `https` hosts besides the system's.
+    public var trustedCertificateAuthorities: String?
 
-    /// The defaults: 8 concurrent requests, 30 s timeout (as the SDKs), backoff 100 ms doubling to
-    /// 60 s, breaker after 5 failures, at most 4,096 events beyond the durable cursor.
+    /// The defaults: 8 concurrent requests per host, 30 s timeout (as the SDKs), backoff 100 ms
+    /// doubling to 60 s, breaker after 5 failures, at most 4,096 events beyond the durable cursor,
+    /// 20 attempts, 7 days, ``DeliveryOutcome/defaultRetryStatuses``, 3 redirections, dedup 7 days.
     public init(
         concurrency: Int = 8, requestTimeout: Duration = .seconds(30), backoff: Backoff = Backoff(), breakerThreshold: Int = 5,
-        maximumUnsyncedEvents: Int = 4096, maximumRate: Double? = nil
+        maximumUnsyncedEvents: Int = 4096, maximumRate: Double? = nil, maximumAttempts: Int = 20,
+        maximumEventAge: Duration = .seconds(7 * 86_400), retryStatuses: Set<Int> = DeliveryOutcome.defaultRetryStatuses,
+        maximumRedirects: Int = 3, registrationDeduplicationWindow: Duration = .seconds(7 * 86_400), trustedCertificateAuthorities: String? = nil
     ) {
         self.concurrency = max(1, concurrency)
         self.requestTimeout = requestTimeout
@@ -26,5 +45,11 @@ public struct UploadConfiguration: Sendable, Hashable {
         self.breakerThreshold = breakerThreshold
         self.maximumUnsyncedEvents = max(self.concurrency, maximumUnsyncedEvents)
         self.maximumRate = maximumRate
+        self.maximumAttempts = max(1, maximumAttempts)
+        self.maximumEventAge = maximumEventAge
+        self.retryStatuses = retryStatuses
+        self.maximumRedirects = max(0, maximumRedirects)
+        self.registrationDeduplicationWindow = registrationDeduplicationWindow
+        self.trustedCertificateAuthorities = trustedCertificateAuthorities
     }
 }

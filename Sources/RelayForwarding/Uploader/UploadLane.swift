@@ -82,15 +82,27 @@ public actor UploadLane {
     private enum Completion: Sendable {
         case done(UInt64)
         case abandoned(UInt64)
-        /// A batch: the events done, and whether the rest was abandoned (cancellation).
-        case batch(done: [UInt64], abandoned: Bool)
+        /// A pipeline batch: the events done, those to send again one by one, and whether the
+        /// rest was abandoned (cancellation).
+        case batch(done: [UInt64], retry: [SequencedEvent], abandoned: Bool)
     }
 
     /// Hits per pipeline batch (well under the duplicate bound, so batches never stall the window).
     private var batchSize: Int { max(1, min(512, configuration.maximumUnsyncedEvents / 4)) }
 
+    /// Registrations of one device token go out in log order (a token refresh or an opt-out must
+    /// not overtake the registration before it); everything else may overtake anything.
+    private static func orderingKey(_ event: Event) -> String? {
+        guard case .registration(let registration) = event else { return nil }
+        return "\(registration.platform.rawValue)\u{1F}\(registration.integrationKey)\u{1F}\(registration.registrationToken)"
+    }
+
     /// Works until every event below `target` is done (`nil`: follow the log until the task is
     /// cancelled or the log closes). Returns early, with its cursor saved, when cancelled.
+    ///
+    /// Each event is retried on its own schedule: an event backing off never holds back the events
+    /// behind it, except later registrations of the same device token, and the duplicate bound
+    /// (the lane reads at most ``UploadConfiguration/maximumUnsyncedEvents`` past its cursor).
     public func run(until target: UInt64?) async throws(LogError) {
         var start: UInt64
         let end: UInt64?
@@ -122,15 +134,53 @@ public actor UploadLane {
         var exhausted = false
         let saves = log != nil
 
-        // With a pipeline, one task carries a batch served over `concurrency` connections: one batch
-        // at a time keeps at most `concurrency` requests in flight.
-        let maximumInFlight = pipeline == nil ? configuration.concurrency : 1
         await withTaskGroup(of: Completion.self) { group in
-            var inFlight = 0
+            // A pipeline lane has at most one batch in flight (served over `concurrency`
+            // connections); single deliveries (every event of other lanes, retried hits of a
+            // pipeline lane) are at most `concurrency` at once.
+            var batchInFlight = false
+            var singles = 0
             var ready: [SequencedEvent] = []
+            var retries: [SequencedEvent] = []
+            // Tokens with a registration in flight, and the registrations waiting behind it.
+            var waitingByToken: [String: [SequencedEvent]] = [:]
+            var tokenOfSequence: [UInt64: String] = [:]
+
+            func launch(_ event: SequencedEvent, in group: inout TaskGroup<Completion>) {
+                if let key = Self.orderingKey(event.event) {
+                    if waitingByToken[key] != nil {
+                        waitingByToken[key, default: []].append(event)
+                        return
+                    }
+                    waitingByToken[key] = []
+                    tokenOfSequence[event.sequence] = key
+                }
+                singles += 1
+                group.addTask { await self.deliver(event) }
+            }
+
+            func finished(_ sequence: UInt64, in group: inout TaskGroup<Completion>) {
+                progress.markDone(sequence)
+                guard let key = tokenOfSequence.removeValue(forKey: sequence) else { return }
+                guard var waiting = waitingByToken[key], !waiting.isEmpty else {
+                    waitingByToken[key] = nil
+                    return
+                }
+                let next = waiting.removeFirst()
+                waitingByToken[key] = waiting
+                tokenOfSequence[next.sequence] = key
+                singles += 1
+                group.addTask { await self.deliver(next) }
+            }
+
             while true {
-                // Start sends while there is room and the duplicate bound allows it.
-                fill: while !stopping, !exhausted, inFlight < maximumInFlight, progress.unsynced(saves: saves) < UInt64(configuration.maximumUnsyncedEvents) {
+                // Read and start sends while there is room and the duplicate bound allows it.
+                fill: while !stopping, !exhausted, progress.unsynced(saves: saves) < UInt64(configuration.maximumUnsyncedEvents) {
+                    if pipeline != nil {
+                        guard !batchInFlight, retries.count < batchSize else { break fill }
+                    } else {
+                        guard singles < configuration.concurrency else { break fill }
+                    }
                     if bufferIndex == buffer.count {
                         var limit = end ?? UInt64.max
                         if let log { limit = min(limit, await log.durableSequence) }
@@ -168,32 +218,30 @@ public actor UploadLane {
                         progress.markDone(event.sequence)
                         continue
                     }
-                    if deduplicates, case .registration(let registration) = event.event, (try? await store.isUnchanged(registration)) == true {
-                        statistics.skippedDuplicates += 1
-                        progress.markDone(event.sequence)
-                        continue
-                    }
                     await pace()
                     if let pipeline {
                         ready.append(event)
                         if ready.count >= batchSize {
                             let batch = ready
                             ready = []
-                            inFlight += 1
+                            batchInFlight = true
                             group.addTask { await self.deliverBatch(batch, via: pipeline) }
                         }
                         continue
                     }
-                    inFlight += 1
-                    group.addTask { await self.deliver(event) }
+                    launch(event, in: &group)
                 }
-                if let pipeline, !ready.isEmpty, inFlight < maximumInFlight {
+                if let pipeline, !ready.isEmpty, !batchInFlight, !stopping {
                     let batch = ready
                     ready = []
-                    inFlight += 1
+                    batchInFlight = true
                     group.addTask { await self.deliverBatch(batch, via: pipeline) }
                 }
+                while !stopping, singles < configuration.concurrency, !retries.isEmpty {
+                    launch(retries.removeFirst(), in: &group)
+                }
                 statistics.position = progress.contiguous
+                let inFlight = singles + (batchInFlight ? 1 : 0)
                 // Save progress now and then, and whenever the lane is idle or the bound is near.
                 if let log, progress.contiguous > progress.durableCursor {
                     let nearBound = progress.unsynced(saves: true) >= UInt64(configuration.maximumUnsyncedEvents / 2)
@@ -220,12 +268,18 @@ public actor UploadLane {
                     continue
                 }
                 guard let completion = await group.next() else { continue }
-                inFlight -= 1
                 switch completion {
-                case .done(let sequence): progress.markDone(sequence)
-                case .abandoned: stopping = true
-                case .batch(let done, let abandoned):
+                case .done(let sequence):
+                    singles -= 1
+                    finished(sequence, in: &group)
+                case .abandoned(let sequence):
+                    singles -= 1
+                    tokenOfSequence[sequence] = nil
+                    stopping = true
+                case .batch(let done, let retry, let abandoned):
+                    batchInFlight = false
                     for sequence in done { progress.markDone(sequence) }
+                    retries += retry
                     if abandoned { stopping = true }
                 }
                 if Task.isCancelled { stopping = true }
@@ -246,61 +300,53 @@ public actor UploadLane {
         nextPermitted = max(nextPermitted, now) + interval
     }
 
-    /// Sends a batch of tracking hits through the pipeline while the host is healthy; hits that
-    /// fail (and every hit while the breaker is not closed) take the per-event path, with its
-    /// backoff, `Retry-After` and breaker.
+    /// Sends a batch of tracking hits through the pipeline while the host is healthy. Hits that
+    /// fail, that were redirected, or every hit while the breaker is not closed come back to be
+    /// sent one by one (``deliver(_:)``), with their own backoff, attempts and redirections.
     private func deliverBatch(_ events: [SequencedEvent], via pipeline: TrackingHitPipeline) async -> Completion {
+        guard case .closed = breaker.state else { return .batch(done: [], retry: events, abandoned: Task.isCancelled) }
         var done: [UInt64] = []
         var retry: [SequencedEvent] = []
-        if case .closed = breaker.state {
-            let requests = events.map(request(for:))
-            let outcomes = await pipeline.send(requests)
-            var answered = false
-            var firstFailure: (reason: String, retryAfter: Duration?)?
-            for (index, (event, outcome)) in zip(events, outcomes).enumerated() {
-                switch outcome {
-                case .delivered:
-                    answered = true
-                    statistics.delivered += 1
+        let requests = events.map(request(for:))
+        let outcomes = await pipeline.send(requests)
+        var answered = false
+        var firstFailure: (reason: String, retryAfter: Duration?)?
+        for (index, (event, outcome)) in zip(events, outcomes).enumerated() {
+            switch outcome {
+            case .delivered:
+                answered = true
+                statistics.delivered += 1
+                done.append(event.sequence)
+            case .rejected(let status, let body):
+                answered = true
+                if await giveUp(event, url: requests[index].url, status: status, body: body, reason: "rejected by the host (HTTP \(status))") {
                     done.append(event.sequence)
-                case .rejected(let status, let body):
-                    answered = true
-                    do {
-                        try await store.deadLetter(sequence: event.sequence, event: event.event, url: requests[index].url, status: status, body: body)
-                        statistics.deadLettered += 1
-                        done.append(event.sequence)
-                    } catch {
-                        retry.append(event)
-                    }
-                case .retryable(let reason, let retryAfter):
-                    if reason != TrackingHitPipeline.notSent {
-                        statistics.retries += 1
-                        if firstFailure == nil { firstFailure = (reason, retryAfter) }
-                    }
+                } else {
                     retry.append(event)
                 }
-            }
-            if answered { hostAnswered() }
-            if let failure = firstFailure, !answered || failure.retryAfter != nil {
-                let now = ContinuousClock.now
-                if let until = breaker.recordFailure(now: now, retryAfter: failure.retryAfter, using: &random) {
-                    logger.warning(
-                        "\(kind.rawValue) host is failing; pausing sends to it",
-                        metadata: ["host": "\(host)", "reason": "\(failure.reason)", "next-try-in": "\(until - now)", "backlog": "\(statistics.backlog)"]
-                    )
+            case .redirected:
+                answered = true
+                retry.append(event)
+            case .retryable(let reason, let retryAfter, _, _):
+                if reason != TrackingHitPipeline.notSent {
+                    statistics.retries += 1
+                    if firstFailure == nil { firstFailure = (reason, retryAfter) }
                 }
-                statistics.lastFailure = failure.reason
-            }
-        } else {
-            retry = events
-        }
-        for event in retry {
-            switch await deliver(event) {
-            case .done(let sequence): done.append(sequence)
-            default: return .batch(done: done, abandoned: true)
+                retry.append(event)
             }
         }
-        return .batch(done: done, abandoned: false)
+        if answered { hostAnswered() }
+        if let failure = firstFailure, !answered || failure.retryAfter != nil {
+            let now = ContinuousClock.now
+            if let until = breaker.recordFailure(now: now, retryAfter: failure.retryAfter, using: &random) {
+                logger.warning(
+                    "\(kind.rawValue) host is failing; pausing sends to it",
+                    metadata: ["host": "\(host)", "reason": "\(failure.reason)", "next-try-in": "\(until - now)", "backlog": "\(statistics.backlog)"]
+                )
+            }
+            statistics.lastFailure = failure.reason
+        }
+        return .batch(done: done, retry: retry, abandoned: false)
     }
 
     /// The Campaign request that carries `event`.
@@ -312,17 +358,30 @@ public actor UploadLane {
     }
 
     /// Sends one event until it is done, or the task is cancelled.
+    ///
+    /// Done means delivered, skipped as unchanged (registrations from JSON or files only), or in
+    /// the dead-letter store: rejected, or given up after ``UploadConfiguration/maximumAttempts``
+    /// failures while the host answered others, or older than
+    /// ``UploadConfiguration/maximumEventAge`` at a failure.
     private func deliver(_ event: SequencedEvent) async -> Completion {
+        if deduplicates, case .registration(let registration) = event.event, registration.sdkForm == nil,
+            (try? await store.isUnchanged(registration, within: configuration.registrationDeduplicationWindow)) == true
+        {
+            statistics.skippedDuplicates += 1
+            return .done(event.sequence)
+        }
         let request = request(for: event)
-        var attempt = 0
+        var attempts = 0
+        var counted = 0
         while !Task.isCancelled {
             guard await waitForPermission() else { break }
             let outcome = await transport.send(request, timeout: configuration.requestTimeout)
+            attempts += 1
             switch outcome {
             case .delivered:
                 hostAnswered()
                 statistics.delivered += 1
-                if deduplicates, case .registration(let registration) = event.event {
+                if deduplicates, case .registration(let registration) = event.event, registration.sdkForm == nil {
                     do { try await store.recordDelivered(registration) } catch {
                         logger.warning("could not remember a delivered registration; it may be sent again", metadata: ["error": "\(error)"])
                     }
@@ -330,20 +389,18 @@ public actor UploadLane {
                 return .done(event.sequence)
             case .rejected(let status, let body):
                 hostAnswered()
-                do {
-                    try await store.deadLetter(sequence: event.sequence, event: event.event, url: request.url, status: status, body: body)
-                } catch {
-                    logger.error("could not store a dead letter; will try again", metadata: ["error": "\(error)", "sequence": "\(event.sequence)"])
-                    try? await Task.sleep(for: .seconds(1))
-                    continue
+                if await giveUp(event, url: request.url, status: status, body: body, reason: "rejected by the host (HTTP \(status))") {
+                    return .done(event.sequence)
                 }
-                statistics.deadLettered += 1
-                logger.warning(
-                    "host rejected an event permanently; it is in the dead-letter store",
-                    metadata: ["sequence": "\(event.sequence)", "status": "\(status)", "url": "\(request.url)"]
-                )
-                return .done(event.sequence)
-            case .retryable(let reason, let retryAfter):
+                try? await Task.sleep(for: .seconds(1))
+            case .redirected(let status, let location):
+                // Only a sender that does not follow redirections returns this: a final answer.
+                hostAnswered()
+                if await giveUp(event, url: request.url, status: status, body: "redirected to \(location)", reason: "redirected, not followed (HTTP \(status))") {
+                    return .done(event.sequence)
+                }
+                try? await Task.sleep(for: .seconds(1))
+            case .retryable(let reason, let retryAfter, let status, let body):
                 statistics.retries += 1
                 let now = ContinuousClock.now
                 let wasUp = breaker.failingSince == nil
@@ -358,12 +415,46 @@ public actor UploadLane {
                     )
                 }
                 statistics.lastFailure = reason
-                let delay = retryAfter ?? configuration.backoff.delay(attempt: attempt, using: &random)
-                attempt += 1
+                // A failure while the breaker stays closed is this event's own (the host answers
+                // others); during an outage only the event's age can end its retries.
+                if openedUntil == nil { counted += 1 }
+                let age = EventTime.now().nanosecondsSinceEpoch &- event.event.time.nanosecondsSinceEpoch
+                let tooOld = age > Self.nanoseconds(configuration.maximumEventAge)
+                if counted >= configuration.maximumAttempts || tooOld {
+                    let why =
+                        tooOld
+                        ? "older than the maximum event age (\(configuration.maximumEventAge)) after \(attempts) attempts; last: \(reason)"
+                        : "\(counted) failed attempts (the maximum) while the host answered others; last: \(reason)"
+                    if await giveUp(event, url: request.url, status: status ?? 0, body: status == nil ? reason : body, reason: why) {
+                        return .done(event.sequence)
+                    }
+                }
+                let delay = retryAfter ?? configuration.backoff.delay(attempt: counted, using: &random)
                 do { try await Task.sleep(for: delay) } catch { break }
             }
         }
         return .abandoned(event.sequence)
+    }
+
+    /// Puts `event` in the dead-letter store with the host's last answer; `false` (logged) when
+    /// the store failed, and the caller tries again later.
+    private func giveUp(_ event: SequencedEvent, url: String, status: Int, body: String, reason: String) async -> Bool {
+        do {
+            try await store.deadLetter(sequence: event.sequence, event: event.event, url: url, status: status, body: body, reason: reason)
+        } catch {
+            logger.error("could not store a dead letter; will try again", metadata: ["error": "\(error)", "sequence": "\(event.sequence)"])
+            return false
+        }
+        statistics.deadLettered += 1
+        logger.warning(
+            "gave up on an event; it is in the dead-letter store", metadata: ["sequence": "\(event.sequence)", "reason": "\(reason)", "url": "\(url)"]
+        )
+        return true
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, overflow) = duration.components.seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? Int64.max : seconds &+ duration.components.attoseconds / 1_000_000_000
     }
 
     /// Waits until the breaker lets a request through; `false` when cancelled meanwhile.

@@ -10,17 +10,26 @@ public actor Uploader {
     let pipelines: [TrackingHitPipeline]
 
     /// An uploader for the open `log`, sending to whichever hosts are given.
+    ///
+    /// - Throws: ``UpstreamTLS/Failure`` when the configured CA file cannot be used.
     public init(
         log: WriteAheadLog, trackingHost: CampaignHost?, marketingHost: CampaignHost?, store: ForwardingStore,
         configuration: UploadConfiguration, logger: Logger
-    ) {
-        let transport = HTTPClientTransport(connectionsPerHost: configuration.concurrency)
+    ) throws(UpstreamTLS.Failure) {
+        let transport = try HTTPClientTransport(
+            connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses, maximumRedirects: configuration.maximumRedirects,
+            caFile: configuration.trustedCertificateAuthorities
+        )
+        let tls = try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities)
         var lanes: [UploadLane] = []
         var pipelines: [TrackingHitPipeline?] = []
         if let trackingHost {
             let pipeline: TrackingHitPipeline?
             do {
-                pipeline = try TrackingHitPipeline(host: trackingHost, connections: configuration.concurrency, timeout: configuration.requestTimeout)
+                pipeline = try TrackingHitPipeline(
+                    host: trackingHost, connections: configuration.concurrency, timeout: configuration.requestTimeout,
+                    retryStatuses: configuration.retryStatuses, tls: tls
+                )
             } catch {
                 logger.warning("tracking hits go one request at a time: TLS setup failed", metadata: ["error": "\(error)"])
                 pipeline = nil
@@ -34,11 +43,13 @@ public actor Uploader {
             pipelines.append(pipeline)
         }
         if let marketingHost {
-            // One registration at a time keeps "skip if unchanged since the last delivery" exact.
-            var serial = configuration
-            serial.concurrency = 1
+            // Registrations of one token go one at a time, in order (the lane keeps that), which
+            // keeps "skip if unchanged since the last delivery" exact.
             lanes.append(
-                UploadLane(kind: .marketing, host: marketingHost, transport: transport, store: store, source: .cursor(log), configuration: serial, deduplicates: true, logger: logger)
+                UploadLane(
+                    kind: .marketing, host: marketingHost, transport: transport, store: store, source: .cursor(log), configuration: configuration,
+                    deduplicates: true, logger: logger
+                )
             )
         }
         self.lanes = lanes

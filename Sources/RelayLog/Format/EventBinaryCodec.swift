@@ -16,6 +16,7 @@ public enum EventBinaryCodec {
 
     static let trackingTag: UInt8 = 1
     static let registrationTag: UInt8 = 2
+    static let sdkRegistrationTag: UInt8 = 3
 
     /// Encodes `events` in order.
     public static func encode<C: Collection<Event>>(_ events: C) -> [UInt8] {
@@ -63,6 +64,12 @@ public enum EventBinaryCodec {
             writer.string(hit.deliveryId)
             writer.optionalString(hit.integrationKey)
             encode(hit.time, into: &writer, previousTime: &previousTime)
+        case .registration(let registration) where registration.sdkForm != nil:
+            // The body is the registration; its fields are read from it again when decoded.
+            writer.u8(sdkRegistrationTag)
+            writer.u8(registration.platform == .ios ? 1 : 2)
+            writer.string(registration.sdkForm ?? "")
+            encode(registration.time, into: &writer, previousTime: &previousTime)
         case .registration(let registration):
             writer.u8(registrationTag)
             writer.u8(registration.platform == .ios ? 1 : 2)
@@ -143,13 +150,17 @@ public enum EventBinaryCodec {
             let integrationKey = try reader.optionalString()
             let time = try decodeTime(&reader, previousTime: &previousTime)
             return .tracking(TrackingEvent(action: action, messageId: messageId, deliveryId: deliveryId, integrationKey: integrationKey, time: time))
-        case registrationTag:
-            let platform: Platform
-            switch try reader.u8() {
-            case 1: platform = .ios
-            case 2: platform = .android
-            case let other: throw reader.failure("unknown platform code \(other)")
+        case sdkRegistrationTag:
+            let platform = try decodePlatform(&reader)
+            let body = try reader.string()
+            let time = try decodeTime(&reader, previousTime: &previousTime)
+            do throws(EventInputError) {
+                return .registration(try SDKRegistrationForm(body: body, platform: platform, time: time).registration)
+            } catch {
+                throw reader.failure("stored SDK registration form is invalid: \(error.message)")
             }
+        case registrationTag:
+            let platform = try decodePlatform(&reader)
             let integrationKey = try reader.string()
             let token = try reader.string()
             var registration = Registration(
@@ -180,6 +191,14 @@ public enum EventBinaryCodec {
             return .registration(registration)
         default:
             throw reader.failure("unknown event tag \(tag)")
+        }
+    }
+
+    private static func decodePlatform(_ reader: inout BinaryReader) throws(BinaryReader.Failure) -> Platform {
+        switch try reader.u8() {
+        case 1: return .ios
+        case 2: return .android
+        case let other: throw reader.failure("unknown platform code \(other)")
         }
     }
 

@@ -73,7 +73,7 @@ struct AdminRoutes: Sendable {
         do {
             let letters = try await store.deadLetters()
             let items = letters.map { letter in
-                "{\"id\":\(letter.id),\"sequence\":\(letter.sequence),\"status\":\(letter.status),\"url\":\(JSONText.quoted(letter.url)),\"deadLetteredAt\":\"\(letter.deadLetteredAt)\",\"responseBody\":\(JSONText.quoted(letter.responseBody)),\"event\":\(letter.eventJSON)}"
+                "{\"id\":\(letter.id),\"sequence\":\(letter.sequence),\"status\":\(letter.status),\"url\":\(JSONText.quoted(letter.url)),\"deadLetteredAt\":\"\(letter.deadLetteredAt)\",\"responseBody\":\(JSONText.quoted(letter.responseBody)),\"reason\":\(JSONText.quoted(letter.reason)),\"event\":\(letter.eventJSON)}"
             }
             return Responses.json(.ok, "{\"deadLetters\":[\(items.joined(separator: ","))]}")
         } catch {

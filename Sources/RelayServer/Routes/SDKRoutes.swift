@@ -1,10 +1,15 @@
 import Hummingbird
+import Logging
 import RelayCore
 
 /// The endpoints of a Campaign marketing and tracking host, so an SDK can point at the relay.
+///
+/// The SDKs never retry, so these refuse only what is unusable (see ``SDKRegistrationForm``); what
+/// they accept leaves for Campaign in the wire form it arrived in.
 struct SDKRoutes: Sendable {
     let ingestor: EventIngestor
     let maximumFormBytes: Int
+    let unknownFields: UnknownFormFields
 
     func add(to router: Router<BasicRequestContext>) {
         router.post("nms/mobile/1/registerIOS.jssp") { request, _ in await register(request, platform: .ios) }
@@ -15,21 +20,23 @@ struct SDKRoutes: Sendable {
 
     func register(_ request: Request, platform: Platform) async -> Response {
         guard let body = await request.bodyBytes(limit: maximumFormBytes) else { return Responses.tooLarge(maximumFormBytes, json: false) }
-        guard let form = String(validating: body, as: UTF8.self) else { return rejected("the form body is not UTF-8") }
-        let event: Event
+        guard let text = String(validating: body, as: UTF8.self) else { return rejected("the body is not form data: it is not UTF-8") }
+        let form: SDKRegistrationForm
         do {
-            event = try SDKRequestDecoder.registration(formBody: form, platform: platform, defaultTime: .now())
+            form = try SDKRegistrationForm(body: text, platform: platform, time: .now())
         } catch {
             return rejected(error.message)
         }
+        let event = Event.registration(form.registration)
         if let problem = ingestor.keyProblem(event) { return rejected(problem.message) }
+        if !form.unknownFields.isEmpty { unknownFields.saw(form.unknownFields, platform: platform) }
         return await store(event)
     }
 
     func track(_ request: Request) async -> Response {
         guard let id = request.uri.queryParameters.get("id") else { return rejected("missing ?id=h{messageId},{deliveryId},{tag}") }
         do {
-            return await store(try SDKRequestDecoder.trackingHit(id: id, defaultTime: .now()))
+            return await store(.tracking(try SDKTrackingHit.event(id: String(id), time: .now())))
         } catch {
             return rejected(error.message)
         }

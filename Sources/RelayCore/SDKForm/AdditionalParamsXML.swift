@@ -1,5 +1,3 @@
-public import RelayCore
-
 /// The XML string the SDKs send as `additionalParams` (before form encoding), in each platform's
 /// dialect:
 /// - iOS: `<additionalParams>`, entries sorted by name, `<param name="K" value="V" />`, `'` as `&#x27;`;
@@ -39,5 +37,31 @@ public enum AdditionalParamsXML {
             }
         }
         return out
+    }
+
+    /// The entries of an `additionalParams` XML string in either dialect: `<additionalParams>` or
+    /// `<additionalParameters>` holding `<param name="…" value="…" />` elements, every value a
+    /// string; an empty text gives no entries.
+    ///
+    /// - Returns: `nil` when the text is not that XML (the SDKs never send such text; the caller
+    ///   decides whether that matters).
+    public static func parse(_ xml: String) -> [AdditionalParameter]? {
+        var scanner = XMLScanner(Array(xml.utf8))
+        scanner.skipSpaces()
+        if scanner.atEnd { return [] }
+        guard let root = scanner.openTag(), root.name == "additionalParams" || root.name == "additionalParameters" else { return nil }
+        var params: [AdditionalParameter] = []
+        if !root.selfClosing {
+            while true {
+                scanner.skipSpaces()
+                if scanner.closeTag(root.name) { break }
+                guard let element = scanner.openTag(), element.name == "param", element.selfClosing,
+                    let name = element.attributes["name"], let value = element.attributes["value"]
+                else { return nil }
+                params.append(AdditionalParameter(name: name, value: .string(value)))
+            }
+        }
+        scanner.skipSpaces()
+        return scanner.atEnd ? params : nil
     }
 }
