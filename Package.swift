@@ -186,6 +186,7 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
+            exclude: ["Scripts"],
             swiftSettings: swiftSettings
         ),
     ]

@@ -28,13 +28,13 @@ struct FormatSpecificationTests {
         let dumped = dump.stdout.split(separator: "\n")
         let pythonLines = decoded.stdout.split(separator: "\n")
         #expect(pythonLines.count == dumped.count)
-        #expect(pythonLines.count == 7)
+        #expect(pythonLines.count == 9)
         // Each decoded event names the same sequence, kind, ids and time instant as the dump.
         for (pythonLine, dumpLine) in zip(pythonLines, dumped) {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(dumpLine.utf8)) as? [String: Any])
             let sequence = try #require(object["seq"] as? Int)
             #expect(pythonLine.hasPrefix("\(sequence) {'kind': '\(object["kind"] as? String ?? "")'"))
-            for field in ["messageId", "deliveryId", "registrationToken", "integrationKey", "deviceName"] {
+            for field in ["messageId", "deliveryId", "registrationToken", "integrationKey", "deviceName", "sdkForm"] {
                 if let value = object[field] as? String { #expect(pythonLine.contains("'\(field)': '\(value)'") || pythonLine.contains("'\(field)': \"\(value)\"")) }
             }
         }

@@ -161,3 +161,24 @@ struct EventBinaryCodecTests {
         #expect(throws: EventBinaryCodec.DecodingError.self) { try EventBinaryCodec.decode(damaged, count: events.count) }
     }
 }
+
+@Suite("Binary codec: the SDK's wire forms")
+struct WireFormCodecTests {
+    @Test("an SDK registration and hex message ids round-trip exactly")
+    func wireFormsRoundTrip() throws {
+        let time = EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)
+        let form = try SDKRegistrationForm(body: "registrationToken=%7Bx+y%7D&mobileAppUuid=key&unknown=1&userKey=u", platform: .ios, time: time)
+        let events: [Event] = [
+            .registration(form.registration),
+            .tracking(TrackingEvent(action: .open, messageId: try MessageID("hffffffff9a1c61c0"), deliveryId: "d", time: time)),
+            .tracking(TrackingEvent(action: .impression, messageId: try MessageID("h05"), deliveryId: "d", time: time)),
+        ]
+        let decoded = try EventBinaryCodec.decode(EventBinaryCodec.encode(events), count: events.count)
+        #expect(decoded == events)
+        guard case .registration(let registration) = decoded[0] else { Issue.record("not a registration"); return }
+        #expect(registration.sdkForm == "registrationToken=%7Bx+y%7D&mobileAppUuid=key&unknown=1&userKey=u")
+        #expect(registration.registrationToken == "{x y}")
+        guard case .tracking(let hit) = decoded[2] else { Issue.record("not a hit"); return }
+        #expect(hit.messageId.wireForm == "05")
+    }
+}

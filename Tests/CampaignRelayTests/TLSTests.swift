@@ -1,0 +1,185 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+import Testing
+
+/// TLS on the listener, checked with clients the relay did not write (Python's `ssl`, curl), and
+/// forwarding to an `https` host trusted through `--ca-file`.
+@Suite("TLS on the listener and upstream", .serialized, .timeLimit(.minutes(3)))
+struct TLSTests {
+    /// A child process and what it printed so far (both streams), read without blocking the test.
+    final class Child: Sendable {
+        let process: Process
+        private let output = Mutex<String>("")
+
+        init(_ binary: String, _ arguments: [String]) throws {
+            process = Process()
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = arguments
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = pipe
+            try process.run()
+            let handle = pipe.fileHandleForReading
+            Thread { [self] in
+                while true {
+                    let chunk = handle.availableData
+                    if chunk.isEmpty { break }
+                    self.output.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+                }
+            }.start()
+        }
+
+        var text: String { output.withLock { $0 } }
+
+        /// The first capture of `pattern` in the output, waiting up to 30 s for it.
+        func await(_ pattern: String) async throws -> String {
+            let regex = try Regex(pattern)
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline {
+                if let match = text.firstMatch(of: regex), let capture = match.output[1].substring { return String(capture) }
+                if !process.isRunning { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            Issue.record("waited for /\(pattern)/ in the output of \(process.arguments ?? []); it printed: \(text)")
+            throw Timeout()
+        }
+
+        func stop() {
+            if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+            process.waitUntilExit()
+        }
+
+        struct Timeout: Error {}
+    }
+
+    /// A test CA, two server certificates (CN relay-a and relay-b, for 127.0.0.1) and a client
+    /// certificate, made with openssl.
+    static func makeCertificates() throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tls-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let script = """
+            set -e
+            cd '\(directory)'
+            openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=test-ca
+            printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > server.ext
+            for name in a b; do
+              openssl req -newkey rsa:2048 -nodes -keyout $name.key -out $name.csr -subj /CN=relay-$name
+              openssl x509 -req -in $name.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $name.pem -days 2 -extfile server.ext
+            done
+            openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=edge-relay
+            openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2
+            cp a.pem current.pem
+            cp a.key current.key
+            """
+        let outcome = try RelayBinary.run("/bin/sh", ["-c", script])
+        try #require(outcome.status == 0, "openssl failed: \(outcome.stderr)")
+        return directory
+    }
+
+    static func script(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Scripts/\(name)").path
+    }
+
+    static func temporaryDataDirectory(_ name: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)").path
+    }
+
+    @Test("Python's ssl reaches /healthz, a registration and a hit over TLS 1.3 and 1.2; plain HTTP gets no 200; SIGHUP serves a new certificate without failing a request under way; the uploader trusts --ca-file")
+    func listenerAndReload() async throws {
+        let binary = try RelayBinary.path()
+        let certificates = try Self.makeCertificates()
+        let emulator = try Child(binary, ["emulate", "--bind", "127.0.0.1:0", "--tls-cert", "\(certificates)/b.pem", "--tls-key", "\(certificates)/b.key"])
+        defer { emulator.stop() }
+        let emulatorPort = try await emulator.await(#"https://127\.0\.0\.1:(\d+)"#)
+        let relay = try Child(
+            binary,
+            [
+                "serve", "--bind", "127.0.0.1:0", "--data-dir", Self.temporaryDataDirectory("tls-serve"), "--tls-cert", "\(certificates)/current.pem",
+                "--tls-key", "\(certificates)/current.key", "--tracking-host", "https://127.0.0.1:\(emulatorPort)",
+                "--marketing-host", "https://127.0.0.1:\(emulatorPort)", "--ca-file", "\(certificates)/ca.pem",
+            ]
+        )
+        defer { relay.stop() }
+        let port = try await relay.await(#"address=127\.0\.0\.1:(\d+) scheme=https"#)
+
+        let outcome = try RelayBinary.run(
+            "/usr/bin/env",
+            [
+                "python3", Self.script("tls_client.py"), port, "\(certificates)/ca.pem", "\(relay.process.processIdentifier)",
+                "\(certificates)/current.pem", "\(certificates)/current.key", "\(certificates)/b.pem", "\(certificates)/b.key",
+            ]
+        )
+        try #require(outcome.status == 0, "the Python client failed: \(outcome.stderr)")
+        let seen = try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any], "\(outcome.stdout)")
+        #expect(seen["healthz"] as? Int == 200)
+        #expect(seen["registration"] as? Int == 200)
+        #expect(seen["hit"] as? Int == 200)
+        #expect(seen["version"] as? String == "TLSv1.3")
+        #expect(seen["tls12"] as? Int == 200)
+        #expect(!((seen["plain"] as? String) ?? "").contains("200"), "plain HTTP on the TLS port: \(seen["plain"] ?? "")")
+        #expect(seen["before"] as? String == "relay-a")
+        #expect(seen["after"] as? String == "relay-b", "SIGHUP must serve the new certificate to new connections")
+        #expect(seen["acrossReload"] as? String == "HTTP/1.1 200 OK", "a request under way across the reload must finish")
+        #expect(relay.text.contains("reloaded the TLS certificate (SIGHUP)"))
+
+        // curl, trusting only the test CA, and the uploader's --ca-file: the hit and the
+        // registration reach the https emulator.
+        let curl = try RelayBinary.run("/usr/bin/curl", ["-s", "--cacert", "\(certificates)/ca.pem", "https://127.0.0.1:\(port)/r/test"])
+        #expect(curl.status == 0 && curl.stdout.contains("campaign-relay"), "\(curl.stderr)")
+        var delivered = ""
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            delivered = try RelayBinary.run("/usr/bin/curl", ["-s", "--cacert", "\(certificates)/ca.pem", "https://127.0.0.1:\(emulatorPort)/emulator/requests"]).stdout
+            if delivered.contains("h05,tls,1"), delivered.contains("tls-token"), delivered.contains("h7,tls,2") { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(delivered.contains("?id=h05,tls,1"), "\(delivered)")
+        #expect(delivered.contains("registrationToken=tls-token&mobileAppUuid=key&userKey=u"))
+        #expect(delivered.contains("?id=h7,tls,2"), "the request finished across the reload was stored and forwarded")
+    }
+
+    @Test("--tls-client-ca: a client without a certificate from the CA is refused, one with it is served")
+    func clientCertificates() async throws {
+        let binary = try RelayBinary.path()
+        let certificates = try Self.makeCertificates()
+        let relay = try Child(
+            binary,
+            [
+                "serve", "--bind", "127.0.0.1:0", "--data-dir", Self.temporaryDataDirectory("mtls-serve"), "--tls-cert", "\(certificates)/a.pem",
+                "--tls-key", "\(certificates)/a.key", "--tls-client-ca", "\(certificates)/ca.pem",
+            ]
+        )
+        defer { relay.stop() }
+        let port = try await relay.await(#"address=127\.0\.0\.1:(\d+) scheme=https"#)
+        let outcome = try RelayBinary.run(
+            "/usr/bin/env", ["python3", Self.script("mtls_client.py"), port, "\(certificates)/ca.pem", "\(certificates)/client.pem", "\(certificates)/client.key"]
+        )
+        try #require(outcome.status == 0, "the Python client failed: \(outcome.stderr)")
+        let seen = try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any], "\(outcome.stdout)")
+        #expect(seen["with"] as? Int == 200)
+        #expect(seen["without"] as? Int == nil, "a client without a certificate must not be served: \(seen["without"] ?? "")")
+    }
+
+    @Test("unusable TLS files stop the start with a message naming the file")
+    func badFiles() throws {
+        let binary = try RelayBinary.path()
+        let certificates = try Self.makeCertificates()
+        let missing = try RelayBinary.run(
+            binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", Self.temporaryDataDirectory("tls-bad"), "--tls-cert", "/nonexistent.pem", "--tls-key", "\(certificates)/a.key"]
+        )
+        #expect(missing.status != 0)
+        #expect(missing.stderr.contains("--tls-cert /nonexistent.pem: cannot read a PEM certificate chain"), "\(missing.stderr)")
+        let mismatched = try RelayBinary.run(
+            binary,
+            ["serve", "--bind", "127.0.0.1:0", "--data-dir", Self.temporaryDataDirectory("tls-bad"), "--tls-cert", "\(certificates)/a.pem", "--tls-key", "\(certificates)/b.key"]
+        )
+        #expect(mismatched.status != 0)
+        #expect(mismatched.stderr.contains("check that the key belongs to the certificate"), "\(mismatched.stderr)")
+        let alone = try RelayBinary.run(binary, ["serve", "--tls-cert", "\(certificates)/a.pem"])
+        #expect(alone.status == 64)
+        #expect(alone.stderr.contains("--tls-cert needs --tls-key"))
+    }
+}
