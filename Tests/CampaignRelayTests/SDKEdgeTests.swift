@@ -18,7 +18,7 @@ func waitUntil(_ what: String, seconds: Double = 30, _ condition: () async throw
 
 /// The SDK edge: what an SDK sends is taken when Campaign would take it, and leaves for Campaign
 /// byte for byte as it arrived.
-@Suite("The SDK edge: taking what the SDKs send, passing it on unchanged", .serialized)
+@Suite("The SDK edge: taking what the SDKs send, passing it on unchanged", .serialized, .timeLimit(.minutes(2)))
 struct SDKEdgeTests {
     /// A relay forwarding to an emulator, with a test client.
     struct Relay {
