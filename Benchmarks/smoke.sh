@@ -8,6 +8,8 @@ swift build --package-path "$here"
 BUILD_CONFIGURATION=debug "$here/ingest-vs-sqlite.sh" 2000 1
 BUILD_CONFIGURATION=debug "$here/aggregate.sh" 2000 1
 if command -v wrk >/dev/null; then BUILD_CONFIGURATION=debug "$here/http-ingest.sh" 1 2; fi
+if command -v wrk >/dev/null && command -v openssl >/dev/null; then BUILD_CONFIGURATION=debug "$here/tls-hits.sh" 1 2; fi
+BUILD_CONFIGURATION=debug "$here/poison-lane.sh" 50
 BUILD_CONFIGURATION=debug "$here/drain.sh" 500 2
 swift run --package-path "$here" AckLatency --seconds 0.2 --batches 1,10 --concurrency 4
 echo "benchmark smoke run: ok"

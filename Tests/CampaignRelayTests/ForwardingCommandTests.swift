@@ -45,6 +45,35 @@ struct ForwardingCommandTests {
         await running.stop()
     }
 
+    @Test("upload --until-drained --max-attempts 4: a poison registration is tried 4 times, dead-lettered, and the run exits 0 with everything else delivered")
+    func poisonUpload() async throws {
+        let binary = try RelayBinary.path()
+        var faults = EmulatorFaults()
+        faults.failingIntegrationKeys = ["poison"]
+        let running = try await RunningEmulator.start(faults: faults)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("poison-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let poison = #"{"kind":"register","platform":"ios","integrationKey":"poison","registrationToken":"p"}"#
+        let others = (1...30).map { #"{"kind":"register","platform":"android","integrationKey":"app","registrationToken":"t\#($0)"}"# }
+        try ingest(binary, directory, [poison] + others + (1...50).map { hitLine($0, hour: 1) })
+        let upload = try RelayBinary.run(
+            binary,
+            [
+                "upload", "--until-drained", "--max-attempts", "4", "--backoff-base", "50", "--backoff-cap", "0.5", "--tracking-host", running.url,
+                "--marketing-host", running.url, "--data-dir", directory, "--json",
+            ]
+        )
+        #expect(upload.status == 0, "\(upload.stderr)")
+        let requests = await running.emulator.recorder.lastRequests(1000)
+        #expect(requests.filter { $0.body.contains("mobileAppUuid=poison") }.count == 4)
+        #expect(await running.emulator.recorder.acceptedRegistrations.count == 30)
+        #expect(await running.emulator.recorder.acceptedHits == 50)
+        let letters = try RelayBinary.run(binary, ["deadletter", "list", "--data-dir", directory, "--json"])
+        #expect(letters.stdout.contains(#""status":500"#), "\(letters.stdout)")
+        #expect(letters.stdout.contains("4 failed attempts (the maximum) while the host answered others"))
+        await running.stop()
+    }
+
     @Test("deadletter list shows the rejection; retry re-queues it and the uploader delivers it")
     func deadLetterRetry() async throws {
         let binary = try RelayBinary.path()
