@@ -12,7 +12,7 @@ struct UpstreamOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Campaign marketing host URL (https:// unless given; env CAMPAIGN_RELAY_MARKETING_HOST).", valueName: "url"))
     var marketingHost: String?
 
-    @Option(name: .long, help: ArgumentHelp("Requests in flight at once to the tracking host.", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("Requests in flight at once to each host.", valueName: "n"))
     var concurrency: Int = 8
 
     @Option(name: .long, help: ArgumentHelp("Seconds one request may take.", valueName: "seconds"))
