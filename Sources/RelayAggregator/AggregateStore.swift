@@ -130,7 +130,8 @@ final class AggregateStore {
         var hits: [Hit] = []
         hits.reserveCapacity(events.count)
         var registrations: [RegistrationKey: RegistrationDelta] = [:]
-        for sequenced in events {
+        // A copy of an earlier entry (a re-queued dead letter) was counted as that entry.
+        for sequenced in events where sequenced.event.origin == nil {
             switch sequenced.event {
             case .tracking(let hit):
                 let reference = try deliveryRef(hit.deliveryId, time: hit.time.nanosecondsSinceEpoch, created: &created)

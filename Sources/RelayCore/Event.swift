@@ -5,6 +5,26 @@ public enum Event: Sendable, Hashable {
     /// A device registration.
     case registration(Registration)
 
+    /// The entry this event is a copy of; `nil` for an original (see ``EventOrigin``).
+    public var origin: EventOrigin? {
+        get {
+            switch self {
+            case .tracking(let event): event.origin
+            case .registration(let registration): registration.origin
+            }
+        }
+        set {
+            switch self {
+            case .tracking(var event):
+                event.origin = newValue
+                self = .tracking(event)
+            case .registration(var registration):
+                registration.origin = newValue
+                self = .registration(registration)
+            }
+        }
+    }
+
     /// When the event happened.
     public var time: EventTime {
         switch self {

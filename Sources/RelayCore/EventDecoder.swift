@@ -45,9 +45,30 @@ public enum EventDecoder {
 
     /// Validates one event already parsed as JSON.
     public static func decode(_ value: JSONValue, defaultTime: EventTime) throws(EventInputError) -> Event {
-        guard case .object(let members) = value else {
+        guard case .object(var members) = value else {
             throw EventInputError(field: nil, "an event must be a JSON object, found \(value.typeName)")
         }
+        var origin: EventOrigin?
+        if let index = members.firstIndex(where: { $0.name == "origin" }) {
+            origin = try decodeOrigin(members[index].value)
+            members.remove(at: index)
+        }
+        var event = try decodeKind(members, defaultTime: defaultTime)
+        event.origin = origin
+        return event
+    }
+
+    /// `"origin":{"sequence":N}`: the entry of this log the event is a copy of.
+    private static func decodeOrigin(_ value: JSONValue) throws(EventInputError) -> EventOrigin {
+        guard case .object(let members) = value, members.count == 1, members[0].name == "sequence", case .number(let literal) = members[0].value,
+            let sequence = UInt64(literal), sequence >= 1
+        else {
+            throw EventInputError(field: "origin", "origin must be {\"sequence\":N} with N a sequence number of this log (1 or more)")
+        }
+        return EventOrigin(sequence: sequence)
+    }
+
+    private static func decodeKind(_ members: [JSONMember], defaultTime: EventTime) throws(EventInputError) -> Event {
         var kind: String?
         for member in members where member.name == "kind" {
             kind = try text(member, allowEmpty: false)

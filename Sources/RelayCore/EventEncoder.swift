@@ -67,6 +67,11 @@ public enum EventEncoder {
             out += registration.time.rfc3339
             out += "\""
         }
+        if let origin = event.origin {
+            out += ",\"origin\":{\"sequence\":"
+            out += String(origin.sequence)
+            out += "}"
+        }
         out += "}"
         return out
     }

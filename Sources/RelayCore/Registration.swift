@@ -35,6 +35,8 @@ public struct Registration: Sendable, Hashable {
     /// (see ``SDKRegistrationForm``): it is forwarded byte for byte, and the fields above are what
     /// it says. `nil` for registrations from the JSON format, which are encoded as the SDKs would.
     public var sdkForm: String?
+    /// The entry this one is a copy of (a re-queued dead letter); `nil` for an original.
+    public var origin: EventOrigin?
 
     /// Creates a registration; the values are expected to be valid already (see ``EventDecoder``).
     public init(

@@ -10,6 +10,8 @@ public struct TrackingEvent: Sendable, Hashable {
     public var integrationKey: String?
     /// When the hit happened (default: when the relay ingested it).
     public var time: EventTime
+    /// The entry this one is a copy of (a re-queued dead letter); `nil` for an original.
+    public var origin: EventOrigin?
 
     /// Creates a tracking event; the values are expected to be valid already (see ``EventDecoder``).
     public init(action: TrackingAction, messageId: MessageID, deliveryId: String, integrationKey: String? = nil, time: EventTime) {

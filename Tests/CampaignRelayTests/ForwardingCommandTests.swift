@@ -108,6 +108,42 @@ struct ForwardingCommandTests {
         #expect(registrations.map { $0["mobileAppUuid"] ?? "" } == ["known", "later"])
         let after = try RelayBinary.run(binary, ["deadletter", "list", "--data-dir", directory])
         #expect(after.stdout.contains("no dead letters"))
+        // The re-queued copy keeps the identity of sequence 1: the aggregates count 2 registrations, not 3.
+        let dump = try RelayBinary.run(binary, ["wal", "dump", "--from", "3", "--data-dir", directory])
+        #expect(dump.stdout.contains(#""origin":{"sequence":1}"#), "\(dump.stdout)")
+        let aggregate = try RelayBinary.run(binary, ["aggregate", "--data-dir", directory])
+        #expect(aggregate.status == 0, "\(aggregate.stderr)")
+        let stats = try RelayBinary.run(binary, ["stats", "--data-dir", directory, "--json"])
+        let counts = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any])
+        let apps = try #require(counts["registrations"] as? [[String: Any]], "\(stats.stdout)")
+        #expect(apps.map { $0["registrations"] as? Int ?? -1 }.reduce(0, +) == 2, "\(stats.stdout)")
+        #expect(apps.first { $0["integrationKey"] as? String == "later" }?["registrations"] as? Int == 1)
+        await running.stop()
+    }
+
+    @Test("replay against a rejecting host, twice: one dead letter per event, the replays' rejections reported")
+    func replayRejections() async throws {
+        let binary = try RelayBinary.path()
+        var faults = EmulatorFaults()
+        faults.knownIntegrationKeys = ["known"]
+        let running = try await RunningEmulator.start(faults: faults)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replay-rejects-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try ingest(binary, directory, [
+            #"{"kind":"register","platform":"ios","integrationKey":"known","registrationToken":"aa01"}"#,
+            #"{"kind":"register","platform":"ios","integrationKey":"stranger","registrationToken":"aa02"}"#,
+        ])
+        let upload = try RelayBinary.run(binary, ["upload", "--until-drained", "--marketing-host", running.url, "--data-dir", directory, "--json"])
+        #expect(upload.stdout.contains("\"deadLettered\":1"), "\(upload.stdout)")
+        for _ in 0..<2 {
+            let replay = try RelayBinary.run(binary, ["replay", "--from", "1", "--marketing-host", running.url, "--data-dir", directory, "--json"])
+            #expect(replay.status == 0, "\(replay.stderr)")
+            #expect(replay.stdout.contains("\"rejected\":1"), "\(replay.stdout)")
+            #expect(replay.stdout.contains("\"deadLettered\":0"))
+        }
+        let list = try RelayBinary.run(binary, ["deadletter", "list", "--data-dir", directory, "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])
+        #expect((object["deadLetters"] as? [[String: Any]])?.map { $0["sequence"] as? Int } == [2])
         await running.stop()
     }
 }

@@ -60,7 +60,7 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "retry",
         abstract: "Append dead letters to the log again, so the uploader sends them anew.",
-        discussion: "Each one gets a new sequence number and keeps its original event time. Needs the log to itself (not while a server runs)."
+        discussion: "Each one gets a new sequence number and keeps its original event time and identity (the aggregates count it once). Needs the log to itself (not while a server runs)."
     )
 
     @Option(name: .long, parsing: .upToNextOption, help: ArgumentHelp("Dead letters to re-queue.", valueName: "id"))
@@ -87,7 +87,9 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
         var requeued: [(Int64, UInt64)] = []
         do {
             for letter in chosen {
-                let event = try EventDecoder.decode(letter.eventJSON, defaultTime: EventTime.now())
+                var event = try EventDecoder.decode(letter.eventJSON, defaultTime: EventTime.now())
+                // The copy keeps the identity of the entry it replaces: counted once, as that entry.
+                if event.origin == nil { event.origin = EventOrigin(sequence: letter.sequence) }
                 let range = try await log.append([event])
                 try await store.markRequeued(id: letter.id, sequence: range.lowerBound)
                 requeued.append((letter.id, range.lowerBound))

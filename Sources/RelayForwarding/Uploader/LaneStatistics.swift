@@ -6,6 +6,9 @@ public struct LaneStatistics: Sendable, Hashable {
     public var skippedDuplicates = 0
     /// Events the host rejected permanently, now in the dead-letter store.
     public var deadLettered = 0
+    /// Events a replay's host rejected (or the replay gave up on): reported, not stored, since the
+    /// log's own upload keeps its dead letters.
+    public var rejected = 0
     /// Retries after retryable failures.
     public var retries = 0
     /// Events of the log that are not for this lane (passed over).

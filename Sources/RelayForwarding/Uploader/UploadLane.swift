@@ -439,6 +439,15 @@ public actor UploadLane {
     /// Puts `event` in the dead-letter store with the host's last answer; `false` (logged) when
     /// the store failed, and the caller tries again later.
     private func giveUp(_ event: SequencedEvent, url: String, status: Int, body: String, reason: String) async -> Bool {
+        if case .range = source {
+            // A replay re-sends what the uploader already handled: one dead letter per event is
+            // the uploader's; a replay's rejections are reported, never stored a second time.
+            statistics.rejected += 1
+            logger.warning(
+                "replay: gave up on an event; reported, not stored", metadata: ["sequence": "\(event.sequence)", "reason": "\(reason)", "url": "\(url)"]
+            )
+            return true
+        }
         do {
             try await store.deadLetter(sequence: event.sequence, event: event.event, url: url, status: status, body: body, reason: reason)
         } catch {

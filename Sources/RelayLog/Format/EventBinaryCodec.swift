@@ -17,6 +17,7 @@ public enum EventBinaryCodec {
     static let trackingTag: UInt8 = 1
     static let registrationTag: UInt8 = 2
     static let sdkRegistrationTag: UInt8 = 3
+    static let originTag: UInt8 = 4
 
     /// Encodes `events` in order.
     public static func encode<C: Collection<Event>>(_ events: C) -> [UInt8] {
@@ -56,6 +57,15 @@ public enum EventBinaryCodec {
     /// Appends one event's encoding; `previousTime` carries the time delta from event to event
     /// (start it at 0 for each frame).
     static func encode(_ event: Event, into writer: inout BinaryWriter, previousTime: inout Int64) {
+        if let origin = event.origin {
+            // A copy: its origin, then the event itself as an original.
+            writer.u8(originTag)
+            writer.varint(origin.sequence)
+            var original = event
+            original.origin = nil
+            encode(original, into: &writer, previousTime: &previousTime)
+            return
+        }
         switch event {
         case .tracking(let hit):
             writer.u8(trackingTag)
@@ -137,6 +147,12 @@ public enum EventBinaryCodec {
     private static func decodeEvent(_ reader: inout BinaryReader, previousTime: inout Int64) throws(BinaryReader.Failure) -> Event {
         let tag = try reader.u8()
         switch tag {
+        case originTag:
+            let origin = EventOrigin(sequence: try reader.varint())
+            var event = try decodeEvent(&reader, previousTime: &previousTime)
+            guard event.origin == nil else { throw reader.failure("an origin inside an origin") }
+            event.origin = origin
+            return event
         case trackingTag:
             let action: TrackingAction
             switch try reader.u8() {
