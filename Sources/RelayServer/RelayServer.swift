@@ -44,6 +44,7 @@ public struct RelayServer: Sendable {
                 description: "refusing to listen on \(configuration.host) without --admin-token: the admin endpoints would be open to the network"
             )
         }
+        if let problem = ListenAddressCheck.problem(host: configuration.host, port: configuration.port) { throw StartupError(description: problem) }
         // Certificates first: a bad file stops the start before anything is opened.
         let certificates = try configuration.tls.map { files throws(TLSCertificateStore.Failure) in try TLSCertificateStore(files: files) }
         let log = try await WriteAheadLog.open(dataDirectory: configuration.dataDirectory, configuration: configuration.log, logger: logger)

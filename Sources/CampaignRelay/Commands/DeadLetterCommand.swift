@@ -24,6 +24,7 @@ struct DeadLetterListCommand: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
+        try common.requireDataDirectory()
         let store = try ForwardingStore(dataDirectory: common.dataDir)
         let letters = try await store.deadLetters(includeRequeued: all, limit: limit)
         var output = StandardOutput.output()
@@ -76,12 +77,13 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try common.requireDataDirectory()
         let store = try ForwardingStore(dataDirectory: common.dataDir)
         let pending = try await store.deadLetters(includeRequeued: false)
         let chosen = all ? pending : pending.filter { id.contains($0.id) }
         if !all {
             let missing = Set(id).subtracting(chosen.map(\.id))
-            if !missing.isEmpty { throw ValidationError("no pending dead letter with id \(missing.sorted().map(String.init).joined(separator: ", "))") }
+            if !missing.isEmpty { throw RuntimeFailure("no pending dead letter with id \(missing.sorted().map(String.init).joined(separator: ", ")); see campaign-relay deadletter list") }
         }
         let log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: common.logger("campaign-relay.deadletter"))
         var requeued: [(Int64, UInt64)] = []
@@ -103,7 +105,7 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
         if common.json {
             output.line("{\"requeued\":[" + requeued.map { "{\"id\":\($0.0),\"sequence\":\($0.1)}" }.joined(separator: ",") + "]}")
         } else {
-            output.line("re-queued \(requeued.count) dead letters" + (requeued.isEmpty ? "" : " as sequences \(requeued.map { String($0.1) }.joined(separator: ", "))"))
+            output.line("re-queued \(counted(requeued.count, "dead letter"))" + (requeued.isEmpty ? "" : " as sequences \(requeued.map { String($0.1) }.joined(separator: ", "))"))
         }
         output.flush()
     }

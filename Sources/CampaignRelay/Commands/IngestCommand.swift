@@ -39,7 +39,7 @@ struct IngestCommand: AsyncParsableCommand {
         do {
             source = try ChunkedInput(path: input, chunkBytes: batchBytes)
         } catch {
-            throw ValidationError("\(error)")
+            throw RuntimeFailure("\(error)")
         }
         defer { source.close() }
         let wal = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: log.configuration, logger: logger)

@@ -66,6 +66,7 @@ struct ReplayCommand: AsyncParsableCommand {
             case .time(let end): times = (times?.lowerBound ?? Int64.min)..<max(times?.lowerBound ?? Int64.min, end)
             }
         }
+        try common.requireDataDirectory()
         let walDirectory = LogLayout(dataDirectory: common.dataDir).walDirectory
         let store = try ForwardingStore(dataDirectory: common.dataDir)
         let configuration = try upstream.configuration(maximumRate: maxRate)

@@ -79,7 +79,7 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             try await server.run()
         } catch let error as RelayServer.StartupError {
-            throw ValidationError(error.description)
+            throw RuntimeFailure(error.description)
         }
     }
 }

@@ -18,7 +18,9 @@ struct UploadSummary {
         text += "; skipped \(total(\.skippedDuplicates)) unchanged registrations, dead-lettered \(total(\.deadLettered)), retries \(total(\.retries))"
         if total(\.rejected) > 0 { text += ", rejected \(total(\.rejected)) (not stored)" }
         text += ", backlog \(backlog), in \(String(format2: seconds)) s (\(seconds > 0 ? Int(Double(delivered) / seconds) : 0) events/s)"
-        if pendingDeadLetters > 0 { text += "\n\(pendingDeadLetters) dead letters wait in the store: campaign-relay deadletter list" }
+        if pendingDeadLetters > 0 {
+            text += "\n\(counted(pendingDeadLetters, "dead letter")) \(pendingDeadLetters == 1 ? "waits" : "wait") in the store: campaign-relay deadletter list"
+        }
         return text
     }
 

@@ -1,5 +1,8 @@
 import ArgumentParser
 import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Options every command takes.
 struct CommonOptions: ParsableArguments {
@@ -11,6 +14,14 @@ struct CommonOptions: ParsableArguments {
 
     @Option(name: .long, help: ArgumentHelp("Log level on stderr: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: LogLevelOption = .notice
+
+    /// Fails with what to do when `--data-dir` does not exist (commands that only read what is there).
+    func requireDataDirectory() throws {
+        var status = stat()
+        guard stat(dataDir, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
+            throw RuntimeFailure("no data directory at \(dataDir): nothing was stored there yet; give --data-dir the directory `serve` or `ingest` use")
+        }
+    }
 
     /// A logger writing to standard error at the chosen level.
     func logger(_ label: String) -> Logger {

@@ -64,11 +64,11 @@ struct UpstreamOptions: ParsableArguments {
             let parsedTracking = try tracking.map { try CampaignHost(parsing: $0, role: "--tracking-host") }
             let parsedMarketing = try marketing.map { try CampaignHost(parsing: $0, role: "--marketing-host") }
             if requireOne, parsedTracking == nil, parsedMarketing == nil {
-                throw ValidationError("give --tracking-host and/or --marketing-host (or CAMPAIGN_RELAY_TRACKING_HOST / CAMPAIGN_RELAY_MARKETING_HOST)")
+                throw RuntimeFailure("no Campaign host to send to: give --tracking-host and/or --marketing-host (or CAMPAIGN_RELAY_TRACKING_HOST / CAMPAIGN_RELAY_MARKETING_HOST)")
             }
             return (parsedTracking, parsedMarketing)
         } catch let error as CampaignHost.ParseError {
-            throw ValidationError(error.description)
+            throw RuntimeFailure(error.description)
         }
     }
 

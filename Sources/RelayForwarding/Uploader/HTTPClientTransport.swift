@@ -26,6 +26,9 @@ public final class HTTPClientTransport: CampaignTransport {
     ) throws(UpstreamTLS.Failure) {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connectionsPerHost))
+        // A refused connection fails the request at once: the lane's backoff and breaker decide
+        // when to try again (and say so), instead of the pool retrying silently until the deadline.
+        configuration.connectionPool.retryConnectionEstablishment = false
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .disabled
         configuration.tlsConfiguration = try UpstreamTLS.clientConfiguration(trusting: caFile)
@@ -73,7 +76,7 @@ public final class HTTPClientTransport: CampaignTransport {
         } catch let error as HTTPClientError where error == .deadlineExceeded {
             return .retryable(reason: "no answer from \(Self.origin(of: url)) within \(timeout)", retryAfter: nil)
         } catch {
-            return .retryable(reason: "cannot reach \(Self.origin(of: url)): \(error)", retryAfter: nil)
+            return .retryable(reason: "cannot reach \(Self.origin(of: url)): \(TransportErrorText.describe(error))", retryAfter: nil)
         }
     }
 

@@ -146,7 +146,7 @@ public final class TrackingHitPipeline: Sendable {
                 guard run.next < run.requests.count else { return }
                 let index = run.next
                 run.next += 1
-                run.finish(index, .retryable(reason: "cannot connect to \(self.host): \(error)", retryAfter: nil))
+                run.finish(index, .retryable(reason: "cannot reach \(self.host): \(TransportErrorText.describe(error))", retryAfter: nil))
                 run.haltRemaining()
             }
         }
@@ -196,7 +196,7 @@ public final class TrackingHitPipeline: Sendable {
                 }
             case .failure(let error):
                 run.halted = true
-                run.finish(index, .retryable(reason: "\(error)", retryAfter: nil))
+                run.finish(index, .retryable(reason: "\(self.host): \(TransportErrorText.describe(error))", retryAfter: nil))
                 channel.close(promise: nil)
                 run.haltRemaining()
             }

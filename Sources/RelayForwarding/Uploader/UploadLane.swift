@@ -401,11 +401,14 @@ public actor UploadLane {
                 }
                 try? await Task.sleep(for: .seconds(1))
             case .retryable(let reason, let retryAfter, let status, let body):
+                // Stopping (Ctrl-C, SIGTERM) cancels requests under way: not a failure of the host.
+                if Task.isCancelled { break }
                 statistics.retries += 1
                 let now = ContinuousClock.now
                 let wasUp = breaker.failingSince == nil
+                let firstFailure = statistics.lastFailure == nil
                 let openedUntil = breaker.recordFailure(now: now, retryAfter: retryAfter, using: &random)
-                if let openedUntil, wasUp || statistics.lastFailure != reason {
+                if !firstFailure, let openedUntil, wasUp || statistics.lastFailure != reason {
                     logger.warning(
                         "\(kind.rawValue) host is failing; pausing sends to it",
                         metadata: [
@@ -430,6 +433,12 @@ public actor UploadLane {
                     }
                 }
                 let delay = retryAfter ?? configuration.backoff.delay(attempt: counted, using: &random)
+                if firstFailure {
+                    logger.warning(
+                        "\(kind.rawValue) host failed: \(reason); retrying in \(Self.milliseconds(delay)) ms",
+                        metadata: ["host": "\(host)", "backlog": "\(statistics.backlog)"]
+                    )
+                }
                 do { try await Task.sleep(for: delay) } catch { break }
             }
         }
@@ -460,6 +469,8 @@ public actor UploadLane {
         )
         return true
     }
+
+    private static func milliseconds(_ duration: Duration) -> Int64 { nanoseconds(duration) / 1_000_000 }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {
         let (seconds, overflow) = duration.components.seconds.multipliedReportingOverflow(by: 1_000_000_000)

@@ -1,0 +1,15 @@
+/// A failure while running a command (a missing file, an unreachable host, a busy port): printed
+/// as `Error: …` with exit status 1. Usage errors stay `ValidationError`s (usage, exit 64).
+struct RuntimeFailure: Error, CustomStringConvertible {
+    /// What failed and what to do.
+    var description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// "1 dead letter", "2 dead letters".
+func counted(_ count: Int, _ singular: String, _ plural: String? = nil) -> String {
+    "\(count) " + (count == 1 ? singular : plural ?? singular + "s")
+}

@@ -1,0 +1,38 @@
+import AsyncHTTPClient
+import NIOCore
+import NIOPosix
+import NIOSSL
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Transport errors in words an operator reads ("connection refused"), instead of SwiftNIO's
+/// descriptions of system calls.
+enum TransportErrorText {
+    /// A short, lower-case description of `error`.
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case let error as NIOConnectionError:
+            if let failure = error.connectionErrors.first { return describe(failure.error) }
+            if let failure = error.dnsAError ?? error.dnsAAAAError { return "cannot resolve \(error.host) (\(describe(failure)))" }
+            return "cannot connect to \(error.host):\(error.port)"
+        case let error as IOError:
+            return String(cString: strerror(error.errnoCode)).lowercased()
+        case let error as ChannelError where error == .connectTimeout(.zero) || "\(error)".hasPrefix("connectTimeout"):
+            return "connection timed out"
+        case let error as HTTPClientError:
+            switch error {
+            case .connectTimeout: return "connection timed out"
+            case .remoteConnectionClosed: return "the host closed the connection before answering"
+            case .readTimeout, .deadlineExceeded: return "no answer in time"
+            default: return "\(error)"
+            }
+        case let error as NIOSSLError:
+            return "TLS failed: \(error)"
+        case let error as BoringSSLError:
+            return "TLS failed: \(error)"
+        default:
+            return "\(error)"
+        }
+    }
+}
