@@ -84,12 +84,14 @@ public struct RelayServer: Sendable {
 
         let ingestor = EventIngestor(log: log, metrics: metrics, integrationKeys: configuration.integrationKeys)
         let router = Router()
+        let routes = RouteTable(router: router)
         SDKRoutes(ingestor: ingestor, maximumFormBytes: configuration.maximumFormBytes, unknownFields: UnknownFormFields(metrics: metrics, logger: logger))
-            .add(to: router)
+            .add(to: routes)
         EventsRoute(ingestor: ingestor, idempotency: idempotency, maximumBytes: configuration.maximumBatchBytes, maximumEvents: configuration.maximumBatchEvents)
-            .add(to: router)
-        AdminRoutes(dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store).add(to: router)
-        HealthRoutes(ingestor: ingestor).add(to: router)
+            .add(to: routes)
+        AdminRoutes(dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store).add(to: routes)
+        HealthRoutes(ingestor: ingestor).add(to: routes)
+        routes.refuseOtherMethods()
 
         let host = configuration.host
         let serverLogger = logger

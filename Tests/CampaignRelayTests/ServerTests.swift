@@ -1,4 +1,5 @@
 import Foundation
+import NIOHTTP1
 import Logging
 import RelayForwarding
 import RelayServer
@@ -75,6 +76,42 @@ struct ServerTests {
         await http.shutdown()
         await server.stop()
         await emulator.stop()
+    }
+
+    @Test("HTTP conventions: 405 with Allow, 415 for a body of another type, 400 naming a bad query parameter")
+    func httpConventions() async throws {
+        let server = try await RunningServer.start()
+        let http = TestHTTPClient()
+        let wrongMethods: [(HTTPMethod, String, String)] = [
+            (.DELETE, "/v1/events", "POST"), (.GET, "/v1/events", "POST"), (.POST, "/healthz", "GET"), (.PUT, "/v1/deliveries/f0190", "GET"),
+            (.GET, "/nms/mobile/1/registerIOS.jssp", "POST"), (.POST, "/r/", "GET"), (.HEAD, "/v1/events", "POST"),
+        ]
+        for (method, path, allow) in wrongMethods {
+            let answer = try await http.send(method, server.url + path)
+            #expect(answer.status == 405, "\(method) \(path): \(answer.status)")
+            #expect(answer.headers.first(name: "Allow") == allow, "\(method) \(path)")
+            if method != .HEAD { #expect(answer.body.contains("is not allowed on"), "\(answer.body)") }
+        }
+        #expect(try await http.send(.GET, server.url + "/nope").status == 404)
+        let batch = #"[{"kind":"track","action":"open","messageId":"1","deliveryId":"d"}]"#
+        let plain = try await http.post(server.url + "/v1/events", batch, headers: [("Content-Type", "text/plain")])
+        #expect(plain.status == 415)
+        #expect(plain.body.contains("Content-Type text/plain is not taken"))
+        for type in ["application/json", "application/x-ndjson; charset=utf-8", "Application/JSON"] {
+            #expect(try await http.post(server.url + "/v1/events", batch, headers: [("Content-Type", type)]).status == 200, "\(type)")
+        }
+        let form = try await http.post(server.url + "/nms/mobile/1/registerIOS.jssp", "registrationToken=t&mobileAppUuid=k", headers: [("Content-Type", "application/json")])
+        #expect(form.status == 415)
+        #expect(form.body.contains("is not form data"))
+        for query in ["/v1/deliveries?limit=abc", "/v1/deliveries?limit=-1", "/v1/deadletters?limit=x"] {
+            let answer = try await http.get(server.url + query)
+            #expect(answer.status == 400, "\(query)")
+            #expect(answer.body.contains("query parameter limit="), "\(answer.body)")
+        }
+        #expect(try await http.get(server.url + "/v1/deadletters?limit=5").status == 200)
+        #expect(try await http.durableSequence(server.url) == 4, "only the three accepted batches were stored")
+        await http.shutdown()
+        await server.stop()
     }
 
     @Test("bad input gets a 4xx naming the problem and changes nothing")

@@ -11,21 +11,27 @@ struct AdminRoutes: Sendable {
     let metrics: RelayMetrics
     let store: ForwardingStore
 
-    func add(to router: Router<BasicRequestContext>) {
-        router.get("v1/deliveries") { request, _ in
+    func add(to routes: RouteTable) {
+        routes.get("v1/deliveries") { request, _ in
             if let refusal = authorize(request) { return refusal }
-            return deliveries(nil, limit: request.uri.queryParameters.get("limit").flatMap { Int($0) })
+            switch request.nonNegativeIntegerParameter("limit") {
+            case .success(let limit): return deliveries(nil, limit: limit)
+            case .failure(let error): return error.response
+            }
         }
-        router.get("v1/deliveries/:id") { request, context in
+        routes.get("v1/deliveries/:id") { request, context in
             if let refusal = authorize(request) { return refusal }
             let id = context.parameters.get("id") ?? ""
             return deliveries(id, limit: nil)
         }
-        router.get("v1/deadletters") { request, _ in
+        routes.get("v1/deadletters") { request, _ in
             if let refusal = authorize(request) { return refusal }
-            return await deadLetters()
+            switch request.nonNegativeIntegerParameter("limit") {
+            case .success(let limit): return await deadLetters(limit: limit)
+            case .failure(let error): return error.response
+            }
         }
-        router.get("metrics") { request, _ in
+        routes.get("metrics") { request, _ in
             if let refusal = authorize(request) { return refusal }
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
@@ -69,9 +75,9 @@ struct AdminRoutes: Sendable {
         }
     }
 
-    func deadLetters() async -> Response {
+    func deadLetters(limit: Int?) async -> Response {
         do {
-            let letters = try await store.deadLetters()
+            let letters = try await store.deadLetters(limit: limit)
             let items = letters.map { letter in
                 "{\"id\":\(letter.id),\"sequence\":\(letter.sequence),\"status\":\(letter.status),\"url\":\(JSONText.quoted(letter.url)),\"deadLetteredAt\":\"\(letter.deadLetteredAt)\",\"responseBody\":\(JSONText.quoted(letter.responseBody)),\"reason\":\(JSONText.quoted(letter.reason)),\"event\":\(letter.eventJSON)}"
             }

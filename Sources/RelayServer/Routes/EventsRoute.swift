@@ -14,11 +14,19 @@ struct EventsRoute: Sendable {
     static let idempotencyKey = HTTPField.Name("Idempotency-Key") ?? .contentType
     static let replayed = HTTPField.Name("Idempotent-Replayed") ?? .contentType
 
-    func add(to router: Router<BasicRequestContext>) {
-        router.post("v1/events") { request, _ in await handle(request) }
+    func add(to routes: RouteTable) {
+        routes.post("v1/events") { request, _ in await handle(request) }
     }
 
+    /// The body media types taken: a JSON array, or NDJSON (one event per line).
+    static let mediaTypes: Set<String> = ["application/json", "application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines"]
+
     func handle(_ request: Request) async -> Response {
+        if let type = request.mediaType, !Self.mediaTypes.contains(type) {
+            return Responses.error(
+                .unsupportedMediaType, "Content-Type \(type) is not taken; send a JSON array as application/json or NDJSON as application/x-ndjson"
+            )
+        }
         guard let body = await request.bodyBytes(limit: maximumBytes) else { return Responses.tooLarge(maximumBytes, json: true) }
         guard let key = request.headers[Self.idempotencyKey] else {
             return await ingest(body, defaultTime: .now()).response

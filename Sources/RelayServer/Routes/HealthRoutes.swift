@@ -4,9 +4,9 @@ import Hummingbird
 struct HealthRoutes: Sendable {
     let ingestor: EventIngestor
 
-    func add(to router: Router<BasicRequestContext>) {
-        router.get("healthz") { _, _ in Responses.text(.ok, "ok\n") }
-        router.get("readyz") { _, _ in
+    func add(to routes: RouteTable) {
+        routes.get("healthz") { _, _ in Responses.text(.ok, "ok\n") }
+        routes.get("readyz") { _, _ in
             let durable = await ingestor.log.durableSequence
             if ingestor.isShuttingDown {
                 return Responses.json(.serviceUnavailable, "{\"ready\":false,\"reason\":\"shutting down\",\"durableSequence\":\(durable)}")

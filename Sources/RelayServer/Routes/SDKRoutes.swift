@@ -11,14 +11,21 @@ struct SDKRoutes: Sendable {
     let maximumFormBytes: Int
     let unknownFields: UnknownFormFields
 
-    func add(to router: Router<BasicRequestContext>) {
-        router.post("nms/mobile/1/registerIOS.jssp") { request, _ in await register(request, platform: .ios) }
-        router.post("nms/mobile/1/registerAndroid.jssp") { request, _ in await register(request, platform: .android) }
-        router.get("r/test") { _, _ in Responses.text(.ok, "campaign-relay \(RelayServer.version) (Campaign redirection server compatible)\n") }
-        router.get("r") { request, _ in await track(request) }
+    func add(to routes: RouteTable) {
+        routes.post("nms/mobile/1/registerIOS.jssp") { request, _ in await register(request, platform: .ios) }
+        routes.post("nms/mobile/1/registerAndroid.jssp") { request, _ in await register(request, platform: .android) }
+        routes.get("r/test") { _, _ in Responses.text(.ok, "campaign-relay \(RelayServer.version) (Campaign redirection server compatible)\n") }
+        routes.get("r") { request, _ in await track(request) }
     }
 
     func register(_ request: Request, platform: Platform) async -> Response {
+        // The SDKs always send form data; a body declared as anything else is not a registration.
+        if let type = request.mediaType, type != "application/x-www-form-urlencoded" {
+            ingestor.metrics.requestsRejected.increment()
+            return Responses.text(
+                .unsupportedMediaType, "Content-Type \(type) is not form data; send application/x-www-form-urlencoded as the SDKs do\n"
+            )
+        }
         guard let body = await request.bodyBytes(limit: maximumFormBytes) else { return Responses.tooLarge(maximumFormBytes, json: false) }
         guard let text = String(validating: body, as: UTF8.self) else { return rejected("the body is not form data: it is not UTF-8") }
         let form: SDKRegistrationForm

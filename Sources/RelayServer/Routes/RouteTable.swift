@@ -1,0 +1,85 @@
+import Hummingbird
+
+/// Adds the server's routes and remembers the methods each path answers, so that any other
+/// method on a known path gets `405 Method Not Allowed` with an `Allow` header (not a 404 that
+/// reads as a wrong URL).
+final class RouteTable {
+    typealias Handler = @Sendable (Request, BasicRequestContext) async throws -> Response
+
+    let router: Router<BasicRequestContext>
+    private var paths: [String] = []
+    private var methods: [String: [HTTPRequest.Method]] = [:]
+
+    init(router: Router<BasicRequestContext>) {
+        self.router = router
+    }
+
+    /// `GET path`.
+    func get(_ path: String, _ handler: @escaping Handler) {
+        record(path, .get)
+        router.get(RouterPath(path), use: handler)
+    }
+
+    /// `POST path`.
+    func post(_ path: String, _ handler: @escaping Handler) {
+        record(path, .post)
+        router.post(RouterPath(path), use: handler)
+    }
+
+    /// Answers 405 to the methods no route of a path takes. Call once, after every route.
+    func refuseOtherMethods() {
+        let candidates: [HTTPRequest.Method] = [.get, .head, .post, .put, .delete, .patch, .options]
+        for path in paths {
+            let allowed = methods[path] ?? []
+            let allowHeader = allowed.map(\.rawValue).joined(separator: ", ")
+            let shown = "/" + path.replacing(":id", with: "{id}")
+            for method in candidates where !allowed.contains(method) {
+                router.on(RouterPath(path), method: method) { request, _ in
+                    var response = Responses.error(.methodNotAllowed, "\(request.method.rawValue) is not allowed on \(shown); allowed: \(allowHeader)")
+                    response.headers[.allow] = allowHeader
+                    return response
+                }
+            }
+        }
+    }
+
+    private func record(_ path: String, _ method: HTTPRequest.Method) {
+        if methods[path] == nil { paths.append(path) }
+        methods[path, default: []].append(method)
+    }
+}
+
+extension Request {
+    /// The media type of the body (`Content-Type` without parameters, lower-cased); `nil` when absent.
+    var mediaType: String? {
+        guard let value = headers[.contentType] else { return nil }
+        return value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: " ").lowercased() }
+    }
+
+    /// The query parameter `name` as a non-negative integer; `nil` when absent, a 400 naming the
+    /// parameter when it is something else.
+    func nonNegativeIntegerParameter(_ name: String) -> Result<Int?, QueryParameterError> {
+        guard let text = uri.queryParameters.get(name) else { return .success(nil) }
+        guard let value = Int(text), value >= 0 else { return .failure(QueryParameterError(name: name, value: String(text))) }
+        return .success(value)
+    }
+}
+
+/// A query parameter with a value the endpoint cannot take.
+struct QueryParameterError: Error {
+    var name: String
+    var value: String
+
+    var response: Response {
+        Responses.error(.badRequest, "query parameter \(name)=\(value) is not a non-negative integer")
+    }
+}
+
+extension StringProtocol {
+    func trimmingCharacters(in character: Character) -> String {
+        var text = Substring(self)
+        while text.first == character { text = text.dropFirst() }
+        while text.last == character { text = text.dropLast() }
+        return String(text)
+    }
+}
