@@ -1,72 +1,103 @@
-import Metrics
 public import Prometheus
 import RelayLog
+import Synchronization
 
-/// The server's Prometheus metrics, made through an explicit factory (no global bootstrap, so
-/// several servers can run in one process, as in tests).
+/// The server's Prometheus metrics, in a registry of their own (no global bootstrap, so several
+/// servers can run in one process, as in tests).
+///
+/// Every family has `# HELP`; counters end in `_total`; the exposition lists families sorted by
+/// name, so two scrapes compare line by line. `docs/metrics.md` lists them.
 public final class RelayMetrics: Sendable {
     /// The registry `GET /metrics` renders.
     public let registry: PrometheusCollectorRegistry
-    let eventsIngested: Metrics.Counter
-    let registrationsIngested: Metrics.Counter
-    let requestsAcknowledged: Metrics.Counter
-    let requestsRejected: Metrics.Counter
-    let requestsUnavailable: Metrics.Counter
-    let fsyncDuration: Metrics.Timer
-    let frameBytes: Metrics.Recorder
-    let commitEvents: Metrics.Recorder
-    let uploadBacklogTracking: Metrics.Gauge
-    let uploadBacklogMarketing: Metrics.Gauge
-    let uploadRetries: Metrics.Gauge
-    let uploadDelivered: Metrics.Gauge
-    let deadLetters: Metrics.Gauge
-    let aggregatorLag: Metrics.Gauge
-    let durableSequence: Metrics.Gauge
-    private let factory: PrometheusMetricsFactory
+    let eventsIngested: Counter
+    let registrationsIngested: Counter
+    let requestsAcknowledged: Counter
+    let requestsRejected: Counter
+    let requestsUnavailable: Counter
+    let fsyncDuration: DurationHistogram
+    let frameBytes: ValueHistogram
+    let commitEvents: ValueHistogram
+    let uploadBacklogTracking: Gauge
+    let uploadBacklogMarketing: Gauge
+    let uploadRetries: Counter
+    let uploadDelivered: Counter
+    let deadLetters: Gauge
+    let aggregatorLag: Gauge
+    let lastDurableSequence: Gauge
+    let process = ProcessMetrics()
+    /// The uploader's totals at the last sample, to turn them into counter increments.
+    private let uploadTotals = Mutex<(retries: Int, delivered: Int)>((0, 0))
+
+    static let requestDurationBuckets: [Duration] = [
+        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(3), .milliseconds(5),
+        .milliseconds(10), .milliseconds(25), .milliseconds(100), .seconds(1),
+    ]
 
     /// Metrics in a new registry.
-    public init() {
+    public init(version: String) {
         let registry = PrometheusCollectorRegistry()
-        var factory = PrometheusMetricsFactory(registry: registry)
-        factory.defaultDurationHistogramBuckets = [
-            .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(3),
-            .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(100), .seconds(1),
-        ]
-        factory.defaultValueHistogramBuckets = [64, 256, 1024, 4096, 16384, 65536, 262_144, 1_048_576, 4_194_304]
         self.registry = registry
-        self.factory = factory
-        eventsIngested = Metrics.Counter(label: "relay_events_ingested_total", dimensions: [("kind", "track")], factory: factory)
-        registrationsIngested = Metrics.Counter(label: "relay_events_ingested_total", dimensions: [("kind", "register")], factory: factory)
-        requestsAcknowledged = Metrics.Counter(label: "relay_requests_acknowledged_total", factory: factory)
-        requestsRejected = Metrics.Counter(label: "relay_requests_rejected_total", factory: factory)
-        requestsUnavailable = Metrics.Counter(label: "relay_requests_unavailable_total", factory: factory)
-        fsyncDuration = Metrics.Timer(label: "relay_wal_fsync_seconds", factory: factory)
-        frameBytes = Metrics.Recorder(label: "relay_wal_commit_bytes", aggregate: true, factory: factory)
-        commitEvents = Metrics.Recorder(label: "relay_wal_commit_events", aggregate: true, factory: factory)
-        uploadBacklogTracking = Metrics.Gauge(label: "relay_upload_backlog", dimensions: [("lane", "tracking")], factory: factory)
-        uploadBacklogMarketing = Metrics.Gauge(label: "relay_upload_backlog", dimensions: [("lane", "marketing")], factory: factory)
-        uploadRetries = Metrics.Gauge(label: "relay_upload_retries", factory: factory)
-        uploadDelivered = Metrics.Gauge(label: "relay_upload_delivered", factory: factory)
-        deadLetters = Metrics.Gauge(label: "relay_dead_letters", factory: factory)
-        aggregatorLag = Metrics.Gauge(label: "relay_aggregator_lag_events", factory: factory)
-        durableSequence = Metrics.Gauge(label: "relay_wal_durable_sequence", factory: factory)
+        let ingested = "Events stored durably (acknowledged), by kind."
+        eventsIngested = registry.makeCounter(descriptor: .named("relay_events_ingested_total", ingested), labels: [("kind", "track")])
+        registrationsIngested = registry.makeCounter(descriptor: .named("relay_events_ingested_total", ingested), labels: [("kind", "register")])
+        requestsAcknowledged = registry.makeCounter(descriptor: .named("relay_requests_acknowledged_total", "Ingest requests answered 200 after fdatasync."))
+        requestsRejected = registry.makeCounter(descriptor: .named("relay_requests_rejected_total", "Ingest requests refused as invalid (4xx); nothing of them stored."))
+        requestsUnavailable = registry.makeCounter(descriptor: .named("relay_requests_unavailable_total", "Ingest requests answered 503 (log full, disk error, overload, stopping)."))
+        fsyncDuration = registry.makeDurationHistogram(descriptor: .named("relay_wal_fsync_seconds", "Duration of each group commit's fdatasync."), buckets: Self.requestDurationBuckets)
+        let sizeBuckets: [Double] = [64, 256, 1024, 4096, 16384, 65536, 262_144, 1_048_576, 4_194_304]
+        frameBytes = registry.makeValueHistogram(descriptor: .named("relay_wal_commit_bytes", "Bytes written by each group commit."), buckets: sizeBuckets)
+        commitEvents = registry.makeValueHistogram(descriptor: .named("relay_wal_commit_events", "Events in each group commit."), buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536])
+        let backlog = "Events of the log the uploader has not finished, by lane."
+        uploadBacklogTracking = registry.makeGauge(descriptor: .named("relay_upload_backlog", backlog), labels: [("lane", "tracking")])
+        uploadBacklogMarketing = registry.makeGauge(descriptor: .named("relay_upload_backlog", backlog), labels: [("lane", "marketing")])
+        uploadRetries = registry.makeCounter(descriptor: .named("relay_upload_retries_total", "Retries after retryable failures of forwarding."))
+        uploadDelivered = registry.makeCounter(descriptor: .named("relay_upload_delivered_total", "Events Campaign accepted (HTTP 200)."))
+        deadLetters = registry.makeGauge(descriptor: .named("relay_dead_letters", "Dead letters waiting in the store (not re-queued)."))
+        aggregatorLag = registry.makeGauge(descriptor: .named("relay_aggregator_lag_events", "Durable events not counted in the aggregates yet."))
+        lastDurableSequence = registry.makeGauge(descriptor: .named("relay_wal_last_durable_sequence", "Sequence number of the newest durable event (0: the log is empty)."))
+        registry.makeGauge(descriptor: .named("relay_build_info", "The relay's version; always 1."), labels: [("version", version)]).set(Int64(1))
+        process.register(in: registry)
     }
 
     /// The counter of registrations carrying the unknown form field `name`.
-    func unknownFormField(_ name: String) -> Metrics.Counter {
-        Metrics.Counter(label: "relay_sdk_unknown_fields_total", dimensions: [("field", name)], factory: factory)
+    func unknownFormField(_ name: String) -> Counter {
+        registry.makeCounter(descriptor: .named("relay_sdk_unknown_fields_total", "Registrations from an SDK carrying a form field the relay does not know (accepted and forwarded), by field name."), labels: [("field", name)])
+    }
+
+    /// Counts one HTTP request of `route` (the matched path pattern) and its duration.
+    func recordRequest(route: String, method: String, status: Int, duration: Duration) {
+        registry.makeCounter(descriptor: .named("relay_http_requests_total", "HTTP requests answered, by route, method and status."), labels: [("route", route), ("method", method), ("status", String(status))]).increment()
+        registry.makeDurationHistogram(descriptor: .named("relay_http_request_duration_seconds", "Time from a request's arrival to its answer, by route."), labels: [("route", route)], buckets: Self.requestDurationBuckets).record(duration)
     }
 
     func record(_ commit: CommitReport) {
-        fsyncDuration.recordNanoseconds(Int64(commit.synchronizeDuration.components.seconds) * 1_000_000_000 + commit.synchronizeDuration.components.attoseconds / 1_000_000_000)
-        frameBytes.record(commit.bytes)
-        commitEvents.record(commit.events)
+        fsyncDuration.record(commit.synchronizeDuration)
+        frameBytes.record(Double(commit.bytes))
+        commitEvents.record(Double(commit.events))
     }
 
-    /// The Prometheus text exposition.
+    /// The uploader's running totals; the counters move by the difference since the last call.
+    func recordUploadTotals(retries: Int, delivered: Int) {
+        let (moreRetries, moreDelivered) = uploadTotals.withLock { last -> (Int, Int) in
+            defer { last = (max(last.retries, retries), max(last.delivered, delivered)) }
+            return (max(0, retries - last.retries), max(0, delivered - last.delivered))
+        }
+        if moreRetries > 0 { uploadRetries.increment(by: Int64(moreRetries)) }
+        if moreDelivered > 0 { uploadDelivered.increment(by: Int64(moreDelivered)) }
+    }
+
+    /// The Prometheus text exposition, families sorted by name.
     public func render() -> [UInt8] {
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
-        return buffer
+        return PrometheusExposition.sortedByFamily(buffer)
+    }
+}
+
+extension MetricNameDescriptor {
+    /// A descriptor whose `name` is exactly `name` (the unit is part of it), with `help`.
+    static func named(_ name: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
     }
 }

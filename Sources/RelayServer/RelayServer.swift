@@ -48,7 +48,7 @@ public struct RelayServer: Sendable {
         // Certificates first: a bad file stops the start before anything is opened.
         let certificates = try configuration.tls.map { files throws(TLSCertificateStore.Failure) in try TLSCertificateStore(files: files) }
         let log = try await WriteAheadLog.open(dataDirectory: configuration.dataDirectory, configuration: configuration.log, logger: logger)
-        let metrics = RelayMetrics()
+        let metrics = RelayMetrics(version: Self.version)
         await log.observeCommits { metrics.record($0) }
         let store: ForwardingStore
         let idempotency: IdempotencyStore
@@ -84,12 +84,13 @@ public struct RelayServer: Sendable {
 
         let ingestor = EventIngestor(log: log, metrics: metrics, integrationKeys: configuration.integrationKeys)
         let router = Router()
+        router.add(middleware: RouteMetricsMiddleware(metrics: metrics))
         let routes = RouteTable(router: router)
         SDKRoutes(ingestor: ingestor, maximumFormBytes: configuration.maximumFormBytes, unknownFields: UnknownFormFields(metrics: metrics, logger: logger))
             .add(to: routes)
         EventsRoute(ingestor: ingestor, idempotency: idempotency, maximumBytes: configuration.maximumBatchBytes, maximumEvents: configuration.maximumBatchEvents)
             .add(to: routes)
-        AdminRoutes(dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store).add(to: routes)
+        AdminRoutes(dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store, log: log).add(to: routes)
         HealthRoutes(ingestor: ingestor).add(to: routes)
         routes.refuseOtherMethods()
 

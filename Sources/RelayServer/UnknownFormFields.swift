@@ -1,5 +1,5 @@
 import Logging
-import Metrics
+import Prometheus
 import RelayCore
 import Synchronization
 

@@ -52,7 +52,7 @@ struct SDKEdgeTests {
         func counts(_ delivery: String) async throws -> [String: Any] {
             var found: [String: Any] = [:]
             try await waitUntil("the aggregator to count every stored event") {
-                let durable = try await http.durableSequence(server.url)
+                let durable = try await http.nextSequence(server.url)
                 let object = try JSONSerialization.jsonObject(with: Data(try await http.get(server.url + "/v1/deliveries").body.utf8)) as? [String: Any]
                 found = (object?["deliveries"] as? [[String: Any]])?.first { $0["deliveryId"] as? String == delivery } ?? [:]
                 return (object?["aggregatedThrough"] as? Int).map { $0 + 1 >= durable } ?? false

@@ -105,7 +105,7 @@ struct ServerProcessTests {
             let object = answer.flatMap { try? JSONSerialization.jsonObject(with: Data($0.body.utf8)) as? [String: Any] }
             counted = object?["impressions"] as? Int ?? 0
             let forwarded = await emulator.emulator.recorder.distinctHits
-            let durable = try await http.durableSequence(server.url)
+            let durable = try await http.nextSequence(server.url)
             if counted == durable - 1, forwarded >= counted { break }
             try await Task.sleep(for: .milliseconds(20))
         }

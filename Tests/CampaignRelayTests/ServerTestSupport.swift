@@ -84,11 +84,11 @@ final class TestHTTPClient: Sendable {
         try? await client.shutdown()
     }
 
-    /// The server's durable sequence, from `/readyz`.
-    func durableSequence(_ server: String) async throws -> Int {
+    /// The sequence number the server's next event gets (1 + `lastDurableSequence` of `/readyz`).
+    func nextSequence(_ server: String) async throws -> Int {
         let answer = try await get(server + "/readyz")
         let object = try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any]
-        return object?["durableSequence"] as? Int ?? -1
+        return (object?["lastDurableSequence"] as? Int).map { $0 + 1 } ?? -1
     }
 }
 

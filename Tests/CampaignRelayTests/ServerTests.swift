@@ -109,7 +109,7 @@ struct ServerTests {
             #expect(answer.body.contains("query parameter limit="), "\(answer.body)")
         }
         #expect(try await http.get(server.url + "/v1/deadletters?limit=5").status == 200)
-        #expect(try await http.durableSequence(server.url) == 4, "only the three accepted batches were stored")
+        #expect(try await http.nextSequence(server.url) == 4, "only the three accepted batches were stored")
         await http.shutdown()
         await server.stop()
     }
@@ -144,7 +144,7 @@ struct ServerTests {
             #expect(answer.status == status, "\(url) \(body.prefix(60)): \(answer.status) \(answer.body)")
             #expect(answer.body.contains(text), "\(url) \(body.prefix(60)): \(answer.body.prefix(300))")
         }
-        #expect(try await http.durableSequence(server.url) == 1, "nothing may have been stored")
+        #expect(try await http.nextSequence(server.url) == 1, "nothing may have been stored")
         await http.shutdown()
         await server.stop()
     }
@@ -225,7 +225,7 @@ struct ServerTests {
         #expect(again.status == 200)
         #expect(again.body == first.body)
         #expect(again.headers.first(name: "Idempotent-Replayed") == "true")
-        #expect(try await http.durableSequence(server.url) == 6)
+        #expect(try await http.nextSequence(server.url) == 6)
         let other = try await http.post(server.url + "/v1/events", "[]", headers: key)
         #expect(other.status == 422)
 
@@ -236,7 +236,7 @@ struct ServerTests {
         let retried = try await http.post(server.url + "/v1/events", batch, headers: key)
         #expect(retried.status == 200)
         #expect(retried.body == first.body, "the events are found in the log, not appended again")
-        #expect(try await http.durableSequence(server.url) == 6)
+        #expect(try await http.nextSequence(server.url) == 6)
         await http.shutdown()
         await server.stop()
     }
@@ -276,7 +276,7 @@ extension ServerTests {
         #expect(answer.status == 503)
         #expect(answer.headers.first(name: "Retry-After") == "30")
         #expect(answer.body.contains("log full"))
-        #expect(try await http.durableSequence(server.url) == accepted + 1, "the refused batch left nothing behind")
+        #expect(try await http.nextSequence(server.url) == accepted + 1, "the refused batch left nothing behind")
         await http.shutdown()
         await server.stop()
     }

@@ -2,6 +2,7 @@ import Hummingbird
 import RelayAggregator
 import RelayCore
 import RelayForwarding
+import RelayLog
 
 /// The admin endpoints: counts, dead letters and metrics, behind `Authorization: Bearer <token>`
 /// when an admin token is set.
@@ -10,6 +11,7 @@ struct AdminRoutes: Sendable {
     let adminToken: String?
     let metrics: RelayMetrics
     let store: ForwardingStore
+    let log: WriteAheadLog
 
     func add(to routes: RouteTable) {
         routes.get("v1/deliveries") { request, _ in
@@ -33,6 +35,9 @@ struct AdminRoutes: Sendable {
         }
         routes.get("metrics") { request, _ in
             if let refusal = authorize(request) { return refusal }
+            // What a scrape must see as of now; the rest is sampled once a second.
+            metrics.lastDurableSequence.set(Int64(await log.durableSequence) - 1)
+            metrics.process.sample()
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: .init(bytes: metrics.render()))

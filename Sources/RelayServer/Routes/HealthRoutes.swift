@@ -7,11 +7,12 @@ struct HealthRoutes: Sendable {
     func add(to routes: RouteTable) {
         routes.get("healthz") { _, _ in Responses.text(.ok, "ok\n") }
         routes.get("readyz") { _, _ in
-            let durable = await ingestor.log.durableSequence
+            // The newest durable event's sequence number (0: nothing stored yet).
+            let last = await ingestor.log.durableSequence - 1
             if ingestor.isShuttingDown {
-                return Responses.json(.serviceUnavailable, "{\"ready\":false,\"reason\":\"shutting down\",\"durableSequence\":\(durable)}")
+                return Responses.json(.serviceUnavailable, "{\"ready\":false,\"reason\":\"shutting down\",\"lastDurableSequence\":\(last)}")
             }
-            return Responses.json(.ok, "{\"ready\":true,\"durableSequence\":\(durable)}")
+            return Responses.json(.ok, "{\"ready\":true,\"lastDurableSequence\":\(last)}")
         }
     }
 }

@@ -45,7 +45,7 @@ struct UploaderService: Service {
     }
 }
 
-/// Copies the uploader's and aggregator's state into gauges once a second.
+/// Copies the uploader's, aggregator's and process's state into the metrics once a second.
 struct MetricsSampler: Service {
     let metrics: RelayMetrics
     let log: WriteAheadLog
@@ -57,16 +57,16 @@ struct MetricsSampler: Service {
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let durable = await log.durableSequence
-                metrics.durableSequence.record(Int64(durable))
-                if let aggregator { metrics.aggregatorLag.record(Int64(durable) - Int64(await aggregator.nextSequence)) }
+                metrics.lastDurableSequence.set(Int64(durable) - 1)
+                if let aggregator { metrics.aggregatorLag.set(Int64(durable) - Int64(await aggregator.nextSequence)) }
                 if let uploader {
                     let lanes = await uploader.statistics()
-                    metrics.uploadBacklogTracking.record(Int64(lanes[.tracking]?.backlog ?? 0))
-                    metrics.uploadBacklogMarketing.record(Int64(lanes[.marketing]?.backlog ?? 0))
-                    metrics.uploadRetries.record(Int64(lanes.values.reduce(0) { $0 + $1.retries }))
-                    metrics.uploadDelivered.record(Int64(lanes.values.reduce(0) { $0 + $1.delivered }))
+                    metrics.uploadBacklogTracking.set(Int64(lanes[.tracking]?.backlog ?? 0))
+                    metrics.uploadBacklogMarketing.set(Int64(lanes[.marketing]?.backlog ?? 0))
+                    metrics.recordUploadTotals(retries: lanes.values.reduce(0) { $0 + $1.retries }, delivered: lanes.values.reduce(0) { $0 + $1.delivered })
                 }
-                metrics.deadLetters.record(Int64((try? await store.pendingDeadLetterCount()) ?? 0))
+                metrics.deadLetters.set(Int64((try? await store.pendingDeadLetterCount()) ?? 0))
+                metrics.process.sample()
                 try await Task.sleep(for: .seconds(1))
             }
         }
