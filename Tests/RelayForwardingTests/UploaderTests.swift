@@ -91,6 +91,7 @@ struct UploaderTests {
         #expect(statistics[.tracking]?.delivered == 50)
         // Order is kept per token only: t1 and t3 may arrive in either order.
         #expect(Set(await running.emulator.recorder.acceptedRegistrations.compactMap { $0["registrationToken"] }) == ["t1", "t3"])
+        #expect(await running.emulator.recorder.acceptedRegistrations.count == 2)
         let store = try ForwardingStore(dataDirectory: directory)
         let letters = try await store.deadLetters()
         #expect(letters.count == 1)
