@@ -23,6 +23,8 @@ public enum EventLines {
     public struct Decoded: Sendable {
         /// Valid events, in line order.
         public var events: [Event] = []
+        /// The line number of each of ``events``.
+        public var eventLines: [Int] = []
         /// Refused lines, in line order.
         public var rejections: [Rejection] = []
         /// Lines seen (blank ones included).
@@ -49,6 +51,7 @@ public enum EventLines {
                 } else {
                     do {
                         decoded.events.append(try EventDecoder.decode(content, defaultTime: defaultTime))
+                        decoded.eventLines.append(line)
                     } catch {
                         decoded.rejections.append(Rejection(line: line, error: error))
                     }

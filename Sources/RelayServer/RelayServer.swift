@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 public import Logging
 import RelayAggregator
@@ -101,9 +102,22 @@ public struct RelayServer: Sendable {
             router: router,
             server: .http1(tls: certificates),
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: "campaign-relay"),
-            onServerRunning: { channel in
+            onServerRunning: { [configuration] channel in
                 let port = channel.localAddress?.port ?? 0
                 serverLogger.notice("campaign-relay listening", metadata: ["address": "\(host):\(port)", "scheme": "\(scheme)"])
+                let reachable = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : host.contains(":") ? "[\(host)]" : host
+                let record = ServerRecord(
+                    pid: getpid(), url: "\(scheme)://\(reachable):\(port)", aggregates: configuration.aggregates,
+                    forwardsTracking: configuration.trackingHost != nil, forwardsRegistrations: configuration.marketingHost != nil,
+                    requiresClientCertificate: configuration.tls?.clientCertificateAuthorities != nil, version: Self.version
+                )
+                do {
+                    try record.write(dataDirectory: configuration.dataDirectory)
+                } catch {
+                    serverLogger.warning(
+                        "could not record the server's address; other commands will not find it", metadata: ["error": "\(error)"]
+                    )
+                }
                 await onRunning(port)
             },
             logger: logger
@@ -117,6 +131,7 @@ public struct RelayServer: Sendable {
         services.append(ShutdownNotifier(ingestor: ingestor, logger: logger))
         var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout
+        defer { ServerRecord.remove(dataDirectory: configuration.dataDirectory, pid: getpid()) }
         try await ServiceGroup(configuration: groupConfiguration).run()
         let durable = await log.durableSequence
         logger.notice("campaign-relay stopped", metadata: ["durable-sequence": "\(durable)"])

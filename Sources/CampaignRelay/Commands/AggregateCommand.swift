@@ -26,7 +26,25 @@ struct AggregateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = common.logger("campaign-relay.aggregate")
-        let log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+        let log: WriteAheadLog
+        do {
+            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+        } catch {
+            guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
+            guard server.aggregates else {
+                throw RuntimeFailure(
+                    "the server (pid \(server.pid)) at \(server.url) holds the log and runs with --no-aggregates: stop it to aggregate, or restart it without --no-aggregates"
+                )
+            }
+            var output = StandardOutput.output()
+            output.line(
+                common.json
+                    ? #"{"aggregatedBy":"server","pid":\#(server.pid),"url":"\#(server.url)"}"#
+                    : "the server (pid \(server.pid)) at \(server.url) is already aggregating this log; nothing to do (campaign-relay stats shows the counts)"
+            )
+            output.flush()
+            return
+        }
         let summary: AggregationSummary
         do {
             let aggregator = try await Aggregator(log: log, dataDirectory: common.dataDir, batchSize: batchSize, logger: logger)

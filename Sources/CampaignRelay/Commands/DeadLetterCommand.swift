@@ -61,7 +61,7 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "retry",
         abstract: "Append dead letters to the log again, so the uploader sends them anew.",
-        discussion: "Each one gets a new sequence number and keeps its original event time and identity (the aggregates count it once). Needs the log to itself (not while a server runs)."
+        discussion: "Each one gets a new sequence number and keeps its original event time and identity (the aggregates count it once). Next to a running `serve`, they are handed to it."
     )
 
     @Option(name: .long, parsing: .upToNextOption, help: ArgumentHelp("Dead letters to re-queue.", valueName: "id"))
@@ -85,22 +85,47 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
             let missing = Set(id).subtracting(chosen.map(\.id))
             if !missing.isEmpty { throw RuntimeFailure("no pending dead letter with id \(missing.sorted().map(String.init).joined(separator: ", ")); see campaign-relay deadletter list") }
         }
-        let log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: common.logger("campaign-relay.deadletter"))
+        let logger = common.logger("campaign-relay.deadletter")
+        // A `serve` holding the data directory takes the events through its API instead.
+        let log: WriteAheadLog?
+        let handoff: ServerHandoff?
+        do {
+            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+            handoff = nil
+        } catch {
+            guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
+            log = nil
+            handoff = ServerHandoff(record: server)
+            logger.notice("the log is held by a running server; handing the events to it", metadata: ["server": "\(server.url)", "pid": "\(server.pid)"])
+        }
         var requeued: [(Int64, UInt64)] = []
         do {
             for letter in chosen {
                 var event = try EventDecoder.decode(letter.eventJSON, defaultTime: EventTime.now())
                 // The copy keeps the identity of the entry it replaces: counted once, as that entry.
                 if event.origin == nil { event.origin = EventOrigin(sequence: letter.sequence) }
-                let range = try await log.append([event])
-                try await store.markRequeued(id: letter.id, sequence: range.lowerBound)
-                requeued.append((letter.id, range.lowerBound))
+                let sequence: UInt64
+                if let log {
+                    sequence = try await log.append([event]).lowerBound
+                } else if let handoff {
+                    switch await handoff.send([event]) {
+                    case .stored(let range): sequence = range.lowerBound
+                    case .refused(let problems): throw RuntimeFailure("\(handoff.name) refused dead letter \(letter.id): \(problems.first?.message ?? "")")
+                    case .failed(let message): throw RuntimeFailure(message)
+                    }
+                } else {
+                    break
+                }
+                try await store.markRequeued(id: letter.id, sequence: sequence)
+                requeued.append((letter.id, sequence))
             }
         } catch {
-            await log.close()
+            await log?.close()
+            await handoff?.shutdown()
             throw error
         }
-        await log.close()
+        await log?.close()
+        await handoff?.shutdown()
         var output = StandardOutput.output()
         if common.json {
             output.line("{\"requeued\":[" + requeued.map { "{\"id\":\($0.0),\"sequence\":\($0.1)}" }.joined(separator: ",") + "]}")

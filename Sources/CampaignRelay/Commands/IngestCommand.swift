@@ -42,14 +42,25 @@ struct IngestCommand: AsyncParsableCommand {
             throw RuntimeFailure("\(error)")
         }
         defer { source.close() }
-        let wal = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: log.configuration, logger: logger)
+        // A `serve` holding the data directory takes the events through its API instead.
+        let wal: WriteAheadLog?
+        let handoff: ServerHandoff?
+        do {
+            wal = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: log.configuration, logger: logger)
+            handoff = nil
+        } catch {
+            guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
+            wal = nil
+            handoff = ServerHandoff(record: server)
+            logger.notice("the log is held by a running server; handing the events to it", metadata: ["server": "\(server.url)", "pid": "\(server.pid)"])
+        }
         var summary = IngestSummary()
         var progress = ProgressLine(enabled: !common.json)
         var errors = StandardOutput.error()
         var output = StandardOutput.output()
         let started = SystemClock.monotonicNanoseconds()
         var inFlight: [Task<(EventLines.Decoded, ChunkedInput.Chunk), Never>] = []
-        var failure: LogError?
+        var failure: String?
 
         func store(_ decoded: EventLines.Decoded, _ chunk: ChunkedInput.Chunk) async {
             for rejection in decoded.rejections {
@@ -58,17 +69,53 @@ struct IngestCommand: AsyncParsableCommand {
             }
             errors.flush()
             guard failure == nil, !decoded.events.isEmpty else { return }
-            do {
-                let range = try await wal.append(decoded.events)
+            var events = decoded.events
+            var lines = decoded.eventLines
+            while !events.isEmpty {
+                let range: Range<UInt64>
+                if let wal {
+                    do {
+                        range = try await wal.append(events)
+                    } catch {
+                        failure = error.description
+                        summary.stoppedAtLine = chunk.firstLine
+                        return
+                    }
+                } else if let handoff {
+                    switch await handoff.send(events) {
+                    case .stored(let stored):
+                        range = stored
+                    case .refused(let problems):
+                        // The server's rules (e.g. --integration-key) refused some lines: report
+                        // them, send the rest again.
+                        let before = events.count
+                        for problem in problems.sorted(by: { $0.index > $1.index }) where problem.index < events.count {
+                            summary.reject(EventLines.Rejection(line: lines[problem.index], error: EventInputError(field: problem.field, problem.message)))
+                            if !common.json { errors.line("line \(lines[problem.index]): \(problem.message)") }
+                            events.remove(at: problem.index)
+                            lines.remove(at: problem.index)
+                        }
+                        errors.flush()
+                        if events.count == before {
+                            failure = "\(handoff.name) refused the batch without saying which lines"
+                            return
+                        }
+                        continue
+                    case .failed(let message):
+                        failure = message
+                        summary.stoppedAtLine = chunk.firstLine
+                        return
+                    }
+                } else {
+                    return
+                }
                 summary.accept(range)
                 summary.linesDone = chunk.firstLine + chunk.lineCount - 1
                 if acks {
                     output.line("{\"ack\":{\"lines\":[\(chunk.firstLine),\(summary.linesDone)],\"sequences\":[\(range.lowerBound),\(range.upperBound - 1)]}}")
                     output.flush()
                 }
-            } catch {
-                failure = error
-                summary.stoppedAtLine = chunk.firstLine
+                return
             }
         }
 
@@ -88,10 +135,11 @@ struct IngestCommand: AsyncParsableCommand {
             await store(decoded, done)
         }
         progress.finish()
-        await wal.close()
+        await wal?.close()
+        await handoff?.shutdown()
         summary.seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
         if let failure {
-            summary.error = failure.description
+            summary.error = failure
             if !common.json { errors.line("error: \(failure)") }
         }
         output.line(common.json ? summary.json : summary.text)

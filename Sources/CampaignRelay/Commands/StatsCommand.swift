@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import RelayServer
 import RelayAggregator
 import RelayCore
 import RelayLog
@@ -9,7 +11,9 @@ struct StatsCommand: AsyncParsableCommand {
         commandName: "stats",
         abstract: "Print impressions, opens and clicks per delivery, and registrations per app.",
         discussion: """
-            Reads aggregates.sqlite (safe while a server or `aggregate` writes it). Totals count every \
+            Brings aggregates.sqlite up to date with the log first (as `aggregate` does), unless a \
+            running `serve` holds the log: it counts continuously, and stats says how far it has \
+            got ("aggregated through sequence N of M stored"). Totals count every \
             hit; unique counts count distinct messages (the SDKs may send a hit twice). Deliveries are \
             sorted by last activity.
 
@@ -41,12 +45,31 @@ struct StatsCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = common.logger("campaign-relay.stats")
         var errors = StandardOutput.error()
-        if rebuild {
-            let log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+        try common.requireDataDirectory()
+        // The counts are brought up to date first when this process can have the log; a server
+        // holding it counts continuously, and the output says how far.
+        let log: WriteAheadLog?
+        var server: ServerRecord?
+        do {
+            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+        } catch {
+            guard let running = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
+            if rebuild { throw RuntimeFailure("the server (pid \(running.pid)) at \(running.url) holds the log: stop it to rebuild the aggregates") }
+            log = nil
+            server = running
+        }
+        if let log {
             do {
                 let progress = ProgressLine.aggregationReporter(enabled: !common.json)
-                let summary = try await Aggregator.rebuild(log: log, dataDirectory: common.dataDir, allowPartial: allowPartial, logger: logger, progress: progress)
-                if !common.json { errors.line("rebuilt: \(summary.text)") }
+                if rebuild {
+                    let summary = try await Aggregator.rebuild(log: log, dataDirectory: common.dataDir, allowPartial: allowPartial, logger: logger, progress: progress)
+                    if !common.json { errors.line("rebuilt: \(summary.text)") }
+                } else {
+                    let aggregator = try await Aggregator(log: log, dataDirectory: common.dataDir, logger: logger)
+                    let summary = try await aggregator.catchUp(progress: progress)
+                    await aggregator.close()
+                    if !common.json, summary.events > 0 { errors.line("brought the counts up to date: \(summary.text)") }
+                }
             } catch {
                 await log.close()
                 throw error
@@ -54,6 +77,9 @@ struct StatsCommand: AsyncParsableCommand {
             await log.close()
         }
         let path = Aggregator.databasePath(dataDirectory: common.dataDir)
+        if let server, !server.aggregates, !FileManager.default.fileExists(atPath: path) {
+            throw RuntimeFailure("the server (pid \(server.pid)) at \(server.url) runs with --no-aggregates and no counts were kept: restart it without --no-aggregates, or stop it and run stats")
+        }
         let queries: AggregateQueries
         do {
             queries = try AggregateQueries(path: path)
@@ -65,10 +91,26 @@ struct StatsCommand: AsyncParsableCommand {
         let covered = try queries.coveredSequences()
         let deliveries = try queries.deliveries(deliveryId: delivery, limit: limit)
         let registrations = delivery == nil ? try queries.registrations() : []
+        var lag: (server: ServerRecord, lastDurable: UInt64)?
+        if let server {
+            let handoff = ServerHandoff(record: server)
+            if let last = await handoff.lastDurableSequence() { lag = (server, last) }
+            await handoff.shutdown()
+        }
         var output = StandardOutput.output()
         if common.json {
-            output.line(Self.json(covered: covered, deliveries: deliveries, registrations: registrations))
+            var json = Self.json(covered: covered, deliveries: deliveries, registrations: registrations)
+            if let lag {
+                json.removeLast()
+                json += ",\"server\":{\"pid\":\(lag.server.pid),\"url\":\(JSONText.quoted(lag.server.url)),\"lastDurableSequence\":\(lag.lastDurable)}}"
+            }
+            output.line(json)
         } else {
+            if let lag {
+                output.line(
+                    "aggregated through sequence \(covered.upperBound - 1) of \(lag.lastDurable) stored; the server (pid \(lag.server.pid)) at \(lag.server.url) counts continuously"
+                )
+            }
             output.write(Self.table(covered: covered, deliveries: deliveries, registrations: registrations))
         }
         output.flush()

@@ -33,7 +33,22 @@ struct UploadCommand: AsyncParsableCommand {
     func run() async throws {
         let (tracking, marketing) = try upstream.hosts()
         let logger = common.logger("campaign-relay.upload")
-        let log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+        let log: WriteAheadLog
+        do {
+            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+        } catch {
+            guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
+            let forwards = [server.forwardsTracking ? "tracking hits" : nil, server.forwardsRegistrations ? "registrations" : nil].compactMap { $0 }
+            if forwards.isEmpty {
+                throw RuntimeFailure(
+                    "the server (pid \(server.pid)) at \(server.url) holds the log and forwards nothing: it forwards when it has hosts; restart it with --tracking-host/--marketing-host (or stop it and run upload)"
+                )
+            }
+            var output = StandardOutput.output()
+            output.line("the server (pid \(server.pid)) at \(server.url) holds the log and forwards its \(forwards.joined(separator: " and ")) itself; nothing to do")
+            output.flush()
+            return
+        }
         let store: ForwardingStore
         do {
             store = try ForwardingStore(dataDirectory: common.dataDir)

@@ -1,0 +1,91 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOSSL
+import RelayCore
+import RelayLog
+import RelayServer
+
+/// Hands events to the `serve` that holds the data directory, through its `POST /v1/events`, when
+/// a command cannot open the log itself. The acknowledgement is the same: a 200 means the server
+/// fdatasync'ed the events.
+///
+/// The server's address comes from its record in the data directory and is on this machine, so
+/// an `https` server's certificate is not checked against a CA (it is often a private one).
+final class ServerHandoff: Sendable {
+    /// What became of one batch.
+    enum Outcome {
+        /// Stored durably, with these sequence numbers.
+        case stored(Range<UInt64>)
+        /// Refused as invalid: the indices (in the batch) and reasons, nothing stored.
+        case refused([(index: Int, field: String?, message: String)])
+        /// Not stored; the server said why (503: log full, stopping) or could not be reached.
+        case failed(String)
+    }
+
+    let record: ServerRecord
+    private let client: HTTPClient
+
+    init(record: ServerRecord) {
+        self.record = record
+        var configuration = HTTPClient.Configuration()
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .none
+        configuration.tlsConfiguration = tls
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// A one-line description for notices: "the server (pid 123) at http://127.0.0.1:8080".
+    var name: String { "the server (pid \(record.pid)) at \(record.url)" }
+
+    /// Sends `events` as one NDJSON batch.
+    func send(_ events: [Event]) async -> Outcome {
+        var request = HTTPClientRequest(url: record.url + "/v1/events")
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-ndjson")
+        request.body = .bytes(ByteBuffer(string: events.map { EventEncoder.json($0) }.joined(separator: "\n")))
+        do {
+            let response = try await client.execute(request, timeout: .seconds(60))
+            let body = try await response.body.collect(upTo: 16 << 20)
+            let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
+            switch response.status.code {
+            case 200:
+                guard let first = object?["firstSequence"] as? Int, let last = object?["lastSequence"] as? Int else {
+                    return .failed("\(name) answered 200 without sequence numbers")
+                }
+                return .stored(UInt64(first)..<UInt64(last + 1))
+            case 400:
+                let problems = (object?["problems"] as? [[String: Any]] ?? []).compactMap { problem -> (Int, String?, String)? in
+                    guard let index = problem["index"] as? Int else { return nil }
+                    return (index, problem["field"] as? String, problem["message"] as? String ?? "refused")
+                }
+                if problems.isEmpty { return .failed("\(name) refused the batch: \(object?["error"] as? String ?? String(buffer: body))") }
+                return .refused(problems)
+            default:
+                return .failed("\(name) answered \(response.status.code): \(object?["error"] as? String ?? String(buffer: body))")
+            }
+        } catch {
+            return .failed("cannot reach \(name): \(error)")
+        }
+    }
+
+    /// The server's last durable sequence number, from `/readyz`.
+    func lastDurableSequence() async -> UInt64? {
+        guard let response = try? await client.execute(HTTPClientRequest(url: record.url + "/readyz"), timeout: .seconds(10)),
+            let body = try? await response.body.collect(upTo: 1 << 16),
+            let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any], let last = object["lastDurableSequence"] as? Int
+        else { return nil }
+        return UInt64(last)
+    }
+
+    func shutdown() async {
+        try? await client.shutdown()
+    }
+
+    /// The running server holding `dataDirectory` when `error` says the log is locked; `nil` for
+    /// any other error, or when no server is recorded (another kind of process holds the lock).
+    static func server(holding dataDirectory: String, after error: any Error) -> ServerRecord? {
+        guard case .locked? = error as? LogError else { return nil }
+        return ServerRecord.running(dataDirectory: dataDirectory)
+    }
+}
