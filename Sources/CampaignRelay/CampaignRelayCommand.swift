@@ -7,13 +7,15 @@ struct CampaignRelayCommand: AsyncParsableCommand {
         commandName: "campaign-relay",
         abstract: "Durably relay Adobe Campaign mobile events (registrations, push tracking).",
         discussion: """
-            Events are appended to a crash-safe, zlib-compressed write-ahead log under --data-dir \
-            (default ./relay-data) and acknowledged only once fdatasync'ed.
+            Events are appended to a crash-safe, zlib-compressed write-ahead log under
+            --data-dir (default ./relay-data) and acknowledged only once fdatasync'ed.
 
-            Event format (one JSON object per line):
-              {"kind":"track","action":"impression|open|click","messageId":"55336","deliveryId":"f0190"}
-              {"kind":"register","platform":"ios|android","integrationKey":"…","registrationToken":"…"}
-            See README.md for every field.
+            Event format (one JSON object per line; README.md lists every field):
+              {"kind":"track","action":"open","messageId":"55336","deliveryId":"f0190"}
+              {"kind":"register","platform":"android","integrationKey":"key",
+               "registrationToken":"fcm-token","userKey":"ada"}
+
+            Start with: campaign-relay serve (then campaign-relay help serve).
             """,
         version: RelayVersion.current,
         subcommands: [

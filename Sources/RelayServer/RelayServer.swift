@@ -104,7 +104,6 @@ public struct RelayServer: Sendable {
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: "campaign-relay"),
             onServerRunning: { [configuration] channel in
                 let port = channel.localAddress?.port ?? 0
-                serverLogger.notice("campaign-relay listening", metadata: ["address": "\(host):\(port)", "scheme": "\(scheme)"])
                 let reachable = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : host.contains(":") ? "[\(host)]" : host
                 let record = ServerRecord(
                     pid: getpid(), url: "\(scheme)://\(reachable):\(port)", aggregates: configuration.aggregates,
@@ -118,6 +117,8 @@ public struct RelayServer: Sendable {
                         "could not record the server's address; other commands will not find it", metadata: ["error": "\(error)"]
                     )
                 }
+                // Logged once the record exists, so whoever waits for this line finds the server.
+                serverLogger.notice("campaign-relay listening", metadata: ["address": "\(host):\(port)", "scheme": "\(scheme)"])
                 await onRunning(port)
             },
             logger: logger

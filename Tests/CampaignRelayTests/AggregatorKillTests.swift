@@ -59,7 +59,7 @@ struct AggregatorKillTests {
 
     /// The aggregates as `stats --json` reports them, and the log position they cover.
     static func stats(_ binary: String, _ directory: String) throws -> (next: Int, counts: Counts) {
-        let run = try RelayBinary.run(binary, ["stats", "--data-dir", directory, "--json"])
+        let run = try RelayBinary.run(binary, ["stats", "--no-catch-up", "--data-dir", directory, "--json"])
         guard run.status == 0, let object = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any] else {
             throw StatsFailure(description: "stats failed (\(run.status)): \(run.stderr)")
         }

@@ -56,8 +56,11 @@ struct EmulateCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Raw requests kept for /emulator/requests.", valueName: "n"))
     var keptRequests: Int = 10_000
 
-    @Option(name: .long, help: ArgumentHelp("Log level on stderr.", valueName: "level"))
+    @Option(name: .long, help: ArgumentHelp("Log level on stderr: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: LogLevelOption = .notice
+
+    @Flag(name: .long, help: "Print the address as JSON ({\"url\":…}) and log JSON lines on stderr.")
+    var json = false
 
     func validate() throws {
         guard (0...1).contains(failureRate), (0...1).contains(dropRate) else { throw ValidationError("--failure-rate and --drop-rate are probabilities from 0 to 1") }
@@ -79,13 +82,13 @@ struct EmulateCommand: AsyncParsableCommand {
         faults.failingIntegrationKeys = failIntegrationKey.isEmpty ? nil : failIntegrationKey
         faults.redirectHits = redirectHits > 0 ? redirectHits : nil
         let certificates = try tls.files().map { files throws(TLSCertificateStore.Failure) in try TLSCertificateStore(files: files) }
-        var logger = Logger(label: "campaign-relay.emulate") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = Logger.Level(rawValue: logLevel.rawValue) ?? .notice
+        let logger = CommonOptions.logger("campaign-relay.emulate", level: logLevel, json: json)
         let emulator = CampaignEmulator(faults: faults, keptRequests: keptRequests)
         let scheme = certificates == nil ? "http" : "https"
         try await emulator.run(host: address.host, port: address.port, certificates: certificates, logger: logger) { port in
             var output = StandardOutput.output()
-            output.line("emulating Campaign hosts on \(scheme)://\(address.host.contains(":") ? "[\(address.host)]" : address.host):\(port)")
+            let url = "\(scheme)://\(address.host.contains(":") ? "[\(address.host)]" : address.host):\(port)"
+            output.line(json ? "{\"url\":\(JSONText.quoted(url))}" : "emulating Campaign hosts on \(url)")
             output.flush()
         }
     }

@@ -7,16 +7,28 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Run the relay: HTTP ingest, durable log, aggregates and forwarding in one process.",
         discussion: """
-            Endpoints (an SDK can point its marketing and tracking hosts here):
-              POST /nms/mobile/1/registerIOS.jssp, /nms/mobile/1/registerAndroid.jssp   registrations (form)
-              GET  /r/?id=h{messageId},{deliveryId},{tag}                               tracking hits (1 impression, 2 open)
-              GET  /r/test                                                              health text, as Campaign's
-              POST /v1/events        JSON array or NDJSON of events; all or nothing; Idempotency-Key supported
-              GET  /v1/deliveries, /v1/deliveries/{id}, /v1/deadletters, /metrics      admin (Bearer token if --admin-token)
+            Endpoints (an SDK can use the relay as its marketing and tracking host):
+              POST /nms/mobile/1/registerIOS.jssp, .../registerAndroid.jssp
+                  registrations, form data as the SDKs send them
+              GET  /r/?id=h{messageId},{deliveryId},{tag}
+                  tracking hits (tag 1 impression, 2 open)
+              GET  /r/test
+                  health text, as Campaign's redirection server answers
+              POST /v1/events
+                  a JSON array or NDJSON of events; all or nothing;
+                  Idempotency-Key supported
+              GET  /v1/deliveries, /v1/deliveries/{id}, /v1/deadletters, /metrics
+                  admin (Authorization: Bearer <token> with --admin-token)
               GET  /healthz, /readyz
-            Every 200 means the events were fdatasync'ed. When the log is full, the disk fails or the relay \
-            is stopping: 503 with Retry-After. SIGTERM/SIGINT: stop taking events, finish requests under \
-            way, save positions, close the log, exit 0.
+                  liveness; readiness with the last durable sequence
+
+            Every 200 means the events were fdatasync'ed. When the log is full, the
+            disk fails or the relay is stopping: 503 with Retry-After.
+            SIGTERM/SIGINT: stop taking events, finish requests under way, save
+            positions, close the log, exit 0. SIGHUP: reload --tls-cert/--tls-key.
+
+            While it runs, `ingest` and `deadletter retry` on the same --data-dir
+            hand their events to it; `stats` shows its counts.
             """
     )
 

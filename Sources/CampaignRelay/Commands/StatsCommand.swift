@@ -35,10 +35,14 @@ struct StatsCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "With --rebuild: accept a log that no longer starts at sequence 1.")
     var allowPartial = false
 
+    @Flag(name: .long, help: "Print the counts as they are, without counting new events first (the output says how far they go).")
+    var noCatchUp = false
+
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
         if allowPartial, !rebuild { throw ValidationError("--allow-partial only applies with --rebuild") }
+        if noCatchUp, rebuild { throw ValidationError("--no-catch-up and --rebuild contradict each other: give one") }
         if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }
     }
 
@@ -51,7 +55,7 @@ struct StatsCommand: AsyncParsableCommand {
         let log: WriteAheadLog?
         var server: ServerRecord?
         do {
-            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+            log = noCatchUp ? nil : try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
         } catch {
             guard let running = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             if rebuild { throw RuntimeFailure("the server (pid \(running.pid)) at \(running.url) holds the log: stop it to rebuild the aggregates") }

@@ -9,7 +9,7 @@ struct CommonOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Directory holding the log, cursors and quarantine.", valueName: "path"))
     var dataDir: String = "./relay-data"
 
-    @Flag(name: .long, help: "Print machine-readable JSON instead of text.")
+    @Flag(name: .long, help: "Print machine-readable JSON instead of text (results on stdout, logs on stderr as JSON lines).")
     var json = false
 
     @Option(name: .long, help: ArgumentHelp("Log level on stderr: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
@@ -23,10 +23,15 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
-    /// A logger writing to standard error at the chosen level.
+    /// A logger writing to standard error at the chosen level: text, or JSON lines with `--json`.
     func logger(_ label: String) -> Logger {
-        var logger = Logger(label: label) { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = Logger.Level(rawValue: logLevel.rawValue) ?? .notice
+        Self.logger(label, level: logLevel, json: json)
+    }
+
+    /// A logger writing to standard error at `level`, as JSON lines when `json`.
+    static func logger(_ label: String, level: LogLevelOption, json: Bool) -> Logger {
+        var logger = Logger(label: label) { json ? JSONLogHandler(label: $0) as any LogHandler : StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = Logger.Level(rawValue: level.rawValue) ?? .notice
         return logger
     }
 }
