@@ -1,6 +1,14 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// Every dependency is pinned exactly: Package.resolved is not committed (the package mirror this
+// project builds from gives its own commit ids), so the versions here are what a clone resolves.
+//
+// The benchmarks (Benchmarks/) are targets of this package too, so they compile against the same
+// build of the relay's modules; they are added only when CAMPAIGN_RELAY_BENCHMARKS is set, so a
+// plain `swift build` or `swift test` never compiles them or resolves their harness.
+let benchmarks = Context.environment["CAMPAIGN_RELAY_BENCHMARKS"] != nil
+
 /// One list of settings for every target: Swift 6 language mode with strict concurrency everywhere.
 let swiftSettings: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
@@ -22,15 +30,15 @@ let package = Package(
         .library(name: "RelayTLS", targets: ["RelayTLS"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
-        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
-        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types", exact: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
     ],
     targets: [
         // System libraries: the C APIs of zlib and SQLite, with shims for the macros Swift cannot import.
@@ -191,3 +199,44 @@ let package = Package(
         ),
     ]
 )
+
+if benchmarks {
+    // As the benchmarks were written: Swift 6 mode, imports public by default.
+    let benchmarkSwiftSettings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+    package.dependencies.append(.package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]))
+    package.targets += [
+        // What several benchmarks share: generated events, the SQLite baseline queue.
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: ["RelayCore", "RelayLog", "RelaySQLite"],
+            path: "Benchmarks/Sources/BenchmarkSupport",
+            swiftSettings: benchmarkSwiftSettings
+        ),
+        // `swift package benchmark`: the write-ahead log against SQLite, batch by batch.
+        .executableTarget(
+            name: "WALBenchmarks",
+            dependencies: ["BenchmarkSupport", "RelayCore", "RelayLog", "RelayAggregator", .product(name: "Benchmark", package: "benchmark")],
+            path: "Benchmarks/Benchmarks/WALBenchmarks",
+            swiftSettings: benchmarkSwiftSettings,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // `ingest-baseline-sqlite`: what `campaign-relay ingest` does, with SQLite instead of the log.
+        .executableTarget(
+            name: "IngestBaseline",
+            dependencies: ["BenchmarkSupport", "RelayCore"],
+            path: "Benchmarks/Sources/IngestBaseline",
+            swiftSettings: benchmarkSwiftSettings
+        ),
+        // `AckLatency`: ack latency at half load (open loop), the log against SQLite.
+        .executableTarget(
+            name: "AckLatency",
+            dependencies: [
+                "BenchmarkSupport", "RelayCore", "RelayLog",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/Sources/AckLatency",
+            swiftSettings: benchmarkSwiftSettings
+        ),
+    ]
+}

@@ -3,6 +3,9 @@
 # BUILD_CONFIGURATION=debug is for the CI smoke run only: debug figures mean nothing.
 configuration=${BUILD_CONFIGURATION:-release}
 here=$(cd "$(dirname "$0")" && pwd)
+# The benchmark targets are part of the relay's package when this is set (see Package.swift); every
+# build of a benchmark run sets it, so they all plan the same package.
+export CAMPAIGN_RELAY_BENCHMARKS=1
 swift build -c "$configuration" --package-path "$here/.." --product campaign-relay >&2
 relay="$(swift build -c "$configuration" --package-path "$here/.." --show-bin-path)/campaign-relay"
 work=$(mktemp -d "/tmp/campaign-relay-$(basename "$0" .sh).XXXXXX")

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+@testable import CampaignRelay
 import Testing
 
 /// What a user sees when a command fails: usage errors exit 64 with usage, runtime errors exit 1
@@ -70,5 +71,36 @@ struct CommandLineConventionsTests {
             "\(run.stderr)"
         )
         #expect(!run.stderr.contains("errno"), "no socket-call jargon: \(run.stderr)")
+    }
+}
+
+/// Help that reads well at 80 columns: no description wrapped into a broken line.
+@Suite("Help text")
+struct HelpTextTests {
+    @Test("top-level and serve help keep their examples and endpoint lines whole at 80 columns")
+    func layout() throws {
+        let binary = try RelayBinary.path()
+        let top = try RelayBinary.run("/usr/bin/env", ["COLUMNS=80", binary, "--help"])
+        let topLines = top.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(topLines.contains(#"  {"kind":"track","action":"open","messageId":"55336","deliveryId":"f0190"}"#), "\(top.stdout)")
+        #expect(topLines.contains(#"   "registrationToken":"fcm-token","userKey":"ada"}"#))
+        let serve = try RelayBinary.run("/usr/bin/env", ["COLUMNS=80", binary, "help", "serve"])
+        let serveLines = serve.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        for line in ["  GET  /r/?id=h{messageId},{deliveryId},{tag}", "      tracking hits (tag 1 impression, 2 open)", "  POST /v1/events"] {
+            #expect(serveLines.contains(line), "missing whole line \(line)")
+        }
+        for command in ["serve", "ingest", "aggregate", "stats", "upload", "replay", "deadletter", "emulate", "wal"] {
+            let help = try RelayBinary.run("/usr/bin/env", ["COLUMNS=80", binary, "help", command])
+            for line in help.stdout.split(separator: "\n") where line.count > 80 && !line.hasPrefix("USAGE:") {
+                Issue.record("help \(command): a line of \(line.count) columns: \(line)")
+            }
+        }
+    }
+
+    @Test("counts read as English: 1 dead letter, 2 dead letters")
+    func plurals() {
+        #expect(counted(1, "dead letter") == "1 dead letter")
+        #expect(counted(2, "dead letter") == "2 dead letters")
+        #expect(counted(0, "entry", "entries") == "0 entries")
     }
 }

@@ -23,7 +23,7 @@ struct IngestCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Read and commit the input in batches of about this many bytes (larger: faster; smaller: earlier acknowledgements).", valueName: "bytes"))
     var batchBytes: Int = 4 << 20
 
-    @Flag(name: .long, help: ArgumentHelp("Print a JSON line on standard output each time a batch is durable: {\"ack\":{\"lines\":[first,last],\"sequences\":[first,last]}}. For producers that pipe events in and must know what is stored."))
+    @Flag(name: .long, help: ArgumentHelp("Print a JSON line on standard output each time a batch is durable: {\"ack\":{\"lines\":[a,b],\"sequences\":[c,d]}} (lines a to b, stored as c to d). For producers that pipe events in and must know what is stored."))
     var acks = false
 
     @OptionGroup var common: CommonOptions
