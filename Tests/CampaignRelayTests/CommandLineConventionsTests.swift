@@ -104,3 +104,23 @@ struct HelpTextTests {
         #expect(counted(0, "entry", "entries") == "0 entries")
     }
 }
+
+/// What `upload` says when it cannot reach a host.
+@Suite("Upload failure messages", .timeLimit(.minutes(1)))
+struct UploadFailureMessageTests {
+    @Test("an unreachable host: the first failure is logged at once, in words; stopping logs no failure")
+    func unreachableHost() throws {
+        let binary = try RelayBinary.path()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("unreachable-\(UUID().uuidString)").path
+        let line = #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t"}"# + "\n"
+        #expect(try RelayBinary.run(binary, ["ingest", "-", "--data-dir", directory], input: Data(line.utf8)).status == 0)
+        // Port 1 on loopback refuses connections; `timeout` stops the upload with SIGTERM after 3 s.
+        let started = Date()
+        let run = try RelayBinary.run("/usr/bin/timeout", ["3", binary, "upload", "--marketing-host", "http://127.0.0.1:1", "--data-dir", directory])
+        #expect(Date().timeIntervalSince(started) < 10)
+        #expect(run.stderr.contains("marketing host failed: cannot reach http://127.0.0.1:1: connection refused; retrying in"), "\(run.stderr)")
+        #expect(!run.stderr.contains("errno"), "no socket-call jargon: \(run.stderr)")
+        #expect(!run.stderr.contains("CancellationError"), "stopping is not a failure of the host: \(run.stderr)")
+        #expect(run.stdout.contains("delivered 0 events") && run.stdout.contains("backlog 1"), "\(run.stdout)")
+    }
+}
