@@ -1,3 +1,5 @@
+import RelayCore
+
 /// Durations as an operator writes them: a number and a unit, `7d`, `12h`, `90m`, `45s`, `250ms`,
 /// or several together (`1h30m`).
 enum DurationText {
@@ -25,15 +27,5 @@ enum DurationText {
             total += .milliseconds(Int64((seconds * 1000).rounded()))
         }
         return total
-    }
-}
-
-extension StringProtocol {
-    /// The text without leading and trailing `character`s.
-    func trimmingCharacters(in character: Character) -> String {
-        var text = Substring(self)
-        while text.first == character { text = text.dropFirst() }
-        while text.last == character { text = text.dropLast() }
-        return String(text)
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RelayCore
 import RelayForwarding
 #if canImport(Glibc)
 import Glibc

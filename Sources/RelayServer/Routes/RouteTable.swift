@@ -1,4 +1,5 @@
 import Hummingbird
+import RelayCore
 
 /// Adds the server's routes and remembers the methods each path answers, so that any other
 /// method on a known path gets `405 Method Not Allowed` with an `Allow` header (not a 404 that
@@ -72,14 +73,5 @@ struct QueryParameterError: Error {
 
     var response: Response {
         Responses.error(.badRequest, "query parameter \(name)=\(value) is not a non-negative integer")
-    }
-}
-
-extension StringProtocol {
-    func trimmingCharacters(in character: Character) -> String {
-        var text = Substring(self)
-        while text.first == character { text = text.dropFirst() }
-        while text.last == character { text = text.dropLast() }
-        return String(text)
     }
 }
