@@ -102,7 +102,7 @@ struct AggregatorKillTests {
         let ingest = try RelayBinary.run(binary, ["ingest", input, "--data-dir", directory, "--json", "--batch-bytes", "65536"])
         try #require(ingest.status == 0, "\(ingest.stderr)")
 
-        var generator = SeededGenerator(seed: UInt64.random(in: 0...UInt64.max))
+        var generator = SeededGenerator(seed: TestSeed.make(for: "aggregator kill cycles"))
         var killedWhileRunning = 0
         var previousNext = 1
         let database = Aggregator.databasePath(dataDirectory: directory)

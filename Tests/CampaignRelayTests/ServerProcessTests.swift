@@ -84,7 +84,7 @@ struct ServerProcessTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let http = TestHTTPClient()
         let load = Load()
-        var generator = SeededGenerator(seed: UInt64.random(in: 0...UInt64.max))
+        var generator = SeededGenerator(seed: TestSeed.make(for: "serve kill -9 cycles"))
         for _ in 0..<20 {
             let server = try ServeProcess.start(binary, directory: directory, extra: ["--tracking-host", emulator.url])
             let killed = Atomic<Bool>(false)

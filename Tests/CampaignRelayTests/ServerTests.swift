@@ -160,7 +160,7 @@ struct ServerTests {
             ("/nms/mobile/1/registerIOS.jssp", "POST", "registrationToken=aa&mobileAppUuid=k&userKey=&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22x%22%20value%3D%22%26amp%3B%22%20%2F%3E%3C%2FadditionalParams%3E"),
             ("/r/?id=", "GET", "hd828,f0190,1"),
         ]
-        let seed = UInt64.random(in: 0...UInt64.max)
+        let seed = TestSeed.make(for: "HTTP fuzz")
         let requests = 10_000
         let outcome = try await withThrowingTaskGroup(of: (Int, String).self) { group in
             var generator = SeededGenerator(seed: seed)

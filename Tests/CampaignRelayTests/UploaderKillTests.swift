@@ -29,7 +29,7 @@ struct UploaderKillTests {
             "upload", "--until-drained", "--data-dir", directory, "--tracking-host", running.url, "--max-unsynced", String(Self.maxUnsynced),
             "--log-level", "error", "--json",
         ]
-        var generator = SeededGenerator(seed: UInt64.random(in: 0...UInt64.max))
+        var generator = SeededGenerator(seed: TestSeed.make(for: "upload kill -9 cycles"))
         var killedWhileRunning = 0
         for _ in 0..<Self.cycles {
             let before = await running.emulator.recorder.distinctHits

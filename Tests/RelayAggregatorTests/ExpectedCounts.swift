@@ -21,14 +21,14 @@ struct ExpectedCounts: Equatable {
 
     /// Adds events in log order.
     mutating func add(_ events: [Event]) {
-        for event in events {
+        // A copy of an earlier entry (a re-queued dead letter) counts as that entry, not again.
+        for event in events where event.origin == nil {
             switch event {
             case .tracking(let hit):
                 let action = [TrackingAction.impression: 0, .open: 1, .click: 2][hit.action] ?? 0
                 var delivery = deliveries[hit.deliveryId, default: Delivery()]
                 delivery.totals[action] += 1
-                // Campaign's identity of a message: its wire form, UUIDs case-insensitively.
-                if seen.insert("\(hit.deliveryId)|\(action)|\(hit.messageId.wireForm.lowercased())").inserted { delivery.uniques[action] += 1 }
+                if seen.insert("\(hit.deliveryId)|\(action)|\(Self.identity(hit.messageId.text))").inserted { delivery.uniques[action] += 1 }
                 delivery.first = min(delivery.first, hit.time.nanosecondsSinceEpoch)
                 delivery.last = max(delivery.last, hit.time.nanosecondsSinceEpoch)
                 deliveries[hit.deliveryId] = delivery
@@ -38,6 +38,23 @@ struct ExpectedCounts: Equatable {
                 registrations[key, default: Registrations()].tokens.insert(registration.registrationToken)
             }
         }
+    }
+
+    /// Campaign's identity of a message, computed here from the text alone, independently of
+    /// `MessageID` (the rule of docs/sdk-edge.md): a UUID case-insensitively; a decimal or an
+    /// `h` + hex wire form by the number Campaign receives, negative 32-bit values (and their
+    /// 64-bit sign extension) by their low 32 bits.
+    static func identity(_ text: String) -> String {
+        if text.count == 36, text.filter({ $0 == "-" }).count == 4 { return "uuid:" + text.lowercased() }
+        let value: Int64
+        if text.hasPrefix("h"), let bits = UInt64(text.dropFirst(), radix: 16) {
+            value = bits >= 0xFFFF_FFFF_8000_0000 ? Int64(bits & 0xFFFF_FFFF) : Int64(bitPattern: bits)
+        } else if let decimal = Int64(text) {
+            value = decimal < 0 && decimal >= -(1 << 31) ? decimal + (1 << 32) : decimal
+        } else {
+            return "unparsed:" + text
+        }
+        return "int:\(value)"
     }
 
     /// Whether the aggregates read back hold exactly these counts; the first difference otherwise.
@@ -87,17 +104,23 @@ enum MixedEvents {
             // Small id space, so the same message is hit several times (duplicates).
             let raw = Int64(next(400))
             let text: String
-            switch next(6) {
+            switch next(9) {
             case 0: text = String(raw)
             case 1: text = "00" + String(raw)  // the same message as String(raw)
             case 2: text = String(-raw - 1)  // negative 32-bit
             case 3: text = uuidPrefix + String(format3: raw)
             case 4: text = (uuidPrefix + String(format3: raw)).uppercased()  // the same message as case 3
+            case 5: text = "h0" + String(raw, radix: 16).uppercased()  // an SDK hit's wire form: the same message as String(raw)
+            case 6: text = "h" + String(UInt64(bitPattern: -raw - 1), radix: 16)  // sign-extended: the same as case 2
+            case 7: text = "h" + String(UInt32(truncatingIfNeeded: -raw - 1), radix: 16)  // 32-bit: the same as case 2
             default: text = String(raw + 1_000_000)
             }
             let action = [TrackingAction.impression, .impression, .open, .click][Int(next(4))]
             let id = try MessageID(text)
-            events.append(.tracking(TrackingEvent(action: action, messageId: id, deliveryId: "d\(next(7))", time: time)))
+            var hit = TrackingEvent(action: action, messageId: id, deliveryId: "d\(next(7))", time: time)
+            // Now and then a re-queued copy of an earlier entry, which must not count again.
+            if next(25) == 0 { hit.origin = EventOrigin(sequence: UInt64(next(50)) + 1) }
+            events.append(.tracking(hit))
         }
         return events
     }

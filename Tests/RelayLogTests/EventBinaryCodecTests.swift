@@ -1,5 +1,6 @@
 import RelayCore
 @testable import RelayLog
+import RelayTestSupport
 import Testing
 
 /// Every field of every event survives the binary encoding and a frame, bit for bit.
@@ -151,14 +152,35 @@ struct EventBinaryCodecTests {
         #expect(throws: FrameHeader.Problem.badMagic) { try frame.withUnsafeBufferPointer { FrameHeader.decode($0) }.get() }
     }
 
-    @Test("truncated or garbage payloads throw, never crash", arguments: 0..<64)
+    @Test("truncated, corrupted or garbage payloads throw or decode whole, never crash", arguments: 0..<96)
     func garbage(seed: Int) throws {
         let events = try Self.events()
         let payload = EventBinaryCodec.encode(events)
-        var generator = SystemRandomNumberGenerator()
-        var damaged = Array(payload.prefix(Int.random(in: 0..<payload.count, using: &generator)))
-        if seed.isMultiple(of: 2), !damaged.isEmpty { damaged[Int.random(in: 0..<damaged.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator) }
-        #expect(throws: EventBinaryCodec.DecodingError.self) { try EventBinaryCodec.decode(damaged, count: events.count) }
+        var generator = SeededGenerator(seed: UInt64(seed))
+        switch seed % 3 {
+        case 0:
+            // Cut short: never enough bytes for every event.
+            let damaged = Array(payload.prefix(Int.random(in: 0..<payload.count, using: &generator)))
+            #expect(throws: EventBinaryCodec.DecodingError.self) { try EventBinaryCodec.decode(damaged, count: events.count) }
+        case 1:
+            // Cut short and a byte changed.
+            var damaged = Array(payload.prefix(Int.random(in: 1..<payload.count, using: &generator)))
+            damaged[Int.random(in: 0..<damaged.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+            #expect(throws: EventBinaryCodec.DecodingError.self) { try EventBinaryCodec.decode(damaged, count: events.count) }
+        default:
+            // The full length with 1 to 8 bytes changed: either a typed error, or exactly `count`
+            // events (a change inside a text can still be text).
+            var damaged = payload
+            for _ in 0..<Int.random(in: 1...8, using: &generator) {
+                damaged[Int.random(in: 0..<damaged.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+            }
+            do {
+                let decoded = try EventBinaryCodec.decode(damaged, count: events.count)
+                #expect(decoded.count == events.count)
+            } catch {
+                #expect(error.offset >= 0 && error.offset <= damaged.count, "\(error)")
+            }
+        }
     }
 }
 

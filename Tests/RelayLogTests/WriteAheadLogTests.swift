@@ -6,6 +6,27 @@ import Testing
 /// Appending, group commit, segment rolls, cursors and segment deletion.
 @Suite("Write-ahead log")
 struct WriteAheadLogTests {
+    @Test("appends that arrive during a slow fdatasync share the next commit: 64 appends, 2 syncs")
+    func coalescingBehindASlowSync() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let directory = "/group-slow"
+        let log = try await WriteAheadLog.open(dataDirectory: directory, fileSystem: fileSystem, logger: quietLogger)
+        let before = await log.stats.commits
+        fileSystem.holdSynchronize()
+        let first = Task { try await log.append([TestEvents.tracking(0)]) }
+        try await waitFor("the first append's fdatasync to start") { fileSystem.synchronizeCallsWaiting == 1 }
+        let rest = (1..<64).map { appender in Task { try await log.append((0..<10).map { TestEvents.tracking(Int64(appender * 10 + $0)) }) } }
+        try await waitFor("63 appends waiting behind the sync") { await log.waitingEvents == 630 }
+        fileSystem.releaseSynchronize()
+        _ = try await first.value
+        for task in rest { _ = try await task.value }
+        let commits = await log.stats.commits - before
+        // One commit for the first append, one for the 63 that waited behind its sync.
+        #expect(commits == 2, "63 appends waiting on one sync must share one commit, got \(commits) commits")
+        #expect(await log.stats.events == 631)
+        await log.close()
+    }
+
     @Test("concurrent appends share group commits and get contiguous, ordered ranges")
     func groupCommit() async throws {
         let directory = temporaryDirectory("group")
@@ -91,4 +112,15 @@ struct WriteAheadLogTests {
         #expect(events.last?.sequence == 240)
         await log.close()
     }
+}
+
+/// Waits until `condition` holds, checking every millisecond, for at most `seconds`; records what was
+/// awaited when the time runs out.
+func waitFor(_ what: String, seconds: Double = 30, _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(1))
+    }
+    Issue.record("gave up after \(seconds) s waiting for \(what)")
 }

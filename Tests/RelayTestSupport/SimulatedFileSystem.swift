@@ -55,6 +55,7 @@ public final class SimulatedFileSystem: FileSystem {
     }
 
     let state: Mutex<State>
+    private let syncGate = Mutex<(held: Bool, waiting: Int)>((false, 0))
 
     /// An empty file system (the root directory exists).
     public init() {
@@ -276,7 +277,25 @@ public final class SimulatedFileSystem: FileSystem {
         }
     }
 
+    /// Makes every fdatasync wait until ``releaseSynchronize()``, as a slow disk would, so a test
+    /// can pile appends up behind one sync.
+    public func holdSynchronize() { syncGate.withLock { $0.held = true } }
+
+    /// Lets held and later fdatasyncs through.
+    public func releaseSynchronize() { syncGate.withLock { $0.held = false } }
+
+    /// fdatasync calls waiting at the gate now.
+    public var synchronizeCallsWaiting: Int { syncGate.withLock { $0.waiting } }
+
     func synchronize(_ inode: Int, path: String) throws(FileSystemError) {
+        // The caller is the log's own I/O thread: blocking it is what a slow disk does.
+        if syncGate.withLock({ gate in
+            if gate.held { gate.waiting += 1 }
+            return gate.held
+        }) {
+            while syncGate.withLock({ $0.held }) { usleep(100) }
+            syncGate.withLock { $0.waiting -= 1 }
+        }
         try state.withLock { (state: inout State) throws(FileSystemError) in
             try Self.checkAlive(&state, "fdatasync", path)
             try Self.count(&state, .synchronizeData, path)

@@ -121,6 +121,9 @@ public actor WriteAheadLog {
     /// Counters since the log was opened.
     public var stats: LogStatistics { statistics }
 
+    /// Events waiting for the next group commit (tests watch appends pile up behind a sync).
+    var waitingEvents: Int { pendingEvents }
+
     /// Appends `events` durably and returns their sequence numbers.
     ///
     /// Returns after the fdatasync of the frame holding them. Concurrent calls share frames and
