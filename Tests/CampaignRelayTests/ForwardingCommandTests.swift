@@ -4,7 +4,7 @@ import RelayTestSupport
 import Testing
 
 /// `replay` and `deadletter` as a user runs them, against the emulator over loopback.
-@Suite("replay and deadletter commands", .serialized)
+@Suite("replay and deadletter commands", .serialized, .timeLimit(.minutes(3)))
 struct ForwardingCommandTests {
     func ingest(_ binary: String, _ directory: String, _ lines: [String]) throws {
         let run = try RelayBinary.run(binary, ["ingest", "-", "--data-dir", directory, "--json"], input: Data((lines.joined(separator: "\n") + "\n").utf8))
@@ -24,13 +24,13 @@ struct ForwardingCommandTests {
         // Ids 1…24, one per hour of 2026-11-21.
         try ingest(binary, directory, (1...24).map { hitLine($0, hour: $0 - 1) })
 
-        let bySequence = try RelayBinary.run(binary, ["replay", "--from", "5", "--to", "8", "--tracking-host", running.url, "--data-dir", directory, "--json"])
+        let bySequence = try await RelayBinary.run(binary, ["replay", "--from", "5", "--to", "8", "--tracking-host", running.url, "--data-dir", directory, "--json"])
         #expect(bySequence.status == 0, "\(bySequence.stderr)")
         #expect(Set(await running.emulator.recorder.hits.keys.map(\.messageId)) == Set((5...8).map { String($0, radix: 16) }))
 
         await running.emulator.recorder.reset()
         let started = Date()
-        let byTime = try RelayBinary.run(
+        let byTime = try await RelayBinary.run(
             binary,
             ["replay", "--from", "2026-11-21T10:00:00Z", "--to", "2026-11-21T20:00:00+00:00", "--max-rate", "20", "--tracking-host", running.url, "--data-dir", directory, "--json"]
         )
@@ -56,7 +56,7 @@ struct ForwardingCommandTests {
         let poison = #"{"kind":"register","platform":"ios","integrationKey":"poison","registrationToken":"p"}"#
         let others = (1...30).map { #"{"kind":"register","platform":"android","integrationKey":"app","registrationToken":"t\#($0)"}"# }
         try ingest(binary, directory, [poison] + others + (1...50).map { hitLine($0, hour: 1) })
-        let upload = try RelayBinary.run(
+        let upload = try await RelayBinary.run(
             binary,
             [
                 "upload", "--until-drained", "--max-attempts", "4", "--backoff-base", "50", "--backoff-cap", "0.5", "--tracking-host", running.url,
@@ -68,7 +68,7 @@ struct ForwardingCommandTests {
         #expect(requests.filter { $0.body.contains("mobileAppUuid=poison") }.count == 4)
         #expect(await running.emulator.recorder.acceptedRegistrations.count == 30)
         #expect(await running.emulator.recorder.acceptedHits == 50)
-        let letters = try RelayBinary.run(binary, ["deadletter", "list", "--data-dir", directory, "--json"])
+        let letters = try await RelayBinary.run(binary, ["deadletter", "list", "--data-dir", directory, "--json"])
         #expect(letters.stdout.contains(#""status":500"#), "\(letters.stdout)")
         #expect(letters.stdout.contains("4 failed attempts (the maximum) while the host answered others"))
         await running.stop()
@@ -87,10 +87,10 @@ struct ForwardingCommandTests {
             #"{"kind":"register","platform":"ios","integrationKey":"known","registrationToken":"aa02","time":"2026-11-21T10:00:00Z"}"#,
         ])
         let upload = ["upload", "--until-drained", "--marketing-host", running.url, "--data-dir", directory, "--json"]
-        let first = try RelayBinary.run(binary, upload)
+        let first = try await RelayBinary.run(binary, upload)
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("\"deadLettered\":1"))
-        let list = try RelayBinary.run(binary, ["deadletter", "list", "--data-dir", directory, "--json"])
+        let list = try await RelayBinary.run(binary, ["deadletter", "list", "--data-dir", directory, "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])
         let letters = try #require(object["deadLetters"] as? [[String: Any]])
         #expect(letters.count == 1)
@@ -100,20 +100,20 @@ struct ForwardingCommandTests {
 
         // The app is set up in Campaign now; re-queue and deliver.
         running.emulator.currentFaults = EmulatorFaults()
-        let retry = try RelayBinary.run(binary, ["deadletter", "retry", "--all", "--data-dir", directory, "--json"])
+        let retry = try await RelayBinary.run(binary, ["deadletter", "retry", "--all", "--data-dir", directory, "--json"])
         #expect(retry.stdout.contains("\"sequence\":3"), "\(retry.stdout) \(retry.stderr)")
-        let second = try RelayBinary.run(binary, upload)
+        let second = try await RelayBinary.run(binary, upload)
         #expect(second.status == 0)
         let registrations = await running.emulator.recorder.acceptedRegistrations
         #expect(registrations.map { $0["mobileAppUuid"] ?? "" } == ["known", "later"])
-        let after = try RelayBinary.run(binary, ["deadletter", "list", "--data-dir", directory])
+        let after = try await RelayBinary.run(binary, ["deadletter", "list", "--data-dir", directory])
         #expect(after.stdout.contains("no dead letters"))
         // The re-queued copy keeps the identity of sequence 1: the aggregates count 2 registrations, not 3.
-        let dump = try RelayBinary.run(binary, ["wal", "dump", "--from", "3", "--data-dir", directory])
+        let dump = try await RelayBinary.run(binary, ["wal", "dump", "--from", "3", "--data-dir", directory])
         #expect(dump.stdout.contains(#""origin":{"sequence":1}"#), "\(dump.stdout)")
-        let aggregate = try RelayBinary.run(binary, ["aggregate", "--data-dir", directory])
+        let aggregate = try await RelayBinary.run(binary, ["aggregate", "--data-dir", directory])
         #expect(aggregate.status == 0, "\(aggregate.stderr)")
-        let stats = try RelayBinary.run(binary, ["stats", "--data-dir", directory, "--json"])
+        let stats = try await RelayBinary.run(binary, ["stats", "--data-dir", directory, "--json"])
         let counts = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any])
         let apps = try #require(counts["registrations"] as? [[String: Any]], "\(stats.stdout)")
         #expect(apps.map { $0["registrations"] as? Int ?? -1 }.reduce(0, +) == 2, "\(stats.stdout)")
@@ -133,15 +133,15 @@ struct ForwardingCommandTests {
             #"{"kind":"register","platform":"ios","integrationKey":"known","registrationToken":"aa01"}"#,
             #"{"kind":"register","platform":"ios","integrationKey":"stranger","registrationToken":"aa02"}"#,
         ])
-        let upload = try RelayBinary.run(binary, ["upload", "--until-drained", "--marketing-host", running.url, "--data-dir", directory, "--json"])
+        let upload = try await RelayBinary.run(binary, ["upload", "--until-drained", "--marketing-host", running.url, "--data-dir", directory, "--json"])
         #expect(upload.stdout.contains("\"deadLettered\":1"), "\(upload.stdout)")
         for _ in 0..<2 {
-            let replay = try RelayBinary.run(binary, ["replay", "--from", "1", "--marketing-host", running.url, "--data-dir", directory, "--json"])
+            let replay = try await RelayBinary.run(binary, ["replay", "--from", "1", "--marketing-host", running.url, "--data-dir", directory, "--json"])
             #expect(replay.status == 0, "\(replay.stderr)")
             #expect(replay.stdout.contains("\"rejected\":1"), "\(replay.stdout)")
             #expect(replay.stdout.contains("\"deadLettered\":0"))
         }
-        let list = try RelayBinary.run(binary, ["deadletter", "list", "--data-dir", directory, "--json"])
+        let list = try await RelayBinary.run(binary, ["deadletter", "list", "--data-dir", directory, "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])
         #expect((object["deadLetters"] as? [[String: Any]])?.map { $0["sequence"] as? Int } == [2])
         await running.stop()

@@ -9,7 +9,7 @@ import Testing
 /// A real `campaign-relay ingest` child process, killed with SIGKILL at random moments while it
 /// ingests at full speed. After each kill the relay is restarted on the same data directory, and
 /// every event it had acknowledged (printed with `--acks`) must be in the log, exactly once.
-@Suite("kill -9 of a real ingesting process", .serialized)
+@Suite("kill -9 of a real ingesting process", .serialized, .timeLimit(.minutes(5)))
 struct KillNineTests {
     static let cycles = 24
     static let eventsPerCycle = 12_000
@@ -58,16 +58,16 @@ struct KillNineTests {
             // random 0 to 3 ms more: in a write, an fdatasync, a segment roll or between them.
             let acksBeforeKill = Int(generator.next() % 28)
             var output = Data()
+            let descriptor = stdout.fileHandleForReading.fileDescriptor
             while output.count(where: { $0 == UInt8(ascii: "\n") }) < acksBeforeKill {
-                let chunk = stdout.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                output.append(chunk)
+                guard let chunk = readChunk(descriptor) else { break }
+                output.append(contentsOf: chunk)
             }
             usleep(UInt32(generator.next() % 3_000))
             if child.isRunning { killedWhileRunning += 1 }
             kill(child.processIdentifier, SIGKILL)
             child.waitUntilExit()
-            output.append(stdout.fileHandleForReading.readDataToEndOfFile())
+            readPipe(descriptor) { output.append(contentsOf: $0) }
 
             for line in output.split(separator: UInt8(ascii: "\n")) {
                 guard let ack = try? JSONDecoder().decode(Ack.self, from: Data(line)) else { continue }

@@ -23,7 +23,7 @@ struct MetricsTests {
 
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("scrape-\(UUID().uuidString).txt").path
         try first.write(toFile: file, atomically: true, encoding: .utf8)
-        let check = try RelayBinary.run("/bin/sh", ["-c", "'\(promtool)' check metrics < '\(file)'"])
+        let check = try await RelayBinary.run("/bin/sh", ["-c", "'\(promtool)' check metrics < '\(file)'"])
         #expect(check.status == 0, "promtool: \(check.stdout) \(check.stderr)")
 
         for line in [

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import Synchronization
 import Testing
@@ -15,6 +18,11 @@ enum RelayBinary {
         return try #require(found, "campaign-relay must be built next to the tests (looked in \(candidates))")
     }
 
+    /// Everything a pipe delivered, once its writer closed it.
+    final class PipeContents: Sendable {
+        let data = Mutex<Data?>(nil)
+    }
+
     /// What a finished run printed and returned.
     struct Outcome {
         var status: Int32
@@ -22,8 +30,27 @@ enum RelayBinary {
         var stderr: String
     }
 
+    /// Runs the executable to completion on a thread of its own, so the waiting never holds one of
+    /// the cooperative pool's threads: on two cores, two tests blocked in a synchronous run would
+    /// starve an in-process emulator the children are talking to.
+    static func run(_ binary: String, _ arguments: [String], input: Data? = nil, seconds: Double = 300) async throws -> Outcome {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Result { try runBlocking(binary, arguments, input: input, seconds: seconds) })
+            }.start()
+        }
+    }
+
     /// Runs the executable to completion, optionally feeding `input` on standard input.
-    static func run(_ binary: String, _ arguments: [String], input: Data? = nil) throws -> Outcome {
+    ///
+    /// Both pipes are drained on threads of their own, so a large output never blocks the child,
+    /// and the wait has a deadline: a child still running after `seconds` is killed and the test
+    /// records it, instead of stalling the whole run.
+    static func run(_ binary: String, _ arguments: [String], input: Data? = nil, seconds: Double = 300) throws -> Outcome {
+        try runBlocking(binary, arguments, input: input, seconds: seconds)
+    }
+
+    private static func runBlocking(_ binary: String, _ arguments: [String], input: Data?, seconds: Double) throws -> Outcome {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
@@ -34,27 +61,35 @@ enum RelayBinary {
         let stdin = Pipe()
         process.standardInput = input == nil ? FileHandle.nullDevice : stdin
         try process.run()
+        let outputData = PipeContents()
+        let errorData = PipeContents()
+        for (descriptor, box) in [(out.fileHandleForReading.fileDescriptor, outputData), (err.fileHandleForReading.fileDescriptor, errorData)] {
+            Thread {
+                var data = Data()
+                readPipe(descriptor) { data.append(contentsOf: $0) }
+                box.data.withLock { $0 = data }
+            }.start()
+        }
         if let input {
             stdin.fileHandleForWriting.write(input)
             try stdin.fileHandleForWriting.close()
         }
-        // Drain both pipes concurrently so a large output never blocks the child.
-        let errorData = Mutex<Data?>(nil)
-        let errorHandle = err.fileHandleForReading
-        let errorReader = Thread {
-            let data = errorHandle.readDataToEndOfFile()
-            errorData.withLock { $0 = data }
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { usleep(2_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            Issue.record("\(binary) \(arguments) did not finish within \(seconds) s and was killed")
         }
-        errorReader.start()
-        let outputData = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        var stdout: Data?
         var stderr: Data?
-        while stderr == nil {
-            stderr = errorData.withLock { $0 }
-            if stderr == nil { usleep(1000) }
+        while stdout == nil || stderr == nil {
+            stdout = outputData.data.withLock { $0 }
+            stderr = errorData.data.withLock { $0 }
+            if stdout == nil || stderr == nil { usleep(1000) }
         }
         return Outcome(
-            status: process.terminationStatus, stdout: String(decoding: outputData, as: UTF8.self),
+            status: process.terminationStatus, stdout: String(decoding: stdout ?? Data(), as: UTF8.self),
             stderr: String(decoding: stderr ?? Data(), as: UTF8.self)
         )
     }

@@ -114,7 +114,7 @@ struct SDKEdgeTests {
             ]
         )
         await relay.stop()
-        let dump = try RelayBinary.run(try RelayBinary.path(), ["wal", "dump", "--data-dir", relay.server.dataDirectory])
+        let dump = try await RelayBinary.run(try RelayBinary.path(), ["wal", "dump", "--data-dir", relay.server.dataDirectory])
         #expect(dump.stdout.contains(#""registrationToken":"tok en","userKey":"u","deviceImei":"35""#), "\(dump.stdout)")
     }
 

@@ -19,7 +19,7 @@ struct ServerHandoffTests {
     func ingestNextToServe() async throws {
         let binary = try RelayBinary.path()
         let data = Self.directory("handoff")
-        let server = try TLSTests.Child(binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", data, "--integration-key", "testIntegrationKey"])
+        let server = try ChildProcess(binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", data, "--integration-key", "testIntegrationKey"])
         defer { server.stop() }
         let port = try await server.await(#"address=127\.0\.0\.1:(\d+)"#)
         let record = try Self.json(try String(contentsOfFile: "\(data)/server.json", encoding: .utf8))
@@ -35,7 +35,7 @@ struct ServerHandoffTests {
         ]
         let file = "\(data)-events.jsonl"
         try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
-        let ingest = try RelayBinary.run(binary, ["ingest", file, "--data-dir", data, "--json"])
+        let ingest = try await RelayBinary.run(binary, ["ingest", file, "--data-dir", data, "--json"])
         #expect(ingest.status == 2, "a line was rejected: \(ingest.stderr)")
         let summary = try Self.json(ingest.stdout)
         #expect(summary["accepted"] as? Int == 2)
@@ -45,10 +45,10 @@ struct ServerHandoffTests {
         #expect(ingest.stdout.contains(#""line":2"#) && ingest.stdout.contains("UnknownUUID"), "\(ingest.stdout)")
         #expect(ingest.stderr.contains("handing the events to it"))
 
-        let aggregate = try RelayBinary.run(binary, ["aggregate", "--data-dir", data])
+        let aggregate = try await RelayBinary.run(binary, ["aggregate", "--data-dir", data])
         #expect(aggregate.status == 0)
         #expect(aggregate.stdout.contains("is already aggregating this log; nothing to do"), "\(aggregate.stdout)")
-        let upload = try RelayBinary.run(binary, ["upload", "--tracking-host", "http://127.0.0.1:9", "--data-dir", data])
+        let upload = try await RelayBinary.run(binary, ["upload", "--tracking-host", "http://127.0.0.1:9", "--data-dir", data])
         #expect(upload.status == 1)
         #expect(upload.stderr.contains("forwards nothing: it forwards when it has hosts"), "\(upload.stderr)")
 
@@ -56,14 +56,14 @@ struct ServerHandoffTests {
         var counts: [String: Any] = [:]
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
-            counts = try Self.json(try RelayBinary.run(binary, ["stats", "--data-dir", data, "--json"]).stdout)
+            counts = try Self.json(try await RelayBinary.run(binary, ["stats", "--data-dir", data, "--json"]).stdout)
             if ((counts["server"] as? [String: Any])?["lastDurableSequence"] as? Int) == 2, ((counts["sequences"] as? [String: Any])?["next"] as? Int) == 3 { break }
             try await Task.sleep(for: .milliseconds(100))
         }
         let delivery = try #require((counts["deliveries"] as? [[String: Any]])?.first { $0["deliveryId"] as? String == "handoff" }, "\(counts)")
         #expect(delivery["impressions"] as? Int == 1)
         #expect(delivery["opens"] as? Int == 1)
-        let text = try RelayBinary.run(binary, ["stats", "--data-dir", data])
+        let text = try await RelayBinary.run(binary, ["stats", "--data-dir", data])
         #expect(text.stdout.hasPrefix("aggregated through sequence 2 of 2 stored; the server (pid \(server.process.processIdentifier))"), "\(text.stdout)")
     }
 
@@ -74,7 +74,7 @@ struct ServerHandoffTests {
         faults.knownIntegrationKeys = ["known"]
         let emulator = try await RunningEmulator.start(faults: faults)
         let data = Self.directory("handoff-dead")
-        let server = try TLSTests.Child(binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", data, "--marketing-host", emulator.url])
+        let server = try ChildProcess(binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", data, "--marketing-host", emulator.url])
         defer { server.stop() }
         let port = try await server.await(#"address=127\.0\.0\.1:(\d+)"#)
         let http = TestHTTPClient()
@@ -83,13 +83,13 @@ struct ServerHandoffTests {
         var letters: [[String: Any]] = []
         let deadline = Date().addingTimeInterval(20)
         while letters.isEmpty, Date() < deadline {
-            letters = try Self.json(try RelayBinary.run(binary, ["deadletter", "list", "--data-dir", data, "--json"]).stdout)["deadLetters"] as? [[String: Any]] ?? []
+            letters = try Self.json(try await RelayBinary.run(binary, ["deadletter", "list", "--data-dir", data, "--json"]).stdout)["deadLetters"] as? [[String: Any]] ?? []
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(letters.count == 1)
 
         emulator.emulator.currentFaults = EmulatorFaults()
-        let retry = try RelayBinary.run(binary, ["deadletter", "retry", "--all", "--data-dir", data, "--json"])
+        let retry = try await RelayBinary.run(binary, ["deadletter", "retry", "--all", "--data-dir", data, "--json"])
         #expect(retry.status == 0, "\(retry.stderr)")
         #expect(retry.stdout == #"{"requeued":[{"id":1,"sequence":2}]}"# + "\n", "\(retry.stdout)")
         var delivered = 0
@@ -100,7 +100,7 @@ struct ServerHandoffTests {
         #expect(delivered == 1)
         var registrations = -1
         while registrations != 1, Date() < deadline.addingTimeInterval(20) {
-            let counts = try Self.json(try RelayBinary.run(binary, ["stats", "--data-dir", data, "--json"]).stdout)
+            let counts = try Self.json(try await RelayBinary.run(binary, ["stats", "--data-dir", data, "--json"]).stdout)
             if ((counts["sequences"] as? [String: Any])?["next"] as? Int) == 3 {
                 registrations = (counts["registrations"] as? [[String: Any]])?.reduce(0) { $0 + ($1["registrations"] as? Int ?? 0) } ?? -1
                 break

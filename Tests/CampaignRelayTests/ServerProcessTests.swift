@@ -7,48 +7,33 @@ import Synchronization
 import Testing
 
 /// The real `campaign-relay serve` process under load: killed with SIGKILL, or stopped with SIGTERM.
-@Suite("A real server process under load", .serialized)
+@Suite("A real server process under load", .serialized, .timeLimit(.minutes(6)))
 struct ServerProcessTests {
     /// A started `serve` child and the port it listens on.
     struct ServeProcess {
-        var process: Process
+        var child: ChildProcess
         var port: Int
+        var process: Process { child.process }
         var url: String { "http://127.0.0.1:\(port)" }
 
-        static func start(_ binary: String, directory: String, extra: [String] = []) throws -> ServeProcess {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = ["serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--log-level", "notice"] + extra
-            let errors = Pipe()
-            process.standardError = errors
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            // The server logs "campaign-relay listening address=127.0.0.1:PORT" once it accepts connections.
-            var text = ""
-            let deadline = Date().addingTimeInterval(30)
-            while Date() < deadline {
-                let chunk = errors.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
-                if let range = text.range(of: #"address=127\.0\.0\.1:(\d+)"#, options: .regularExpression) {
-                    let port = Int(text[range].split(separator: ":").last ?? "") ?? 0
-                    // Keep draining stderr so the child never blocks on a full pipe.
-                    let handle = errors.fileHandleForReading
-                    Thread { while !handle.availableData.isEmpty {} }.start()
-                    return ServeProcess(process: process, port: port)
-                }
-            }
-            process.terminate()
-            throw StartFailure(output: text)
+        /// Starts `serve` and waits (at most 30 s) for its "listening" line.
+        static func start(_ binary: String, directory: String, extra: [String] = []) async throws -> ServeProcess {
+            let child = try ChildProcess(binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--log-level", "notice"] + extra)
+            let port = try await child.await(#"address=127\.0\.0\.1:(\d+)"#)
+            return ServeProcess(child: child, port: Int(port) ?? 0)
         }
-
-        struct StartFailure: Error { var output: String }
     }
 
     /// Clients posting 20-event batches with unique message ids; remembers the ids of answered (200) batches.
     final class Load: Sendable {
         let acknowledged = Mutex<Set<Int>>([])
         let nextId = Atomic<Int>(1)
+        /// Set just before the server is signalled or killed: from then on refusals are expected.
+        let serverStopping = Atomic<Bool>(false)
+        /// Transport errors while the server was meant to be up: each one is a test failure.
+        let unexpectedErrors = Mutex<[String]>([])
+        /// 503 answers after the signal, and whether each had Retry-After.
+        let refusedAfterSignal = Mutex<[Bool]>([])
 
         func run(_ url: String, http: TestHTTPClient, clients: Int, until stop: @escaping @Sendable () -> Bool) async {
             await withTaskGroup(of: Void.self) { group in
@@ -58,8 +43,22 @@ struct ServerProcessTests {
                             let first = self.nextId.add(20, ordering: .relaxed).oldValue
                             let ids = Array(first..<(first + 20))
                             let body = ids.map { #"{"kind":"track","action":"impression","messageId":"\#($0)","deliveryId":"load"}"# }.joined(separator: "\n")
-                            guard let answer = try? await http.post(url + "/v1/events", body) else { return }
-                            if answer.status == 200 { self.acknowledged.withLock { $0.formUnion(ids) } } else if answer.status != 503 { return }
+                            let answer: TestHTTPClient.Answer
+                            do {
+                                answer = try await http.post(url + "/v1/events", body)
+                            } catch {
+                                if !self.serverStopping.load(ordering: .relaxed) { self.unexpectedErrors.withLock { $0.append("\(error)") } }
+                                return
+                            }
+                            if answer.status == 200 {
+                                self.acknowledged.withLock { $0.formUnion(ids) }
+                            } else if answer.status == 503 {
+                                let retryAfter = answer.headers.first(name: "Retry-After") != nil
+                                if self.serverStopping.load(ordering: .relaxed) { self.refusedAfterSignal.withLock { $0.append(retryAfter) } }
+                            } else {
+                                self.unexpectedErrors.withLock { $0.append("HTTP \(answer.status): \(answer.body)") }
+                                return
+                            }
                         }
                     }
                 }
@@ -86,31 +85,34 @@ struct ServerProcessTests {
         let load = Load()
         var generator = SeededGenerator(seed: TestSeed.make(for: "serve kill -9 cycles"))
         for _ in 0..<20 {
-            let server = try ServeProcess.start(binary, directory: directory, extra: ["--tracking-host", emulator.url])
+            let server = try await ServeProcess.start(binary, directory: directory, extra: ["--tracking-host", emulator.url])
             let killed = Atomic<Bool>(false)
+            load.serverStopping.store(false, ordering: .relaxed)
             async let traffic: Void = load.run(server.url, http: http, clients: 4) { killed.load(ordering: .relaxed) }
+            // The kill lands at a random moment of the load (a pause, not a synchronisation).
             try await Task.sleep(for: .milliseconds(Int(30 + generator.next() % 250)))
+            load.serverStopping.store(true, ordering: .relaxed)
             kill(server.process.processIdentifier, SIGKILL)
             killed.store(true, ordering: .relaxed)
-            server.process.waitUntilExit()
+            await server.child.exit(within: 30)
             await traffic
         }
         // A last start: let it forward and count everything, then stop it gently.
-        let server = try ServeProcess.start(binary, directory: directory, extra: ["--tracking-host", emulator.url])
+        let server = try await ServeProcess.start(binary, directory: directory, extra: ["--tracking-host", emulator.url])
         let acknowledged = load.acknowledged.withLock { $0 }
         #expect(acknowledged.count > 1000, "the load must have been acknowledged many times, got \(acknowledged.count)")
+        #expect(load.unexpectedErrors.withLock { $0 }.isEmpty, "requests failed while the server was up: \(load.unexpectedErrors.withLock { $0 }.prefix(3))")
         var counted = 0
-        for _ in 0..<1500 {
+        try await waitUntil("the restarted server to count and forward every logged event", seconds: 120) {
             let answer = try? await http.get(server.url + "/v1/deliveries/load")
             let object = answer.flatMap { try? JSONSerialization.jsonObject(with: Data($0.body.utf8)) as? [String: Any] }
             counted = object?["impressions"] as? Int ?? 0
             let forwarded = await emulator.emulator.recorder.distinctHits
             let durable = try await http.nextSequence(server.url)
-            if counted == durable - 1, forwarded >= counted { break }
-            try await Task.sleep(for: .milliseconds(20))
+            return counted == durable - 1 && forwarded >= counted
         }
         kill(server.process.processIdentifier, SIGTERM)
-        server.process.waitUntilExit()
+        await server.child.exit(within: 30)
         #expect(server.process.terminationStatus == 0)
 
         let logged = try loggedIds(binary, directory)
@@ -123,32 +125,57 @@ struct ServerProcessTests {
         await emulator.stop()
     }
 
-    @Test("SIGTERM under load: no acknowledged event lost, later requests refused, exit status 0")
+    @Test("SIGTERM under load: no acknowledged event lost, 503s carry Retry-After, positions saved, exit status 0")
     func gracefulShutdown() async throws {
         let binary = try RelayBinary.path()
+        let emulator = try await RunningEmulator.start()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serveterm-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = try ServeProcess.start(binary, directory: directory)
+        let server = try await ServeProcess.start(binary, directory: directory, extra: ["--tracking-host", emulator.url])
         let http = TestHTTPClient()
         let load = Load()
         let stopped = Atomic<Bool>(false)
         async let traffic: Void = load.run(server.url, http: http, clients: 6) { stopped.load(ordering: .relaxed) }
-        try await Task.sleep(for: .milliseconds(400))
+        try await waitUntil("200 events acknowledged under load", seconds: 60) { load.acknowledged.withLock { $0.count } > 200 }
         let signalled = Date()
+        load.serverStopping.store(true, ordering: .relaxed)
         kill(server.process.processIdentifier, SIGTERM)
-        server.process.waitUntilExit()
+        let exited = await server.child.exit(within: 30)
         let took = Date().timeIntervalSince(signalled)
         stopped.store(true, ordering: .relaxed)
         await traffic
-        #expect(server.process.terminationStatus == 0)
+        #expect(exited && server.process.terminationStatus == 0)
         #expect(took < 10, "shutdown took \(took) s")
+        #expect(load.unexpectedErrors.withLock { $0 }.isEmpty, "requests failed before the signal: \(load.unexpectedErrors.withLock { $0 }.prefix(3))")
+        // Requests the server read after the signal are refused with 503 and Retry-After (others
+        // find the connection closed); the log says it stopped taking events first.
+        #expect(load.refusedAfterSignal.withLock { $0 }.allSatisfy { $0 }, "every 503 carries Retry-After")
+        #expect(server.child.text.contains("shutting down: refusing new events"))
+
         let acknowledged = load.acknowledged.withLock { $0 }
-        #expect(acknowledged.count > 200)
         let logged = try loggedIds(binary, directory)
         #expect(acknowledged.isSubset(of: Set(logged)), "\(acknowledged.subtracting(logged).count) acknowledged events lost")
         #expect(Set(logged).count == logged.count)
-        let verify = try RelayBinary.run(binary, ["wal", "verify", "--data-dir", directory, "--json"])
+        let verify = try await RelayBinary.run(binary, ["wal", "verify", "--data-dir", directory, "--json"])
         #expect(verify.status == 0 && verify.stdout.contains("\"clean\":true"), "a graceful stop leaves a clean log: \(verify.stdout)")
+
+        // Positions saved: the aggregates cover a prefix of the log exactly, and the uploader's
+        // cursor was kept (a later upload sends only what the server had not).
+        let stats = try await RelayBinary.run(binary, ["stats", "--no-catch-up", "--data-dir", directory, "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any], "\(stats.stdout) \(stats.stderr)")
+        let next = (object["sequences"] as? [String: Any])?["next"] as? Int ?? 0
+        let impressions = (object["deliveries"] as? [[String: Any]])?.first?["impressions"] as? Int ?? 0
+        #expect(next > 1, "the aggregator saved its position")
+        #expect(impressions == next - 1, "the saved counts are exactly those of sequences 1..<\(next)")
+        let forwardedBefore = await emulator.emulator.recorder.acceptedHits
+        #expect(forwardedBefore > 0, "the uploader forwarded while the server ran")
+        let upload = try await RelayBinary.run(binary, ["upload", "--until-drained", "--tracking-host", emulator.url, "--data-dir", directory, "--json"])
+        #expect(upload.status == 0, "\(upload.stderr)")
+        let resent = try #require(try JSONSerialization.jsonObject(with: Data(upload.stdout.utf8)) as? [String: Any])["delivered"] as? Int ?? -1
+        #expect(resent < logged.count, "the uploader's position was saved: a later upload sent \(resent) of \(logged.count)")
+        #expect(await emulator.emulator.recorder.distinctHits == logged.count, "every logged event forwarded")
+        #expect(await emulator.emulator.recorder.acceptedHits - logged.count <= 4096, "duplicates within the bound")
         await http.shutdown()
+        await emulator.stop()
     }
 }

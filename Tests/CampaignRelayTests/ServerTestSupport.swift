@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import Synchronization
 import NIOCore
 import NIOHTTP1
 import RelayForwarding
@@ -56,6 +57,14 @@ final class TestHTTPClient: Sendable {
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }()
 
+    private let isShutDown = Atomic<Bool>(false)
+
+    /// A test that ends early (a thrown error) must fail as itself, not as AsyncHTTPClient's trap
+    /// for a client never shut down.
+    deinit {
+        if !isShutDown.load(ordering: .relaxed) { try? client.syncShutdown() }
+    }
+
     struct Answer: Sendable {
         var status: Int
         var body: String
@@ -81,6 +90,7 @@ final class TestHTTPClient: Sendable {
     }
 
     func shutdown() async {
+        isShutDown.store(true, ordering: .relaxed)
         try? await client.shutdown()
     }
 

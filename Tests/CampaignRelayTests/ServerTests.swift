@@ -7,7 +7,7 @@ import RelaySQLite
 import RelayTestSupport
 import Testing
 
-@Suite("The relay server over loopback", .serialized)
+@Suite("The relay server over loopback", .serialized, .timeLimit(.minutes(5)))
 struct ServerTests {
     @Test("SDK registrations and hits and JSON batches reach the emulator exactly as acknowledged; /v1/deliveries counts them")
     func endToEnd() async throws {

@@ -9,52 +9,6 @@ import Testing
 /// forwarding to an `https` host trusted through `--ca-file`.
 @Suite("TLS on the listener and upstream", .serialized, .timeLimit(.minutes(3)))
 struct TLSTests {
-    /// A child process and what it printed so far (both streams), read without blocking the test.
-    final class Child: Sendable {
-        let process: Process
-        private let output = Mutex<String>("")
-
-        init(_ binary: String, _ arguments: [String]) throws {
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = arguments
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = pipe
-            try process.run()
-            let handle = pipe.fileHandleForReading
-            Thread { [self] in
-                while true {
-                    let chunk = handle.availableData
-                    if chunk.isEmpty { break }
-                    self.output.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
-                }
-            }.start()
-        }
-
-        var text: String { output.withLock { $0 } }
-
-        /// The first capture of `pattern` in the output, waiting up to 30 s for it.
-        func await(_ pattern: String) async throws -> String {
-            let regex = try Regex(pattern)
-            let deadline = Date().addingTimeInterval(30)
-            while Date() < deadline {
-                if let match = text.firstMatch(of: regex), let capture = match.output[1].substring { return String(capture) }
-                if !process.isRunning { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            Issue.record("waited for /\(pattern)/ in the output of \(process.arguments ?? []); it printed: \(text)")
-            throw Timeout()
-        }
-
-        func stop() {
-            if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-            process.waitUntilExit()
-        }
-
-        struct Timeout: Error {}
-    }
-
     /// A test CA, two server certificates (CN relay-a and relay-b, for 127.0.0.1) and a client
     /// certificate, made with openssl.
     static func makeCertificates() throws -> String {
@@ -91,10 +45,10 @@ struct TLSTests {
     func listenerAndReload() async throws {
         let binary = try RelayBinary.path()
         let certificates = try Self.makeCertificates()
-        let emulator = try Child(binary, ["emulate", "--bind", "127.0.0.1:0", "--tls-cert", "\(certificates)/b.pem", "--tls-key", "\(certificates)/b.key"])
+        let emulator = try ChildProcess(binary, ["emulate", "--bind", "127.0.0.1:0", "--tls-cert", "\(certificates)/b.pem", "--tls-key", "\(certificates)/b.key"])
         defer { emulator.stop() }
         let emulatorPort = try await emulator.await(#"https://127\.0\.0\.1:(\d+)"#)
-        let relay = try Child(
+        let relay = try ChildProcess(
             binary,
             [
                 "serve", "--bind", "127.0.0.1:0", "--data-dir", Self.temporaryDataDirectory("tls-serve"), "--tls-cert", "\(certificates)/current.pem",
@@ -105,7 +59,7 @@ struct TLSTests {
         defer { relay.stop() }
         let port = try await relay.await(#"address=127\.0\.0\.1:(\d+) scheme=https"#)
 
-        let outcome = try RelayBinary.run(
+        let outcome = try await RelayBinary.run(
             "/usr/bin/env",
             [
                 "python3", Self.script("tls_client.py"), port, "\(certificates)/ca.pem", "\(relay.process.processIdentifier)",
@@ -127,12 +81,12 @@ struct TLSTests {
 
         // curl, trusting only the test CA, and the uploader's --ca-file: the hit and the
         // registration reach the https emulator.
-        let curl = try RelayBinary.run("/usr/bin/curl", ["-s", "--cacert", "\(certificates)/ca.pem", "https://127.0.0.1:\(port)/r/test"])
+        let curl = try await RelayBinary.run("/usr/bin/curl", ["-s", "--cacert", "\(certificates)/ca.pem", "https://127.0.0.1:\(port)/r/test"])
         #expect(curl.status == 0 && curl.stdout.contains("campaign-relay"), "\(curl.stderr)")
         var delivered = ""
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
-            delivered = try RelayBinary.run("/usr/bin/curl", ["-s", "--cacert", "\(certificates)/ca.pem", "https://127.0.0.1:\(emulatorPort)/emulator/requests"]).stdout
+            delivered = try await RelayBinary.run("/usr/bin/curl", ["-s", "--cacert", "\(certificates)/ca.pem", "https://127.0.0.1:\(emulatorPort)/emulator/requests"]).stdout
             if delivered.contains("h05,tls,1"), delivered.contains("tls-token"), delivered.contains("h7,tls,2") { break }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -145,7 +99,7 @@ struct TLSTests {
     func clientCertificates() async throws {
         let binary = try RelayBinary.path()
         let certificates = try Self.makeCertificates()
-        let relay = try Child(
+        let relay = try ChildProcess(
             binary,
             [
                 "serve", "--bind", "127.0.0.1:0", "--data-dir", Self.temporaryDataDirectory("mtls-serve"), "--tls-cert", "\(certificates)/a.pem",
@@ -154,7 +108,7 @@ struct TLSTests {
         )
         defer { relay.stop() }
         let port = try await relay.await(#"address=127\.0\.0\.1:(\d+) scheme=https"#)
-        let outcome = try RelayBinary.run(
+        let outcome = try await RelayBinary.run(
             "/usr/bin/env", ["python3", Self.script("mtls_client.py"), port, "\(certificates)/ca.pem", "\(certificates)/client.pem", "\(certificates)/client.key"]
         )
         try #require(outcome.status == 0, "the Python client failed: \(outcome.stderr)")

@@ -8,7 +8,7 @@ import Testing
 /// A real `campaign-relay upload --until-drained` child process, SIGKILLed while it drains a
 /// backlog to the emulator. After restarts nothing is lost, and duplicates stay within the bound
 /// the uploader states: at most `--max-unsynced` events per kill.
-@Suite("kill -9 of a real uploading process", .serialized)
+@Suite("kill -9 of a real uploading process", .serialized, .timeLimit(.minutes(5)))
 struct UploaderKillTests {
     static let events = 20_000
     static let cycles = 6
@@ -22,7 +22,7 @@ struct UploaderKillTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var text = ""
         for id in 1...Self.events { text += #"{"kind":"track","action":"impression","messageId":"\#(id)","deliveryId":"d\#(id % 5)"}"# + "\n" }
-        let ingest = try RelayBinary.run(binary, ["ingest", "-", "--data-dir", directory, "--json", "--batch-bytes", "65536"], input: Data(text.utf8))
+        let ingest = try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", directory, "--json", "--batch-bytes", "65536"], input: Data(text.utf8))
         try #require(ingest.status == 0, "\(ingest.stderr)")
 
         let arguments = [
@@ -50,7 +50,7 @@ struct UploaderKillTests {
             kill(child.processIdentifier, SIGKILL)
             child.waitUntilExit()
         }
-        let finish = try RelayBinary.run(binary, arguments)
+        let finish = try await RelayBinary.run(binary, arguments)
         #expect(finish.status == 0, "\(finish.stderr)")
         let recorder = running.emulator.recorder
         let distinct = await recorder.distinctHits

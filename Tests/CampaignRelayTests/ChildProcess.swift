@@ -1,0 +1,72 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+import Testing
+
+/// A child process and what it printed so far (both streams), read on a thread of its own so the
+/// test never blocks on a pipe; waits have deadlines, and a hung child fails the test.
+final class ChildProcess: Sendable {
+    let process: Process
+    private let output = Mutex<String>("")
+
+    init(_ binary: String, _ arguments: [String]) throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let descriptor = pipe.fileHandleForReading.fileDescriptor
+        Thread { [self] in
+            readPipe(descriptor) { bytes in self.output.withLock { $0 += String(decoding: bytes, as: UTF8.self) } }
+        }.start()
+    }
+
+    var text: String { output.withLock { $0 } }
+
+    /// The first capture of `pattern` in the output, waiting up to 30 s for it.
+    func await(_ pattern: String) async throws -> String {
+        let regex = try Regex(pattern)
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if let match = text.firstMatch(of: regex), let capture = match.output[1].substring { return String(capture) }
+            if !process.isRunning { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("waited for /\(pattern)/ in the output of \(process.arguments ?? []); it printed: \(text)")
+        throw Timeout()
+    }
+
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        _ = waitForExit(seconds: 30)
+    }
+
+    /// Waits at most `seconds` for the child to exit, sleeping between checks (so the cooperative
+    /// pool stays free for in-process servers the child talks to); a child still running then is
+    /// killed (SIGKILL) and the test records it. Returns whether it exited by itself.
+    @discardableResult
+    func exit(within seconds: Double) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+        return waitForExit(seconds: 0)
+    }
+
+    /// Waits at most `seconds` for the child to exit; a child still running then is killed
+    /// (SIGKILL) and the test records it. Returns whether it exited by itself.
+    @discardableResult
+    func waitForExit(seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { usleep(5_000) }
+        guard process.isRunning else { return true }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        Issue.record("\(process.arguments ?? []) did not exit within \(seconds) s and was killed; it printed: \(text.suffix(2000))")
+        return false
+    }
+
+    struct Timeout: Error {}
+}
