@@ -38,11 +38,10 @@ struct ServerTests {
 
         // Wait for the uploader to forward everything.
         let recorder = emulator.emulator.recorder
-        for _ in 0..<500 {
+        try await waitUntil("102 hits and 2 registrations at the emulator", seconds: 60) {
             let hits = await recorder.acceptedHits
             let registrations = await recorder.acceptedRegistrations.count
-            if hits >= 102, registrations >= 2 { break }
-            try await Task.sleep(for: .milliseconds(20))
+            return hits >= 102 && registrations >= 2
         }
         #expect(await recorder.acceptedHits == 102)
         var expected = Set((1...100).map { EmulatorHitKey(messageId: String($0, radix: 16), deliveryId: "f0200", tag: $0 <= 60 ? 1 : 2) })
@@ -55,11 +54,10 @@ struct ServerTests {
 
         // The counts, once the aggregator has caught up.
         var deliveries: [[String: Any]] = []
-        for _ in 0..<250 {
+        try await waitUntil("the aggregator to count through sequence 104", seconds: 60) {
             let object = try JSONSerialization.jsonObject(with: Data(try await http.get(server.url + "/v1/deliveries").body.utf8)) as? [String: Any]
             deliveries = object?["deliveries"] as? [[String: Any]] ?? []
-            if (object?["aggregatedThrough"] as? Int) == 104 { break }
-            try await Task.sleep(for: .milliseconds(20))
+            return (object?["aggregatedThrough"] as? Int) == 104
         }
         let f0200 = try #require(deliveries.first { $0["deliveryId"] as? String == "f0200" })
         #expect([f0200["impressions"], f0200["opens"], f0200["clicks"]].compactMap { $0 as? Int } == [60, 30, 10])
