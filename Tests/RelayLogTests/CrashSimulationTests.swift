@@ -15,17 +15,58 @@ struct CrashSimulationTests {
     @Test("every acknowledged event survives, exactly once and in order", arguments: shards)
     func crashPoints(shard: Int) async throws {
         var crashesDuringWork = 0
+        var coverage = Coverage()
         for index in 0..<Self.seedsPerShard {
             let seed = UInt64(shard * Self.seedsPerShard + index)
-            if try await runOneCrash(seed: seed) { crashesDuringWork += 1 }
+            let crash = try await runOneCrash(seed: seed)
+            if crash.duringWork { crashesDuringWork += 1 }
+            coverage.add(crash)
         }
-        // Nearly all crash points must land inside the work, not after it.
+        // Nearly all crash points must land inside the work, not after it, and the riskiest
+        // transitions must each be crashed into many times (the threshold is a floor, about a
+        // third of what these seeds give).
+        print("shard \(shard): \(crashesDuringWork) crashes during the work; \(coverage)")
         #expect(crashesDuringWork >= Self.seedsPerShard * 85 / 100)
+        #expect(coverage.afterAcknowledgement >= Self.seedsPerShard / 2, "\(coverage)")
+        #expect(coverage.segmentRoll >= 50, "\(coverage)")
+        #expect(coverage.cursorCommit >= 20, "\(coverage)")
+        #expect(coverage.segmentDeletion >= 5, "\(coverage)")
     }
 
-    /// Runs a workload until the simulated crash, recovers, and checks. Returns whether the crash
-    /// happened during the workload.
-    func runOneCrash(seed: UInt64) async throws -> Bool {
+    /// Where a seed's crash landed.
+    struct Crash {
+        var duringWork: Bool
+        var afterAcknowledgement: Bool
+        var point: (operation: SimulatedFileSystem.Operation, path: String)?
+    }
+
+    /// How many seeds crashed after an acknowledgement, and during each risky transition.
+    struct Coverage: CustomStringConvertible {
+        var afterAcknowledgement = 0
+        var segmentRoll = 0
+        var cursorCommit = 0
+        var segmentDeletion = 0
+
+        mutating func add(_ crash: Crash) {
+            if crash.afterAcknowledgement { afterAcknowledgement += 1 }
+            guard let (operation, path) = crash.point else { return }
+            if path.contains("/cursors/") {
+                cursorCommit += 1
+            } else if path.hasSuffix(".tmp") || (path.hasSuffix(".wal") && (operation == .rename || operation == .create)) {
+                segmentRoll += 1
+            } else if operation == .remove, path.hasSuffix(".wal") {
+                segmentDeletion += 1
+            }
+        }
+
+        var description: String {
+            "after an acknowledgement \(afterAcknowledgement), segment roll \(segmentRoll), cursor commit \(cursorCommit), segment deletion \(segmentDeletion)"
+        }
+    }
+
+    /// Runs a workload until the simulated crash, recovers, and checks. Returns where the crash
+    /// landed.
+    func runOneCrash(seed: UInt64) async throws -> Crash {
         var random = SeededGenerator(seed: seed)
         let fileSystem = SimulatedFileSystem()
         let dataDirectory = "/data"
@@ -36,7 +77,12 @@ struct CrashSimulationTests {
             preallocationStep: Int64.random(in: 256...2048, using: &random)
         )
         // About 150 to 250 mutating operations happen in the workload below; crash somewhere inside.
-        fileSystem.crash(afterOperations: Int.random(in: 1...140, using: &random))
+        if seed % 16 == 5 {
+            // One seed in sixteen crashes inside a segment deletion, which random points rarely hit.
+            fileSystem.crash(onOperation: .remove, occurrence: Int.random(in: 1...2, using: &random))
+        } else {
+            fileSystem.crash(afterOperations: Int.random(in: 1...140, using: &random))
+        }
 
         var acknowledged: [UInt64: Int64] = [:]
         var attempted = Set<Int64>()
@@ -92,7 +138,7 @@ struct CrashSimulationTests {
             }
             await log.close()
         }
-        let crashedDuringWork = fileSystem.hasCrashed
+        let crash = Crash(duringWork: fileSystem.hasCrashed, afterAcknowledgement: !acknowledged.isEmpty, point: fileSystem.crashPoint)
         fileSystem.crashNow()
 
         // Power loss: unsynced writes and directory changes are partly lost, the last write maybe torn.
@@ -102,7 +148,7 @@ struct CrashSimulationTests {
             log = try await WriteAheadLog.open(dataDirectory: dataDirectory, configuration: configuration, fileSystem: recovered, logger: quietLogger)
         } catch {
             Issue.record("seed \(seed): reopening after the crash failed: \(error)")
-            return crashedDuringWork
+            return crash
         }
         let cursor = await log.cursorPosition("consumer") ?? 0
         #expect(cursor >= committedCursor && cursor <= max(attemptedCursor, committedCursor), "seed \(seed): cursor \(cursor) outside \(committedCursor)...\(attemptedCursor)")
@@ -148,6 +194,6 @@ struct CrashSimulationTests {
         await reopened.close()
         let final = try readAll(dataDirectory, fileSystem: recovered)
         #expect(final.events.map(\.sequence) == events.map(\.sequence) + [range.lowerBound], "seed \(seed): events changed after a clean reopen")
-        return crashedDuringWork
+        return crash
     }
 }

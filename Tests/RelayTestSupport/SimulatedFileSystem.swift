@@ -51,6 +51,9 @@ public final class SimulatedFileSystem: FileSystem {
         var operations = 0
         var crashAfter: Int?
         var crashed = false
+        var crashPoint: (operation: Operation, path: String)?
+        var crashOn: (operation: Operation, occurrence: Int)?
+        var operationCounts: [Operation: Int] = [:]
         var failures: [Operation: (errno: Int32, remaining: Int)] = [:]
     }
 
@@ -78,6 +81,12 @@ public final class SimulatedFileSystem: FileSystem {
         }
     }
 
+    /// Crashes at the `occurrence`-th call of `operation` from now on (1 = the next one), to land
+    /// a crash on a rare transition (a segment deletion) for certain.
+    public func crash(onOperation operation: Operation, occurrence: Int) {
+        state.withLock { $0.crashOn = (operation, ($0.operationCounts[operation] ?? 0) + occurrence) }
+    }
+
     /// Stops the "process" now: every later call fails.
     public func crashNow() {
         state.withLock { $0.crashed = true }
@@ -85,6 +94,9 @@ public final class SimulatedFileSystem: FileSystem {
 
     /// Whether the simulated crash has happened.
     public var hasCrashed: Bool { state.withLock { $0.crashed } }
+
+    /// The call the crash interrupted (set by ``crash(afterOperations:)`` when it triggers).
+    public var crashPoint: (operation: Operation, path: String)? { state.withLock { $0.crashPoint } }
 
     /// Mutating operations performed so far.
     public var operationCount: Int { state.withLock { $0.operations } }
@@ -342,7 +354,10 @@ public final class SimulatedFileSystem: FileSystem {
 
     static func count(_ state: inout State, _ operation: Operation, _ path: String) throws(FileSystemError) {
         state.operations += 1
-        if let limit = state.crashAfter, state.operations >= limit {
+        state.operationCounts[operation, default: 0] += 1
+        let targeted = state.crashOn.map { $0.operation == operation && state.operationCounts[operation] == $0.occurrence } ?? false
+        if targeted || state.crashAfter.map({ state.operations >= $0 }) == true {
+            if !state.crashed { state.crashPoint = (operation, path) }
             state.crashed = true
             throw FileSystemError(operation: operation.rawValue, path: path, errno: EIO, reason: "simulated crash")
         }
