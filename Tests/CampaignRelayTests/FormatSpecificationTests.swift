@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 import Testing
 
 /// `docs/wal-format.md` is precise enough to decode the log in another language: its reference
@@ -29,13 +30,57 @@ struct FormatSpecificationTests {
         let pythonLines = decoded.stdout.split(separator: "\n")
         #expect(pythonLines.count == dumped.count)
         #expect(pythonLines.count == 9)
-        // Each decoded event names the same sequence, kind, ids and time instant as the dump.
+        // Every field of every event the reference decoder prints equals what `wal dump` says.
         for (pythonLine, dumpLine) in zip(pythonLines, dumped) {
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(dumpLine.utf8)) as? [String: Any])
-            let sequence = try #require(object["seq"] as? Int)
-            #expect(pythonLine.hasPrefix("\(sequence) {'kind': '\(object["kind"] as? String ?? "")'"))
-            for field in ["messageId", "deliveryId", "registrationToken", "integrationKey", "deviceName", "sdkForm"] {
-                if let value = object[field] as? String { #expect(pythonLine.contains("'\(field)': '\(value)'") || pythonLine.contains("'\(field)': \"\(value)\"")) }
+            let python = try #require(try JSONSerialization.jsonObject(with: Data(pythonLine.utf8)) as? [String: Any], "\(pythonLine)")
+            let dump = try #require(try JSONSerialization.jsonObject(with: Data(dumpLine.utf8)) as? [String: Any])
+            let context = "sequence \(dump["seq"] ?? "?")"
+            #expect(python["seq"] as? Int == dump["seq"] as? Int, "\(context)")
+            #expect(python["kind"] as? String == dump["kind"] as? String, "\(context)")
+            let textFields = ["action", "messageId", "deliveryId", "integrationKey", "platform", "registrationToken", "sdkForm"]
+                + ["userKey", "deviceImei", "deviceName", "deviceModel", "deviceBrand", "deviceManufacturer", "osName", "osVersion", "osLanguage"]
+            for field in textFields where dump[field] != nil || !(python[field] is NSNull || python[field] == nil) {
+                if dump["sdkForm"] != nil, field != "sdkForm", field != "platform" { continue }  // read from the form, not in the dump
+                #expect(python[field] as? String == dump[field] as? String, "\(context): \(field) \(python[field] ?? "nil") vs \(dump[field] ?? "nil")")
+            }
+            // The time: the same instant, offset and fraction digits.
+            let time = try EventTime(rfc3339: try #require(dump["time"] as? String), field: "time")
+            let pythonTime = try #require(python["time"] as? [String: Any])
+            #expect((pythonTime["nanos"] as? NSNumber)?.int64Value == time.nanosecondsSinceEpoch, "\(context): time")
+            #expect(pythonTime["fractionDigits"] as? Int == Int(time.fractionDigits), "\(context): fraction digits")
+            #expect(pythonTime["offsetMinutes"] as? Int == time.utcOffsetMinutes.map(Int.init), "\(context): UTC offset")
+            // additionalParams: names in order, strings and number literals as text, booleans as booleans.
+            if let params = dump["additionalParams"] {
+                let pairs = try #require(python["additionalParams"] as? [[Any]], "\(context): additionalParams")
+                let ordered = Self.orderedParams(dumpLine)
+                #expect(pairs.map { $0.first as? String ?? "" } == ordered.map(\.name), "\(context): parameter names \(params)")
+                for (pair, expected) in zip(pairs, ordered) {
+                    let value = pair.count > 1 ? pair[1] : NSNull()
+                    if let flag = expected.bool {
+                        #expect((value as? Bool) == flag, "\(context): \(expected.name)")
+                    } else {
+                        #expect((value as? String) == expected.text, "\(context): \(expected.name) \(value) vs \(expected.text)")
+                    }
+                }
+            } else {
+                #expect(python["additionalParams"] == nil, "\(context)")
+            }
+            #expect(((python["origin"] as? [String: Any])?["sequence"] as? Int) == ((dump["origin"] as? [String: Any])?["sequence"] as? Int), "\(context): origin")
+        }
+    }
+
+    /// The `additionalParams` of a dumped line in their order, values as their JSON text
+    /// (strings unquoted), booleans apart.
+    static func orderedParams(_ line: Substring) -> [(name: String, text: String, bool: Bool?)] {
+        guard case .object(let members)? = try? JSONParser.parse(String(line)),
+            case .object(let params)? = members.first(where: { $0.name == "additionalParams" })?.value
+        else { return [] }
+        return params.map { member in
+            switch member.value {
+            case .string(let text): (member.name, text, nil)
+            case .number(let literal): (member.name, literal, nil)
+            case .bool(let flag): (member.name, "", flag)
+            default: (member.name, "", nil)
             }
         }
     }
