@@ -33,13 +33,19 @@ public actor Aggregator {
     ///
     /// A missing database is created and built from the log, provided the log still starts at
     /// sequence 1 (or `allowPartial`).
+    ///
+    /// With `movesLogCursor` false the aggregator counts without moving its log cursor, so it never
+    /// lets segments be deleted: `stats` catches up that way, since a consumer that has not run yet
+    /// (the first `upload`) still needs them.
     /// - Throws: ``AggregatorError/unreadableDatabase(path:_:)`` for a damaged file,
     ///   ``AggregatorError/logTrimmed(path:needed:oldest:)`` when the log no longer holds events the
     ///   aggregates need.
-    public init(log: WriteAheadLog, dataDirectory: String, batchSize: Int = 50_000, allowPartial: Bool = false, logger: Logger) async throws(AggregatorError) {
+    public init(
+        log: WriteAheadLog, dataDirectory: String, batchSize: Int = 50_000, allowPartial: Bool = false, movesLogCursor: Bool = true, logger: Logger
+    ) async throws(AggregatorError) {
         try await self.init(
             log: log, databasePath: Self.databasePath(dataDirectory: dataDirectory), batchSize: batchSize, allowPartial: allowPartial,
-            keepsCursor: true, logger: logger
+            keepsCursor: movesLogCursor, logger: logger
         )
     }
 

@@ -71,8 +71,14 @@ enum RelayBinary {
             }.start()
         }
         if let input {
-            stdin.fileHandleForWriting.write(input)
-            try stdin.fileHandleForWriting.close()
+            // A child may stop reading early (a full log): its closed pipe must fail the write,
+            // not kill the test process with SIGPIPE; and the write must not hold up the wait.
+            signal(SIGPIPE, SIG_IGN)
+            let writer = stdin.fileHandleForWriting
+            Thread {
+                try? writer.write(contentsOf: input)
+                try? writer.close()
+            }.start()
         }
         let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning, Date() < deadline { usleep(2_000) }

@@ -69,7 +69,8 @@ struct StatsCommand: AsyncParsableCommand {
                     let summary = try await Aggregator.rebuild(log: log, dataDirectory: common.dataDir, allowPartial: allowPartial, logger: logger, progress: progress)
                     if !common.json { errors.line("rebuilt: \(summary.text)") }
                 } else {
-                    let aggregator = try await Aggregator(log: log, dataDirectory: common.dataDir, logger: logger)
+                    // Counting only: segments stay for consumers that have not run yet.
+                    let aggregator = try await Aggregator(log: log, dataDirectory: common.dataDir, movesLogCursor: false, logger: logger)
                     let summary = try await aggregator.catchUp(progress: progress)
                     await aggregator.close()
                     if !common.json, summary.events > 0 { errors.line("brought the counts up to date: \(summary.text)") }
