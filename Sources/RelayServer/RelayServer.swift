@@ -60,6 +60,16 @@ public struct RelayServer: Sendable {
             await log.close()
             throw error
         }
+        // The uploader's cursors exist before the aggregator can move its own: segments are
+        // deleted only once every consumer passed them, and a lane that registered late would
+        // find its events gone.
+        do {
+            if configuration.trackingHost != nil { try await log.registerCursor(UploadLane.Kind.tracking.cursorName) }
+            if configuration.marketingHost != nil { try await log.registerCursor(UploadLane.Kind.marketing.cursorName) }
+        } catch {
+            await log.close()
+            throw error
+        }
         var aggregator: Aggregator?
         if configuration.aggregates {
             do {
