@@ -145,6 +145,6 @@ public struct RelayServer: Sendable {
         defer { ServerRecord.remove(dataDirectory: configuration.dataDirectory, pid: getpid()) }
         try await ServiceGroup(configuration: groupConfiguration).run()
         let durable = await log.durableSequence
-        logger.notice("campaign-relay stopped", metadata: ["durable-sequence": "\(durable)"])
+        logger.notice("campaign-relay stopped", metadata: ["last-durable-sequence": "\(durable - 1)"])
     }
 }
