@@ -104,7 +104,7 @@ public final class CampaignEmulator: Sendable {
             if !allowed { return retryLater(.tooManyRequests, faults, now: now) }
         }
         if faults.failureRate > 0, Double.random(in: 0..<1) < faults.failureRate {
-            return Self.text(.internalServerError, "injected failure\n")
+            return Self.text(HTTPResponse.Status(code: faults.failureStatus ?? 500), "injected failure\n")
         }
         if faults.latencyMilliseconds > 0 { try await Task.sleep(for: .milliseconds(faults.latencyMilliseconds)) }
         return nil

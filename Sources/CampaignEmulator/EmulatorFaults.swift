@@ -6,8 +6,10 @@
 public struct EmulatorFaults: Sendable, Hashable, Codable {
     /// Probability (0…1) that a request's connection is closed without an answer.
     public var dropRate: Double = 0
-    /// Probability (0…1) that a request is answered 500.
+    /// Probability (0…1) that a request is answered with ``failureStatus``.
     public var failureRate: Double = 0
+    /// The status of those random failures (default 500; 408, 425, 503… to test retries).
+    public var failureStatus: Int?
     /// Answer 503 until this time (seconds since the Unix epoch), with a `Retry-After` header.
     public var unavailableUntil: Double?
     /// The `Retry-After` seconds sent with 503 and 429 answers.

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CampaignEmulator
+import Foundation
 import Logging
 import RelayCore
 import RelayForwarding
@@ -124,6 +125,44 @@ struct UploaderTests {
         let sent = await running.emulator.recorder.acceptedRegistrations
         #expect(sent.map { $0["registrationToken"] ?? "" } == ["t1", "t1-refreshed", "t1-refreshed", "t1-refreshed"])
         #expect(sent.map { $0["userKey"] ?? "" } == ["ada", "ada", "grace", "grace"])
+        await running.stop()
+    }
+
+    @Test("408, 425 and 429 are retried end to end: every event arrives, none is dead-lettered", arguments: [408, 425, 429])
+    func retriedStatuses(status: Int) async throws {
+        var faults = EmulatorFaults()
+        faults.failureRate = 0.4
+        faults.failureStatus = status
+        let running = try await RunningEmulator.start(faults: faults)
+        let directory = temporaryDirectory("retried-\(status)")
+        let statistics = try await upload(
+            (1...100).map { hit($0) } + (1...10).map { registration(token: "t\($0)", time: .now()) }, to: running,
+            configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(5), cap: .milliseconds(50)), breakerThreshold: 50), directory: directory
+        )
+        #expect(await running.emulator.recorder.distinctHits == 100)
+        #expect(await running.emulator.recorder.acceptedRegistrations.count == 10)
+        #expect((statistics[.tracking]?.retries ?? 0) + (statistics[.marketing]?.retries ?? 0) > 10, "the host failed often enough to test retries")
+        #expect(try await ForwardingStore(dataDirectory: directory).deadLetters().isEmpty)
+        let refused = await running.emulator.recorder.lastRequests(10_000).filter { $0.status == status }
+        #expect(!refused.isEmpty)
+        await running.stop()
+    }
+
+    @Test("a damaged uploader cursor leads to sending again, never to loss")
+    func damagedCursor() async throws {
+        let running = try await RunningEmulator.start()
+        let directory = temporaryDirectory("damaged-cursor")
+        _ = try await upload((1...100).map { hit($0) }, to: running, directory: directory)
+        #expect(await running.emulator.recorder.acceptedHits == 100)
+        // Flip a byte of the saved position: the cursor's checksum no longer matches.
+        let path = "\(directory)/wal/cursors/\(UploadLane.Kind.tracking.cursorName).cursor"
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        bytes[12] ^= 0xFF
+        try bytes.write(to: URL(fileURLWithPath: path))
+        _ = try await upload([], to: running, directory: directory)
+        // Recovery resets a damaged cursor to the start of the log: everything goes again, nothing is lost.
+        #expect(await running.emulator.recorder.distinctHits == 100)
+        #expect(await running.emulator.recorder.acceptedHits == 200)
         await running.stop()
     }
 

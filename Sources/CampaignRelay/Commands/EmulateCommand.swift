@@ -21,8 +21,11 @@ struct EmulateCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Address and port to listen on.", valueName: "host:port"))
     var bind: String = "127.0.0.1:9090"
 
-    @Option(name: .long, help: ArgumentHelp("Probability (0-1) of answering 500.", valueName: "p"))
+    @Option(name: .long, help: ArgumentHelp("Probability (0-1) of answering --failure-status.", valueName: "p"))
     var failureRate: Double = 0
+
+    @Option(name: .long, help: ArgumentHelp("The status of those random failures.", valueName: "code"))
+    var failureStatus: Int = 500
 
     @Option(name: .long, help: ArgumentHelp("Probability (0-1) of closing the connection without an answer.", valueName: "p"))
     var dropRate: Double = 0
@@ -66,12 +69,14 @@ struct EmulateCommand: AsyncParsableCommand {
         guard (0...1).contains(failureRate), (0...1).contains(dropRate) else { throw ValidationError("--failure-rate and --drop-rate are probabilities from 0 to 1") }
         _ = try BindAddress(bind)
         guard redirectHits >= 0, redirectHits <= 10 else { throw ValidationError("--redirect-hits must be 0 to 10") }
+        guard (100...599).contains(failureStatus) else { throw ValidationError("--failure-status must be an HTTP status from 100 to 599") }
     }
 
     func run() async throws {
         let address = try BindAddress(bind)
         var faults = EmulatorFaults()
         faults.failureRate = failureRate
+        faults.failureStatus = failureStatus
         faults.dropRate = dropRate
         if let unavailableFor { faults.unavailableUntil = Double(SystemClock.wallSeconds()) + unavailableFor }
         faults.retryAfterSeconds = retryAfter
