@@ -40,14 +40,10 @@ public struct ServerRecord: Codable, Sendable, Hashable {
     func write(dataDirectory: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let temporary = path(dataDirectory: dataDirectory) + ".tmp"
-        try encoder.encode(self).write(to: URL(fileURLWithPath: temporary))
-        guard rename(temporary, ServerRecord.path(dataDirectory: dataDirectory)) == 0 else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: ServerRecord.path(dataDirectory: dataDirectory)])
-        }
+        let path = Self.path(dataDirectory: dataDirectory)
+        try encoder.encode(self).write(to: URL(fileURLWithPath: path + ".tmp"))
+        guard rename(path + ".tmp", path) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
     }
-
-    private func path(dataDirectory: String) -> String { Self.path(dataDirectory: dataDirectory) }
 
     /// Removes the record of this process (not one a newer server wrote).
     static func remove(dataDirectory: String, pid: Int32) {

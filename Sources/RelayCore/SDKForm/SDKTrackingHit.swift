@@ -21,11 +21,13 @@ public enum SDKTrackingHit {
         default: throw EventInputError(field: "tag", "tag \(String(parts[2]).quotedForMessage) is not 1 (received) or 2 (opened)")
         }
         let wire = String(parts[0])
+        // The id as received, `h` included: the hex form's text.
+        let received = String(id.prefix(1 + parts[0].count))
         let messageId: MessageID
         if let form = MessageID.parseUUID(wire) {
             messageId = MessageID(uncheckedText: wire, form: form)
-        } else if let value = MessageID.parseWireHex("h" + wire) {
-            messageId = MessageID(uncheckedText: "h" + wire, form: .hex(value))
+        } else if let value = MessageID.parseWireHex(received) {
+            messageId = MessageID(uncheckedText: received, form: .hex(value))
         } else {
             throw EventInputError(field: "messageId", "message id \(wire.quotedForMessage) is neither a UUID nor 1 to 16 hex digits")
         }

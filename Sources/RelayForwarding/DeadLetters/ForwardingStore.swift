@@ -116,8 +116,7 @@ public actor ForwardingStore {
         defer { findDelivered.reset() }
         guard try findDelivered.step(), findDelivered.text(0) == Self.fingerprint(registration) else { return false }
         guard let text = findDelivered.text(1), let delivered = try? EventTime(rfc3339: text, field: "delivered_at") else { return false }
-        let windowNanoseconds = window.components.seconds &* 1_000_000_000 &+ window.components.attoseconds / 1_000_000_000
-        return EventTime.now().nanosecondsSinceEpoch - delivered.nanosecondsSinceEpoch < windowNanoseconds
+        return EventTime.now().nanosecondsSinceEpoch - delivered.nanosecondsSinceEpoch < window.nanoseconds
     }
 
     /// Remembers `registration` as the last one delivered for its device token.

@@ -1,3 +1,5 @@
+import RelayCore
+
 /// Full-jitter exponential backoff: the n-th retry waits a random time between 0 and
 /// `min(cap, base × 2^n)`, so clients that failed together do not retry together.
 public struct Backoff: Sendable, Hashable {
@@ -23,7 +25,7 @@ public struct Backoff: Sendable, Hashable {
     /// A random delay for retry number `attempt`, uniform between 0 and its ceiling.
     public func delay(attempt: Int, using generator: inout some RandomNumberGenerator) -> Duration {
         let ceiling = ceiling(attempt: attempt)
-        let nanoseconds = ceiling.components.seconds * 1_000_000_000 + ceiling.components.attoseconds / 1_000_000_000
+        let nanoseconds = ceiling.nanoseconds
         guard nanoseconds > 0 else { return .zero }
         return .nanoseconds(Int64.random(in: 0...nanoseconds, using: &generator))
     }

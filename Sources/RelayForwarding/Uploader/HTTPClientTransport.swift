@@ -57,7 +57,7 @@ public final class HTTPClientTransport: CampaignTransport {
         http.headers.add(name: "User-Agent", value: "campaign-relay")
         for header in request.headers { http.headers.add(name: header.name, value: header.value) }
         if let body = request.body { http.body = .bytes(ByteBuffer(bytes: body)) }
-        let milliseconds = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+        let milliseconds = timeout.nanoseconds / 1_000_000
         do {
             let response = try await client.execute(http, timeout: .milliseconds(milliseconds))
             // Read (and keep the start of) the body, so the connection can be reused.

@@ -41,7 +41,7 @@ public final class TrackingHitPipeline: Sendable {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         self.eventLoop = loop
         self.connections = max(1, connections)
-        self.timeout = .nanoseconds(timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000)
+        self.timeout = .nanoseconds(timeout.nanoseconds)
         self.tls = host.scheme == "https" ? try NIOSSLContext(configuration: tls) : nil
         self.retryStatuses = retryStatuses
         self.idle = NIOLoopBoundBox.makeBoxSendingValue(IdleConnections(), eventLoop: loop)

@@ -146,31 +146,33 @@ public actor UploadLane {
             var waitingByToken: [String: [SequencedEvent]] = [:]
             var tokenOfSequence: [UInt64: String] = [:]
 
-            func launch(_ event: SequencedEvent, in group: inout TaskGroup<Completion>) {
-                if let key = Self.orderingKey(event.event) {
-                    if waitingByToken[key] != nil {
-                        waitingByToken[key, default: []].append(event)
-                        return
-                    }
-                    waitingByToken[key] = []
-                    tokenOfSequence[event.sequence] = key
-                }
+            func start(_ event: SequencedEvent, token: String?, in group: inout TaskGroup<Completion>) {
+                if let token { tokenOfSequence[event.sequence] = token }
                 singles += 1
                 group.addTask { await self.deliver(event) }
             }
 
+            func launch(_ event: SequencedEvent, in group: inout TaskGroup<Completion>) {
+                let token = Self.orderingKey(event.event)
+                if let token {
+                    guard waitingByToken[token] == nil else {
+                        waitingByToken[token, default: []].append(event)
+                        return
+                    }
+                    waitingByToken[token] = []
+                }
+                start(event, token: token, in: &group)
+            }
+
             func finished(_ sequence: UInt64, in group: inout TaskGroup<Completion>) {
                 progress.markDone(sequence)
-                guard let key = tokenOfSequence.removeValue(forKey: sequence) else { return }
-                guard var waiting = waitingByToken[key], !waiting.isEmpty else {
-                    waitingByToken[key] = nil
+                guard let token = tokenOfSequence.removeValue(forKey: sequence) else { return }
+                guard let next = waitingByToken[token]?.first else {
+                    waitingByToken[token] = nil
                     return
                 }
-                let next = waiting.removeFirst()
-                waitingByToken[key] = waiting
-                tokenOfSequence[next.sequence] = key
-                singles += 1
-                group.addTask { await self.deliver(next) }
+                waitingByToken[token]?.removeFirst()
+                start(next, token: token, in: &group)
             }
 
             while true {
@@ -422,7 +424,7 @@ public actor UploadLane {
                 // others); during an outage only the event's age can end its retries.
                 if openedUntil == nil { counted += 1 }
                 let age = EventTime.now().nanosecondsSinceEpoch &- event.event.time.nanosecondsSinceEpoch
-                let tooOld = age > Self.nanoseconds(configuration.maximumEventAge)
+                let tooOld = age > configuration.maximumEventAge.nanoseconds
                 if counted >= configuration.maximumAttempts || tooOld {
                     let why =
                         tooOld
@@ -435,7 +437,7 @@ public actor UploadLane {
                 let delay = retryAfter ?? configuration.backoff.delay(attempt: counted, using: &random)
                 if firstFailure {
                     logger.warning(
-                        "\(kind.rawValue) host failed: \(reason); retrying in \(Self.milliseconds(delay)) ms",
+                        "\(kind.rawValue) host failed: \(reason); retrying in \(delay.nanoseconds / 1_000_000) ms",
                         metadata: ["host": "\(host)", "backlog": "\(statistics.backlog)"]
                     )
                 }
@@ -468,13 +470,6 @@ public actor UploadLane {
             "gave up on an event; it is in the dead-letter store", metadata: ["sequence": "\(event.sequence)", "reason": "\(reason)", "url": "\(url)"]
         )
         return true
-    }
-
-    private static func milliseconds(_ duration: Duration) -> Int64 { nanoseconds(duration) / 1_000_000 }
-
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, overflow) = duration.components.seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? Int64.max : seconds &+ duration.components.attoseconds / 1_000_000_000
     }
 
     /// Waits until the breaker lets a request through; `false` when cancelled meanwhile.
