@@ -18,12 +18,19 @@ public struct LogConfiguration: Sendable, Hashable {
     public var preallocateSegments: Bool
     /// How far ahead of the frames the active segment is filled with zeros, in bytes.
     public var preallocationStep: Int64
+    /// How long opening waits for a lock file that someone else holds before it fails with
+    /// ``LogError/locked(path:)``. The lock's open file description is shared with any child
+    /// process forked by its holder until that child calls `exec`, so a lock released by
+    /// ``WriteAheadLog/close()`` can stay held for a moment by a process the holder is spawning;
+    /// a short wait rides that out, while a log truly in use is still reported quickly.
+    public var lockWait: Duration
 
     /// The defaults: 64 MiB segments preallocated 4 MiB at a time, no size limit, zlib level 1,
-    /// 4 million pending events.
+    /// 4 million pending events, half a second of waiting for a held lock.
     public init(
         segmentBytes: Int64 = 64 << 20, maximumLogBytes: Int64? = nil, compressionLevel: Int32 = 1,
-        maximumPendingEvents: Int = 4_000_000, preallocateSegments: Bool = true, preallocationStep: Int64 = 4 << 20
+        maximumPendingEvents: Int = 4_000_000, preallocateSegments: Bool = true, preallocationStep: Int64 = 4 << 20,
+        lockWait: Duration = .milliseconds(500)
     ) {
         self.segmentBytes = segmentBytes
         self.maximumLogBytes = maximumLogBytes
@@ -31,5 +38,6 @@ public struct LogConfiguration: Sendable, Hashable {
         self.maximumPendingEvents = maximumPendingEvents
         self.preallocateSegments = preallocateSegments
         self.preallocationStep = preallocationStep
+        self.lockWait = lockWait
     }
 }

@@ -199,4 +199,37 @@ struct RecoveryTests {
         }
         await log.close()
     }
+
+    @Test("a lock held for a moment by another open file is waited for; one held past lockWait is refused after the wait")
+    func lockHeldForAMoment() async throws {
+        let directory = temporaryDirectory("lockwait")
+        defer { removeTree(directory) }
+        _ = try await fill(directory, batches: 1)
+        let lockFile = LogLayout(dataDirectory: directory).lockFile
+        // A second open file description of the lock file conflicts with flock like a forked child
+        // that still holds the writer's description until it calls exec.
+        let otherHolder = try #require(try fileSystem.lockExclusively(lockFile))
+        let release = Task {
+            try await Task.sleep(for: .milliseconds(150))
+            otherHolder.close()
+        }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let log = try await open(directory, LogConfiguration(lockWait: .seconds(30)))
+        let waited = clock.now - started
+        try await release.value
+        #expect(waited >= .milliseconds(150))
+        #expect(await log.durableSequence == 101)
+
+        let refusedAfter = clock.now
+        await #expect {
+            _ = try await WriteAheadLog.open(
+                dataDirectory: directory, configuration: LogConfiguration(lockWait: .milliseconds(200)), logger: quietLogger)
+        } throws: { error in
+            guard case LogError.locked = error else { return false }
+            return true
+        }
+        #expect(clock.now - refusedAfter >= .milliseconds(200))
+        await log.close()
+    }
 }

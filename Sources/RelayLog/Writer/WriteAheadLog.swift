@@ -59,14 +59,7 @@ public actor WriteAheadLog {
         fileSystem: any FileSystem = PosixFileSystem(), logger: Logger = Logger(label: "campaign-relay.wal")
     ) async throws(LogError) -> WriteAheadLog {
         let layout = LogLayout(dataDirectory: dataDirectory)
-        let lock: (any FileHandle)?
-        do {
-            try fileSystem.createDirectory(layout.walDirectory)
-            lock = try fileSystem.lockExclusively(layout.lockFile)
-        } catch {
-            if error.errno == LogLayout.lockHeldErrno { throw .locked(path: layout.lockFile) }
-            throw .fileSystem(error, context: "opening the log directory")
-        }
+        let lock = try await lockLog(layout: layout, fileSystem: fileSystem, wait: configuration.lockWait)
         let now = EventTime.now().rfc3339
         let quarantine = Quarantine(directory: layout.quarantineDirectory, fileSystem: fileSystem)
         let cursors = CursorStore(directory: layout.cursorDirectory, fileSystem: fileSystem, quarantine: quarantine)
@@ -85,6 +78,26 @@ public actor WriteAheadLog {
             layout: layout, configuration: configuration, fileSystem: fileSystem, writer: writer, report: report,
             cursors: cursors, positions: positions, lock: lock, logger: logger
         )
+    }
+
+    /// Takes the log's lock file, trying again every few milliseconds for up to `wait` while
+    /// someone else holds it (see ``LogConfiguration/lockWait`` for who that can be).
+    private static func lockLog(
+        layout: LogLayout, fileSystem: any FileSystem, wait: Duration
+    ) async throws(LogError) -> (any FileHandle)? {
+        let deadline = ContinuousClock.now.advanced(by: wait)
+        while true {
+            do {
+                try fileSystem.createDirectory(layout.walDirectory)
+                return try fileSystem.lockExclusively(layout.lockFile)
+            } catch {
+                guard error.errno == LogLayout.lockHeldErrno else {
+                    throw .fileSystem(error, context: "opening the log directory")
+                }
+                guard ContinuousClock.now < deadline, !Task.isCancelled else { throw .locked(path: layout.lockFile) }
+            }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
     }
 
     private init(
