@@ -31,6 +31,10 @@ struct CrashSimulationTests {
         #expect(coverage.segmentRoll >= 50, "\(coverage)")
         #expect(coverage.cursorCommit >= 20, "\(coverage)")
         #expect(coverage.segmentDeletion >= 5, "\(coverage)")
+        // The power-loss model must produce each kind of damage, holes before kept bytes included.
+        #expect(coverage.powerLoss.sectorsKeptAfterALostOne >= 5, "\(coverage)")
+        #expect(coverage.powerLoss.sectorsTrashed >= 10, "\(coverage)")
+        #expect(coverage.powerLoss.sectorsTorn >= 10, "\(coverage)")
     }
 
     /// Where a seed's crash landed.
@@ -38,6 +42,7 @@ struct CrashSimulationTests {
         var duringWork: Bool
         var afterAcknowledgement: Bool
         var point: (operation: SimulatedFileSystem.Operation, path: String)?
+        var powerLoss = SimulatedFileSystem.PowerLossReport()
     }
 
     /// How many seeds crashed after an acknowledgement, and during each risky transition.
@@ -46,9 +51,11 @@ struct CrashSimulationTests {
         var segmentRoll = 0
         var cursorCommit = 0
         var segmentDeletion = 0
+        var powerLoss = SimulatedFileSystem.PowerLossReport()
 
         mutating func add(_ crash: Crash) {
             if crash.afterAcknowledgement { afterAcknowledgement += 1 }
+            powerLoss.add(crash.powerLoss)
             guard let (operation, path) = crash.point else { return }
             if path.contains("/cursors/") {
                 cursorCommit += 1
@@ -60,7 +67,12 @@ struct CrashSimulationTests {
         }
 
         var description: String {
-            "after an acknowledgement \(afterAcknowledgement), segment roll \(segmentRoll), cursor commit \(cursorCommit), segment deletion \(segmentDeletion)"
+            let transitions = "after an acknowledgement \(afterAcknowledgement), segment roll \(segmentRoll), "
+                + "cursor commit \(cursorCommit), segment deletion \(segmentDeletion)"
+            let writes = "unsynced sectors kept \(powerLoss.sectorsKept), dropped \(powerLoss.sectorsDropped), "
+                + "torn \(powerLoss.sectorsTorn), trashed \(powerLoss.sectorsTrashed), "
+                + "kept after a lost one \(powerLoss.sectorsKeptAfterALostOne)"
+            return "\(transitions); \(writes)"
         }
     }
 
@@ -72,14 +84,20 @@ struct CrashSimulationTests {
         let dataDirectory = "/data"
         // Three seeds in four preallocate segments (the default) in small steps, so both growing
         // the allocation and overwriting it are crashed into; the fourth grows segments frame by frame.
+        // One seed in eight appends larger batches uncompressed, so a commit spans several sectors, and loses
+        // power during an fdatasync, when a whole commit is unsynced: that is where the power-loss
+        // model can keep a sector after a lost one.
+        let losesPowerInASync = seed % 8 == 1
         let configuration = LogConfiguration(
-            segmentBytes: 1024 + Int64.random(in: 0...3072, using: &random), compressionLevel: 1, preallocateSegments: seed % 4 != 3,
-            preallocationStep: Int64.random(in: 256...2048, using: &random)
+            segmentBytes: 1024 + Int64.random(in: 0...3072, using: &random), compressionLevel: losesPowerInASync ? 0 : 1,
+            preallocateSegments: seed % 4 != 3, preallocationStep: Int64.random(in: 256...2048, using: &random)
         )
         // About 150 to 250 mutating operations happen in the workload below; crash somewhere inside.
         if seed % 16 == 5 {
             // One seed in sixteen crashes inside a segment deletion, which random points rarely hit.
             fileSystem.crash(onOperation: .remove, occurrence: Int.random(in: 1...2, using: &random))
+        } else if losesPowerInASync {
+            fileSystem.crash(onOperation: .synchronizeData, occurrence: Int.random(in: 1...30, using: &random))
         } else {
             fileSystem.crash(afterOperations: Int.random(in: 1...140, using: &random))
         }
@@ -95,7 +113,7 @@ struct CrashSimulationTests {
                 let appenders = Int.random(in: 1...3, using: &random)
                 var batches: [[Event]] = []
                 for _ in 0..<appenders {
-                    let size = Int.random(in: 1...12, using: &random)
+                    let size = Int.random(in: losesPowerInASync ? 20...80 : 1...12, using: &random)
                     batches.append((0..<size).map { offset in TestEvents.tracking(nextId + Int64(offset)) })
                     for offset in 0..<size { attempted.insert(nextId + Int64(offset)) }
                     nextId += Int64(size)
@@ -138,11 +156,12 @@ struct CrashSimulationTests {
             }
             await log.close()
         }
-        let crash = Crash(duringWork: fileSystem.hasCrashed, afterAcknowledgement: !acknowledged.isEmpty, point: fileSystem.crashPoint)
+        var crash = Crash(duringWork: fileSystem.hasCrashed, afterAcknowledgement: !acknowledged.isEmpty, point: fileSystem.crashPoint)
         fileSystem.crashNow()
 
-        // Power loss: unsynced writes and directory changes are partly lost, the last write maybe torn.
-        let recovered = fileSystem.crashedCopy(using: &random)
+        // Power loss: each unsynced write kept, lost, torn or sector-trashed; directory changes partly lost.
+        let (recovered, powerLoss) = fileSystem.crashedCopyWithReport(using: &random)
+        crash.powerLoss = powerLoss
         let log: WriteAheadLog
         do {
             log = try await WriteAheadLog.open(dataDirectory: dataDirectory, configuration: configuration, fileSystem: recovered, logger: quietLogger)

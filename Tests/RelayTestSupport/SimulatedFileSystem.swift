@@ -9,9 +9,16 @@ import Synchronization
 /// Every file keeps its *durable* content (as of its last fdatasync) and the writes and truncations
 /// made since. Every directory keeps its durable entries (as of its last directory sync) and the
 /// creates, renames and removals made since. ``crashedCopy(using:)`` builds the file system a
-/// machine would find after losing power: for each file, the durable content plus a random prefix
-/// of its unsynced writes, the last of which may be torn at any byte; for each directory, the
-/// durable entries plus a random prefix of its unsynced operations.
+/// machine would find after losing power:
+/// - for each file, the durable content, then its unsynced writes and truncations in the order
+///   they were made, each part on its own: every 512-byte sector a write covers is kept, dropped,
+///   torn at any byte, or filled with garbage, and a truncation is kept or dropped. The page cache
+///   writes back in any order, so a later sector can survive an earlier one that was lost, leaving
+///   a hole of zeros or old bytes before it: SQLite's crash harness models a power loss the same
+///   way. Garbage stays within the bytes the write covered: like SQLite's default "powersafe
+///   overwrite", the model assumes a power loss does not damage bytes the write did not touch;
+/// - for each directory, the durable entries plus a random prefix of its unsynced operations
+///   (a journalling file system commits metadata in order).
 ///
 /// Faults can also be injected: a crash after a number of operations (every call from then on
 /// fails, like a dead process), or failures of chosen operations (EIO on fdatasync, ENOSPC on write).
@@ -111,28 +118,97 @@ public final class SimulatedFileSystem: FileSystem {
         state.withLock { $0.failures = [:] }
     }
 
+    /// What ``crashedCopy(using:)`` did to the sectors of the unsynced writes and to the truncations.
+    public struct PowerLossReport: Sendable, Hashable {
+        /// Sectors of unsynced writes kept whole.
+        public var sectorsKept = 0
+        /// Sectors lost.
+        public var sectorsDropped = 0
+        /// Sectors kept up to a random byte.
+        public var sectorsTorn = 0
+        /// Sectors filled with garbage.
+        public var sectorsTrashed = 0
+        /// Sectors kept (whole, torn or trashed) although an earlier sector of the same file was lost.
+        public var sectorsKeptAfterALostOne = 0
+        /// Truncations kept.
+        public var truncationsKept = 0
+        /// Truncations lost.
+        public var truncationsDropped = 0
+
+        /// No writes or truncations yet.
+        public init() {}
+
+        /// Adds another report's counts to this one.
+        public mutating func add(_ other: PowerLossReport) {
+            sectorsKept += other.sectorsKept
+            sectorsDropped += other.sectorsDropped
+            sectorsTorn += other.sectorsTorn
+            sectorsTrashed += other.sectorsTrashed
+            sectorsKeptAfterALostOne += other.sectorsKeptAfterALostOne
+            truncationsKept += other.truncationsKept
+            truncationsDropped += other.truncationsDropped
+        }
+    }
+
+    /// The size of the sector that a torn write can fill with garbage.
+    public static let sectorSize = 512
+
     /// The file system found after a power loss at this moment (see the type's description).
     public func crashedCopy(using generator: inout some RandomNumberGenerator) -> SimulatedFileSystem {
+        crashedCopyWithReport(using: &generator).fileSystem
+    }
+
+    /// ``crashedCopy(using:)``, with what happened to the unsynced writes.
+    public func crashedCopyWithReport(
+        using generator: inout some RandomNumberGenerator
+    ) -> (fileSystem: SimulatedFileSystem, report: PowerLossReport) {
         let snapshot = state.withLock { $0 }
         var next = State()
+        var report = PowerLossReport()
         next.nextInode = snapshot.nextInode
-        for (id, inode) in snapshot.inodes {
+        // Inodes in a fixed order, so a seed gives the same power loss on every run.
+        for id in snapshot.inodes.keys.sorted() {
+            guard let inode = snapshot.inodes[id] else { continue }
             var content = inode.durable
-            let kept = Int.random(in: 0...inode.changes.count, using: &generator)
-            for (index, change) in inode.changes.enumerated() {
-                if index < kept {
-                    Self.apply(change, to: &content)
-                } else {
-                    if index == kept, case .write(let offset, let bytes) = change, Bool.random(using: &generator), !bytes.isEmpty {
-                        let torn = Int.random(in: 0..<bytes.count, using: &generator)
-                        Self.apply(.write(offset: offset, bytes: Array(bytes[0..<torn])), to: &content)
+            var lostOne = false
+            for change in inode.changes {
+                switch change {
+                case .truncate:
+                    if Bool.random(using: &generator) {
+                        Self.apply(change, to: &content)
+                        report.truncationsKept += 1
+                    } else {
+                        report.truncationsDropped += 1
                     }
-                    break
+                case .write(let offset, let bytes):
+                    for piece in Self.sectorPieces(offset: offset, count: bytes.count) {
+                        let part = Array(bytes[(piece.lowerBound - offset)..<(piece.upperBound - offset)])
+                        // Kept half of the time; otherwise dropped, torn or trashed with equal odds.
+                        switch Int.random(in: 0..<6, using: &generator) {
+                        case 0, 1, 2:
+                            Self.apply(.write(offset: piece.lowerBound, bytes: part), to: &content)
+                            report.sectorsKept += 1
+                        case 3:
+                            report.sectorsDropped += 1
+                            lostOne = true
+                            continue
+                        case 4:
+                            let torn = Int.random(in: 0..<part.count, using: &generator)
+                            Self.apply(.write(offset: piece.lowerBound, bytes: Array(part[0..<torn])), to: &content)
+                            report.sectorsTorn += 1
+                        default:
+                            let garbage = (0..<part.count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                            Self.apply(.write(offset: piece.lowerBound, bytes: garbage), to: &content)
+                            report.sectorsTrashed += 1
+                        }
+                        if lostOne { report.sectorsKeptAfterALostOne += 1 }
+                    }
                 }
             }
             next.inodes[id] = Inode(current: content, durable: content, changes: [])
         }
-        for (path, directory) in snapshot.directories {
+        for path in snapshot.directories.keys.sorted() {
+            guard let directory = snapshot.directories[path] else { continue }
             var entries = directory.durable
             let kept = Int.random(in: 0...directory.changes.count, using: &generator)
             for change in directory.changes.prefix(kept) {
@@ -146,7 +222,19 @@ public final class SimulatedFileSystem: FileSystem {
             }
             next.directories[path] = Directory(current: entries, durable: entries, changes: [])
         }
-        return SimulatedFileSystem(state: next)
+        return (SimulatedFileSystem(state: next), report)
+    }
+
+    /// The parts of the file range `offset..<offset+count` that fall in one 512-byte sector each.
+    static func sectorPieces(offset: Int, count: Int) -> [Range<Int>] {
+        var pieces: [Range<Int>] = []
+        var start = offset
+        while start < offset + count {
+            let end = min((start / sectorSize + 1) * sectorSize, offset + count)
+            pieces.append(start..<end)
+            start = end
+        }
+        return pieces
     }
 
     /// Flips one bit of a file, in both its durable and current content (media damage).
