@@ -139,9 +139,9 @@ public struct RelayServer: Sendable {
         services.append(MetricsSampler(metrics: metrics, log: log, uploader: uploader, aggregator: aggregator, store: store))
         if let certificates { services.append(CertificateReloadService(certificates: certificates, logger: logger)) }
         services.append(app)
-        services.append(ShutdownNotifier(ingestor: ingestor, logger: logger))
+        services.append(ShutdownNotifier(ingestor: ingestor, delay: configuration.shutdownDelay, logger: logger))
         var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout
+        groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownDelay + configuration.shutdownTimeout
         defer { ServerRecord.remove(dataDirectory: configuration.dataDirectory, pid: getpid()) }
         try await ServiceGroup(configuration: groupConfiguration).run()
         let durable = await log.durableSequence

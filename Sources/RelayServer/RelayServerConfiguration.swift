@@ -30,8 +30,12 @@ public struct RelayServerConfiguration: Sendable {
     public var maximumFormBytes = 64 << 10
     /// How long `Idempotency-Key`s are remembered.
     public var idempotencyWindow: Duration = .seconds(24 * 3600)
-    /// The longest a graceful shutdown may take before work is cancelled.
+    /// The longest a graceful shutdown may take before work is cancelled (after ``shutdownDelay``).
     public var shutdownTimeout: Duration = .seconds(10)
+    /// How long the listener stays open after SIGTERM, answering new events and `/readyz` with
+    /// 503, before it closes: time for a load balancer to stop sending here, so that no client
+    /// meets a refused connection. Zero: close at once.
+    public var shutdownDelay: Duration = .zero
     /// Whether the aggregator runs in the server.
     public var aggregates = true
     /// TLS on the listener (certificate, key, optional client CAs); `nil`: plain HTTP.

@@ -125,13 +125,15 @@ struct ServerProcessTests {
         await emulator.stop()
     }
 
-    @Test("SIGTERM under load: no acknowledged event lost, 503s carry Retry-After, positions saved, exit status 0")
+    @Test("SIGTERM under load: new events refused with 503 during --shutdown-delay, then the listener closes, positions are saved in order, nothing acknowledged is lost, exit 0")
     func gracefulShutdown() async throws {
         let binary = try RelayBinary.path()
         let emulator = try await RunningEmulator.start()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serveterm-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = try await ServeProcess.start(binary, directory: directory, extra: ["--tracking-host", emulator.url])
+        let delay = 1.5
+        let server = try await ServeProcess.start(
+            binary, directory: directory, extra: ["--tracking-host", emulator.url, "--shutdown-delay", "\(delay)"])
         let http = TestHTTPClient()
         let load = Load()
         let stopped = Atomic<Bool>(false)
@@ -140,17 +142,50 @@ struct ServerProcessTests {
         let signalled = Date()
         load.serverStopping.store(true, ordering: .relaxed)
         kill(server.process.processIdentifier, SIGTERM)
+
+        // Once the server says it stopped taking events, new requests on new connections are
+        // refused with 503 and Retry-After, and /readyz says why, while the listener stays open.
+        _ = try await server.child.await("(shutting down): refusing new events")
+        let fresh = TestHTTPClient()
+        let refusedBatch = try await fresh.post(
+            server.url + "/v1/events", #"{"kind":"track","action":"open","messageId":"255","deliveryId":"late"}"#,
+            headers: [("Content-Type", "application/json")])
+        #expect(refusedBatch.status == 503 && refusedBatch.headers.first(name: "Retry-After") != nil, "\(refusedBatch)")
+        let refusedHit = try await fresh.get(server.url + "/r/?id=h1ff,late,1")
+        #expect(refusedHit.status == 503 && refusedHit.headers.first(name: "Retry-After") != nil, "\(refusedHit)")
+        let readiness = try await fresh.get(server.url + "/readyz")
+        #expect(readiness.status == 503 && readiness.body.contains(#""reason":"shutting down""#), "\(readiness)")
+        await fresh.shutdown()
+
         let exited = await server.child.exit(within: 30)
         let took = Date().timeIntervalSince(signalled)
         stopped.store(true, ordering: .relaxed)
         await traffic
         #expect(exited && server.process.terminationStatus == 0)
-        #expect(took < 10, "shutdown took \(took) s")
+        #expect(took >= delay && took < delay + 10, "shutdown took \(took) s with a \(delay) s delay")
         #expect(load.unexpectedErrors.withLock { $0 }.isEmpty, "requests failed before the signal: \(load.unexpectedErrors.withLock { $0 }.prefix(3))")
-        // Requests the server read after the signal are refused with 503 and Retry-After (others
-        // find the connection closed); the log says it stopped taking events first.
-        #expect(load.refusedAfterSignal.withLock { $0 }.allSatisfy { $0 }, "every 503 carries Retry-After")
-        #expect(server.child.text.contains("shutting down: refusing new events"))
+        // The clients kept posting through the delay: they were refused, every time with Retry-After.
+        let refusals = load.refusedAfterSignal.withLock { $0 }
+        #expect(refusals.count >= 6, "the load met \(refusals.count) refusals during a \(delay) s delay")
+        #expect(refusals.allSatisfy { $0 }, "every 503 carries Retry-After")
+        // After the exit the port is closed.
+        let afterExit = TestHTTPClient()
+        await #expect(throws: (any Error).self) { _ = try await afterExit.get(server.url + "/healthz") }
+        await afterExit.shutdown()
+
+        // The shutdown order: refuse, wait the delay, close the listener, stop the uploader and the
+        // aggregator (each saving its position), close the log.
+        let output = server.child.text
+        let steps = [
+            "shutting down: refusing new events", "shutdown delay over: closing the listener", "uploader stopped; positions saved",
+            "aggregator stopped; counts saved", "campaign-relay stopped",
+        ]
+        let offsets = steps.map { output.range(of: $0)?.lowerBound }
+        #expect(offsets.allSatisfy { $0 != nil }, "every step of the shutdown is logged: \(output.suffix(2000))")
+        let found = offsets.compactMap { $0 }
+        #expect(found == found.sorted(), "the steps come in the order \(steps)")
+        let uploaderPosition = try #require(Int(try await server.child.await(#"tracking-position=(\d+)"#)))
+        let aggregatorPosition = try #require(Int(try await server.child.await(#"next-sequence=(\d+)"#)))
 
         let acknowledged = load.acknowledged.withLock { $0 }
         let logged = try loggedIds(binary, directory)
@@ -166,13 +201,14 @@ struct ServerProcessTests {
         let next = (object["sequences"] as? [String: Any])?["next"] as? Int ?? 0
         let impressions = (object["deliveries"] as? [[String: Any]])?.first?["impressions"] as? Int ?? 0
         #expect(next > 1, "the aggregator saved its position")
+        #expect(next == aggregatorPosition, "the position the aggregator logged is the one it saved")
         #expect(impressions == next - 1, "the saved counts are exactly those of sequences 1..<\(next)")
         let forwardedBefore = await emulator.emulator.recorder.acceptedHits
         #expect(forwardedBefore > 0, "the uploader forwarded while the server ran")
         let upload = try await RelayBinary.run(binary, ["upload", "--until-drained", "--tracking-host", emulator.url, "--data-dir", directory, "--json"])
         #expect(upload.status == 0, "\(upload.stderr)")
         let resent = try #require(try JSONSerialization.jsonObject(with: Data(upload.stdout.utf8)) as? [String: Any])["delivered"] as? Int ?? -1
-        #expect(resent < logged.count, "the uploader's position was saved: a later upload sent \(resent) of \(logged.count)")
+        #expect(resent == logged.count - (uploaderPosition - 1), "a later upload sends exactly the events from the saved position \(uploaderPosition) on")
         #expect(await emulator.emulator.recorder.distinctHits == logged.count, "every logged event forwarded")
         #expect(await emulator.emulator.recorder.acceptedHits - logged.count <= 4096, "duplicates within the bound")
         await http.shutdown()

@@ -24,7 +24,8 @@ struct ServeCommand: AsyncParsableCommand {
 
             Every 200 means the events were fdatasync'ed. When the log is full, the
             disk fails or the relay is stopping: 503 with Retry-After.
-            SIGTERM/SIGINT: stop taking events, finish requests under way, save
+            SIGTERM/SIGINT: stop taking events (503, /readyz 503), after
+            --shutdown-delay close the listener, finish requests under way, save
             positions, close the log, exit 0. SIGHUP: reload --tls-cert/--tls-key.
 
             While it runs, `ingest` and `deadletter retry` on the same --data-dir
@@ -50,8 +51,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Hours an Idempotency-Key is remembered.", valueName: "hours"))
     var idempotencyWindowHours: Double = 24
 
-    @Option(name: .long, help: ArgumentHelp("Seconds a graceful shutdown may take.", valueName: "seconds"))
+    @Option(name: .long, help: ArgumentHelp("Seconds a graceful shutdown may take (after --shutdown-delay).", valueName: "seconds"))
     var shutdownTimeout: Double = 10
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Seconds the listener stays open after SIGTERM, answering new events and /readyz with 503, so a load balancer stops sending first.",
+            valueName: "seconds"))
+    var shutdownDelay: Double = 0
 
     @Flag(name: .long, help: "Do not keep aggregates.sqlite (a forwarding-only sidecar); `campaign-relay aggregate` can catch up later.")
     var noAggregates = false
@@ -65,6 +73,7 @@ struct ServeCommand: AsyncParsableCommand {
         _ = try BindAddress(bind)
         guard maxBodyBytes >= 1024, maxBatchEvents >= 1 else { throw ValidationError("--max-body-bytes must be at least 1024 and --max-batch-events at least 1") }
         guard idempotencyWindowHours > 0, shutdownTimeout > 0 else { throw ValidationError("--idempotency-window-hours and --shutdown-timeout must be positive") }
+        guard shutdownDelay >= 0, shutdownDelay <= 3600 else { throw ValidationError("--shutdown-delay must be between 0 and 3600 seconds") }
         if let adminToken, adminToken.count < 16 { throw ValidationError("--admin-token must be at least 16 characters") }
     }
 
@@ -85,6 +94,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.maximumBatchEvents = maxBatchEvents
         configuration.idempotencyWindow = .seconds(Int64(idempotencyWindowHours * 3600))
         configuration.shutdownTimeout = .milliseconds(Int64(shutdownTimeout * 1000))
+        configuration.shutdownDelay = .milliseconds(Int64(shutdownDelay * 1000))
         configuration.aggregates = !noAggregates
         configuration.tls = try tls.files()
         let server = RelayServer(configuration: configuration, logger: common.logger("campaign-relay"))

@@ -27,6 +27,8 @@ struct AggregatorService: Service {
             logger.error("the aggregator stopped; counts will catch up after a restart", metadata: ["error": "\(error)"])
         }
         await aggregator.close()
+        let next = await aggregator.nextSequence
+        logger.notice("aggregator stopped; counts saved", metadata: ["next-sequence": "\(next)"])
     }
 }
 
@@ -42,6 +44,9 @@ struct UploaderService: Service {
         } catch {
             logger.error("the uploader stopped; forwarding resumes after a restart", metadata: ["error": "\(error)"])
         }
+        var positions: Logger.Metadata = [:]
+        for (kind, lane) in await uploader.statistics() { positions["\(kind)-position"] = "\(lane.position)" }
+        logger.notice("uploader stopped; positions saved", metadata: positions)
     }
 }
 
@@ -74,13 +79,24 @@ struct MetricsSampler: Service {
 }
 
 /// The first to hear of a shutdown: from then on, new events are answered 503 + Retry-After.
+/// It returns (letting the listener close) only after `delay`, so that a load balancer that
+/// polls `/readyz` stops sending here before connections are refused.
 struct ShutdownNotifier: Service {
     let ingestor: EventIngestor
+    let delay: Duration
     let logger: Logger
 
     func run() async throws {
         try? await gracefulShutdown()
         ingestor.beginShutdown()
-        logger.notice("shutting down: refusing new events, finishing requests under way, then saving positions and closing the log")
+        logger.notice(
+            "shutting down: refusing new events, finishing requests under way, then saving positions and closing the log",
+            metadata: delay > .zero ? ["listener-closes-in": "\(delay)"] : [:]
+        )
+        if delay > .zero {
+            // The group waits for this service before it stops the listener: sleeping here is the delay.
+            try? await Task.sleep(for: delay)
+            logger.notice("shutdown delay over: closing the listener")
+        }
     }
 }
