@@ -4,7 +4,7 @@ public import Logging
 import RelayAggregator
 import RelayCore
 import RelayForwarding
-import RelayLog
+public import RelayLog
 import RelayTLS
 import ServiceLifecycle
 
@@ -22,11 +22,15 @@ public struct RelayServer: Sendable {
     /// The configuration.
     public let configuration: RelayServerConfiguration
     let logger: Logger
+    /// What the log is written through.
+    let fileSystem: any FileSystem
 
-    /// A server with `configuration`.
-    public init(configuration: RelayServerConfiguration, logger: Logger) {
+    /// A server with `configuration`, writing its log through `fileSystem` (tests pass one that
+    /// fails on demand).
+    public init(configuration: RelayServerConfiguration, logger: Logger, fileSystem: any FileSystem = PosixFileSystem()) {
         self.configuration = configuration
         self.logger = logger
+        self.fileSystem = fileSystem
     }
 
     /// Why the server would not start.
@@ -48,7 +52,8 @@ public struct RelayServer: Sendable {
         if let problem = ListenAddressCheck.problem(host: configuration.host, port: configuration.port) { throw StartupError(description: problem) }
         // Certificates first: a bad file stops the start before anything is opened.
         let certificates = try configuration.tls.map { files throws(TLSCertificateStore.Failure) in try TLSCertificateStore(files: files) }
-        let log = try await WriteAheadLog.open(dataDirectory: configuration.dataDirectory, configuration: configuration.log, logger: logger)
+        let log = try await WriteAheadLog.open(
+            dataDirectory: configuration.dataDirectory, configuration: configuration.log, fileSystem: fileSystem, logger: logger)
         let metrics = RelayMetrics(version: Self.version)
         await log.observeCommits { metrics.record($0) }
         let store: ForwardingStore

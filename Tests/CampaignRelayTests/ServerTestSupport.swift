@@ -4,6 +4,7 @@ import Synchronization
 import NIOCore
 import NIOHTTP1
 import RelayForwarding
+import RelayLog
 import RelayServer
 import Logging
 
@@ -15,12 +16,15 @@ final class RunningServer: Sendable {
 
     var url: String { "http://127.0.0.1:\(port)" }
 
-    static func start(_ configure: (inout RelayServerConfiguration) -> Void = { _ in }) async throws -> RunningServer {
+    static func start(
+        fileSystem: any FileSystem = PosixFileSystem(), _ configure: (inout RelayServerConfiguration) -> Void = { _ in }
+    ) async throws -> RunningServer {
         var configuration = RelayServerConfiguration()
         configuration.port = 0
         configuration.dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("server-\(UUID().uuidString)").path
         configure(&configuration)
-        let server = RelayServer(configuration: configuration, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let server = RelayServer(
+            configuration: configuration, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), fileSystem: fileSystem)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let task = Task {
             try await server.run { port in

@@ -1,6 +1,7 @@
 import Foundation
 import NIOHTTP1
 import Logging
+import RelayLog
 import RelayForwarding
 import RelayServer
 import RelaySQLite
@@ -277,6 +278,45 @@ extension ServerTests {
         #expect(try await http.nextSequence(server.url) == accepted + 1, "the refused batch left nothing behind")
         await http.shutdown()
         await server.stop()
+    }
+
+    @Test("a failing fdatasync or a full disk answers 503 with Retry-After, for JSON and SDK requests; nothing of them is stored; intake resumes when the disk does")
+    func diskFailure() async throws {
+        let fileSystem = FailingFileSystem()
+        let server = try await RunningServer.start(fileSystem: fileSystem) { $0.aggregates = false }
+        let http = TestHTTPClient()
+        func batch(_ first: Int) -> String {
+            (first..<(first + 3)).map { #"{"kind":"track","action":"open","messageId":"\#($0)","deliveryId":"disk"}"# }.joined(separator: "\n")
+        }
+        #expect(try await http.post(server.url + "/v1/events", batch(1)).status == 200)
+        #expect(try await http.nextSequence(server.url) == 4)
+
+        for (operation, code, words) in [(FailingFileSystem.Operation.synchronizeData, EIO, "fdatasync"), (.write, ENOSPC, "pwrite")] {
+            fileSystem.fail(operation, errno: code)
+            let refused = try await http.post(server.url + "/v1/events", batch(100))
+            #expect(refused.status == 503, "\(refused)")
+            #expect(refused.headers.first(name: "Retry-After") != nil, "\(refused)")
+            #expect(refused.body.contains(words), "the answer names the failing call: \(refused.body)")
+            let hit = try await http.get(server.url + "/r/?id=h64,disk,1")
+            #expect(hit.status == 503 && hit.headers.first(name: "Retry-After") != nil, "\(hit)")
+            let registration = try await http.post(
+                server.url + "/nms/mobile/1/registerIOS.jssp", "registrationToken=abc&mobileAppUuid=key&userKey=u",
+                headers: [("Content-Type", "application/x-www-form-urlencoded")])
+            #expect(registration.status == 503 && registration.headers.first(name: "Retry-After") != nil, "\(registration)")
+            fileSystem.heal()
+            #expect(try await http.nextSequence(server.url) == 4, "nothing of the refused requests became durable")
+        }
+
+        let resumed = try await http.post(server.url + "/v1/events", batch(200))
+        #expect(resumed.status == 200, "\(resumed)")
+        #expect(try await http.nextSequence(server.url) == 7)
+        await http.shutdown()
+        await server.stop()
+        let dump = try await RelayBinary.run(try RelayBinary.path(), ["wal", "dump", "--data-dir", server.dataDirectory])
+        let ids = dump.stdout.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["messageId"] as? String
+        }
+        #expect(ids == ["1", "2", "3", "200", "201", "202"], "\(dump.stdout) \(dump.stderr)")
     }
 
     @Test("listening beyond loopback without an admin token is refused at start")
