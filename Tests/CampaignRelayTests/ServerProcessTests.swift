@@ -66,11 +66,11 @@ struct ServerProcessTests {
         }
     }
 
-    /// Ids of the `load` events in the log (each must appear once).
-    func loggedIds(_ binary: String, _ directory: String) throws -> [Int] {
+    /// Ids of the events of `delivery` in the log (each must appear once).
+    func loggedIds(_ binary: String, _ directory: String, delivery: String = "load") throws -> [Int] {
         let dump = try RelayBinary.run(binary, ["wal", "dump", "--data-dir", directory])
         return dump.stdout.split(separator: "\n").compactMap { line in
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], object["deliveryId"] as? String == "load" else { return nil }
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], object["deliveryId"] as? String == delivery else { return nil }
             return Int(object["messageId"] as? String ?? "")
         }
     }
@@ -123,6 +123,88 @@ struct ServerProcessTests {
         #expect(acknowledged.isSubset(of: forwardedIds), "\(acknowledged.subtracting(forwardedIds).count) acknowledged events were not forwarded")
         await http.shutdown()
         await emulator.stop()
+    }
+
+    /// Keyed batches of a load run: what was sent, and the answer when one came.
+    final class KeyedRequests: Sendable {
+        struct Request: Sendable {
+            var key: String
+            var body: String
+            var ids: [Int]
+            var answer: String?
+        }
+        let requests = Mutex<[Request]>([])
+        let nextId = Atomic<Int>(1)
+
+        /// Posts 10-event batches, each with a fresh Idempotency-Key, until the server stops answering.
+        func run(_ url: String, http: TestHTTPClient, clients: Int, cycle: Int) async {
+            await withTaskGroup(of: Void.self) { group in
+                for client in 0..<clients {
+                    group.addTask {
+                        for number in 0... {
+                            let first = self.nextId.add(10, ordering: .relaxed).oldValue
+                            let ids = Array(first..<(first + 10))
+                            let body = ids.map { #"{"kind":"track","action":"impression","messageId":"\#($0)","deliveryId":"keyed"}"# }
+                                .joined(separator: "\n")
+                            let key = "cycle\(cycle)-client\(client)-\(number)"
+                            let index = self.requests.withLock {
+                                $0.append(Request(key: key, body: body, ids: ids))
+                                return $0.count - 1
+                            }
+                            guard let answer = try? await http.post(url + "/v1/events", body, headers: [("Idempotency-Key", key)]),
+                                answer.status == 200
+                            else { return }
+                            self.requests.withLock { $0[index].answer = answer.body }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("Idempotency-Key across kill -9 of the real process: every keyed batch retried after the restart is stored exactly once, and answered as the first time")
+    func idempotencyAcrossRestarts() async throws {
+        let binary = try RelayBinary.path()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("idemkill-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let http = TestHTTPClient()
+        let load = KeyedRequests()
+        var generator = SeededGenerator(seed: TestSeed.make(for: "idempotency kill -9 cycles"))
+        var unansweredRetried = 0
+        var storedButUnanswered = 0
+        for cycle in 0..<10 {
+            let server = try await ServeProcess.start(binary, directory: directory, extra: ["--no-aggregates"])
+            // Retry, with its key and body, every batch the previous process never answered, and
+            // a few it did: the answers must be 200, and equal to the first answer when there was one.
+            for (index, request) in load.requests.withLock({ Array($0.enumerated()) }) where request.answer == nil || index % 7 == 0 {
+                let retried = try await http.post(server.url + "/v1/events", request.body, headers: [("Idempotency-Key", request.key)])
+                #expect(retried.status == 200, "retry of \(request.key): \(retried)")
+                if let first = request.answer {
+                    #expect(retried.body == first, "retry of \(request.key) answered \(retried.body), first \(first)")
+                } else {
+                    unansweredRetried += 1
+                    // Stored before the kill, answered only now: the crash window the key is for.
+                    if retried.headers.first(name: "Idempotent-Replayed") == "true" { storedButUnanswered += 1 }
+                    load.requests.withLock { $0[index].answer = retried.body }
+                }
+            }
+            async let traffic: Void = load.run(server.url, http: http, clients: 4, cycle: cycle)
+            try await Task.sleep(for: .milliseconds(Int(50 + generator.next() % 250)))
+            kill(server.process.processIdentifier, SIGKILL)
+            await server.child.exit(within: 30)
+            await traffic
+        }
+        await http.shutdown()
+        print("idempotency kill test: \(unansweredRetried) unanswered batches retried, \(storedButUnanswered) of them already stored")
+
+        let requests = load.requests.withLock { $0 }
+        let logged = try loggedIds(binary, directory, delivery: "keyed")
+        #expect(Set(logged).count == logged.count, "\(logged.count - Set(logged).count) events stored twice")
+        let answered = requests.filter { $0.answer != nil }
+        #expect(answered.count > 100, "the load was answered \(answered.count) times")
+        #expect(unansweredRetried >= 1, "at least one batch lost its answer to a kill and was retried")
+        let missing = Set(answered.flatMap(\.ids)).subtracting(logged)
+        #expect(missing.isEmpty, "\(missing.count) events of answered batches are not in the log")
     }
 
     @Test("SIGTERM under load: new events refused with 503 during --shutdown-delay, then the listener closes, positions are saved in order, nothing acknowledged is lost, exit 0")
