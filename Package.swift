@@ -21,6 +21,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "campaign-relay", targets: ["CampaignRelay"]),
+        .library(name: "RelayIO", targets: ["RelayIO"]),
         .library(name: "RelayCore", targets: ["RelayCore"]),
         .library(name: "RelayLog", targets: ["RelayLog"]),
         .library(name: "RelaySQLite", targets: ["RelaySQLite"]),
@@ -45,6 +46,11 @@ let package = Package(
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
 
+        // The I/O boundary: threads of their own for blocking calls, as actor executors or for closures.
+        .target(
+            name: "RelayIO",
+            swiftSettings: swiftSettings
+        ),
         // The event model: validation, JSON parsing, binary encoding, Campaign wire forms.
         .target(
             name: "RelayCore",
@@ -55,6 +61,7 @@ let package = Package(
             name: "RelayLog",
             dependencies: [
                 "RelayCore",
+                "RelayIO",
                 "CZlib",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -63,7 +70,7 @@ let package = Package(
         // A thin layer over SQLite's C API for the aggregator and the benchmark baseline.
         .target(
             name: "RelaySQLite",
-            dependencies: ["CSQLite"],
+            dependencies: ["CSQLite", "RelayIO"],
             swiftSettings: swiftSettings
         ),
         // Exact counts per delivery and per app, kept in SQLite from the log, exactly once.
@@ -71,6 +78,7 @@ let package = Package(
             name: "RelayAggregator",
             dependencies: [
                 "RelayCore",
+                "RelayIO",
                 "RelayLog",
                 "RelaySQLite",
                 .product(name: "Logging", package: "swift-log"),
@@ -82,6 +90,7 @@ let package = Package(
             name: "RelayForwarding",
             dependencies: [
                 "RelayCore",
+                "RelayIO",
                 "RelayLog",
                 "RelaySQLite",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -122,6 +131,7 @@ let package = Package(
             name: "RelayServer",
             dependencies: [
                 "RelayCore",
+                "RelayIO",
                 "RelayLog",
                 "RelayAggregator",
                 "RelayForwarding",
@@ -190,7 +200,8 @@ let package = Package(
         .testTarget(
             name: "CampaignRelayTests",
             dependencies: [
-                "RelayLog", "RelayCore", "RelayAggregator", "RelayForwarding", "CampaignEmulator", "RelayTestSupport", "RelayServer", "CampaignRelay",
+                "RelayLog", "RelayCore", "RelayIO", "RelaySQLite", "RelayAggregator", "RelayForwarding", "CampaignEmulator", "RelayTestSupport",
+                "RelayServer", "CampaignRelay",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
@@ -208,7 +219,7 @@ if benchmarks {
         // What several benchmarks share: generated events, the SQLite baseline queue.
         .target(
             name: "BenchmarkSupport",
-            dependencies: ["RelayCore", "RelayLog", "RelaySQLite"],
+            dependencies: ["RelayCore", "RelayIO", "RelayLog", "RelaySQLite"],
             path: "Benchmarks/Sources/BenchmarkSupport",
             swiftSettings: benchmarkSwiftSettings
         ),

@@ -1,25 +1,39 @@
 import RelayCore
 import RelaySQLite
+import RelayIO
 
 /// Read-only access to the aggregates, for `campaign-relay stats` and the admin API. Safe to use
 /// while an aggregator writes (SQLite WAL mode lets readers see the last committed state).
-public final class AggregateQueries {
+///
+/// Its reads run on a thread of its own (a ``BlockingExecutor``), never on the cooperative pool.
+public actor AggregateQueries {
     /// The database file.
     public let path: String
+    /// The thread every SQLite call runs on.
+    private nonisolated let executor: BlockingExecutor
+    /// Runs the queries on ``executor``: SQLite blocks, so it stays off the cooperative pool.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private let connection: SQLiteConnection
 
     /// Opens the database at `path` read-only.
     ///
     /// - Throws: ``AggregatorError/unreadableDatabase(path:_:)`` when it is missing or not an
     ///   aggregates database.
-    public init(path: String) throws(AggregatorError) {
+    public init(path: String) async throws(AggregatorError) {
+        let executor = BlockingExecutor(name: "sqlite-queries")
         self.path = path
+        self.executor = executor
+        connection = try await executor.run { () throws(AggregatorError) -> SQLiteConnection in try Self.open(path: path) }
+    }
+
+    private static func open(path: String) throws(AggregatorError) -> SQLiteConnection {
         do {
-            connection = try SQLiteConnection(path: path, readOnly: true)
+            let connection = try SQLiteConnection(path: path, readOnly: true)
             let version = try connection.prepare("SELECT schema_version FROM aggregator_state WHERE id = 1")
             guard try version.step() else { throw SQLiteError(code: 1, message: "aggregator_state has no row", context: path) }
             let found = version.int64(0)
             guard found == AggregateSchema.version else { throw AggregatorError.schemaMismatch(path: path, found: found, expected: AggregateSchema.version) }
+            return connection
         } catch let error as AggregatorError {
             throw error
         } catch let error as SQLiteError {

@@ -1,6 +1,7 @@
 public import Logging
 public import RelayLog
 import RelayCore
+import RelayIO
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,6 +20,13 @@ public actor Aggregator {
     /// The aggregates database of a data directory.
     public static func databasePath(dataDirectory: String) -> String { "\(dataDirectory)/aggregates.sqlite" }
 
+    /// The thread the aggregator (and so every SQLite call of its store) runs on, at background
+    /// priority: counting must not take a core from request handling.
+    private nonisolated let executor: BlockingExecutor
+    /// Runs the aggregator on ``executor``, off the cooperative pool.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    /// The thread that decodes the next batch from the log while SQLite counts this one.
+    private let readAhead: BlockingExecutor
     private let log: WriteAheadLog
     private let store: AggregateStore
     /// `nil` while a read-ahead task holds it.
@@ -56,12 +64,18 @@ public actor Aggregator {
             throw .logTrimmed(path: databasePath, needed: 1, oldest: oldest)
         }
         if !existed, keepsCursor { logger.notice("aggregates database missing; building it from the log", metadata: ["path": "\(databasePath)", "from": "\(oldest)"]) }
-        let store = try AggregateStore(path: databasePath, firstSequence: oldest)
-        let state = try store.state()
-        if state.nextSequence < oldest, !allowPartial {
-            store.close()
-            throw .logTrimmed(path: databasePath, needed: state.nextSequence, oldest: oldest)
+        let executor = BlockingExecutor(name: "aggregator", priority: .background)
+        let (store, state) = try await executor.run { () throws(AggregatorError) -> (AggregateStore, AggregateStore.State) in
+            let store = try AggregateStore(path: databasePath, firstSequence: oldest)
+            let state = try store.state()
+            if state.nextSequence < oldest, !allowPartial {
+                store.close()
+                throw .logTrimmed(path: databasePath, needed: state.nextSequence, oldest: oldest)
+            }
+            return (store, state)
         }
+        self.executor = executor
+        self.readAhead = BlockingExecutor(name: "aggregator-read", priority: .background)
         self.log = log
         self.store = store
         self.position = max(state.nextSequence, 1)
@@ -132,13 +146,16 @@ public actor Aggregator {
         guard let taken = reader else { return nil }
         reader = nil
         let size = batchSize
-        return Task.detached {
-            var owned = taken
-            do throws(LogError) {
-                let batch = try owned.read(maximumEvents: size, below: end)
-                return (owned, .success(batch))
-            } catch {
-                return (owned, .failure(error))
+        let thread = readAhead
+        return Task {
+            await thread.run { () -> (LogReader, Result<LogReadBatch, LogError>) in
+                var owned = taken
+                do throws(LogError) {
+                    let batch = try owned.read(maximumEvents: size, below: end)
+                    return (owned, .success(batch))
+                } catch {
+                    return (owned, .failure(error))
+                }
             }
         }
     }
@@ -195,7 +212,7 @@ public actor Aggregator {
         let summary = try await builder.catchUp(progress: progress)
         await builder.close()
 
-        if access(path, F_OK) == 0, (try? AggregateQueries(path: path)) == nil {
+        if access(path, F_OK) == 0, (try? await AggregateQueries(path: path)) == nil {
             let quarantine = "\(dataDirectory)/quarantine"
             mkdir(quarantine, 0o755)
             let kept = "\(quarantine)/aggregates.sqlite.\(EventTime.now().rfc3339)"

@@ -1,9 +1,13 @@
 import CSQLite
+import RelayIO
 
-/// One SQLite connection, used by one owner at a time (an actor, or a single task).
+/// One SQLite connection, used by one owner at a time: an actor whose executor is a
+/// ``BlockingExecutor``, so every call runs on a thread made for blocking work.
 ///
 /// Not `Sendable`: SQLite connections must not be used from two threads at once, and the owner
-/// (for example the aggregator actor) serialises every call.
+/// (for example the aggregator actor) serialises every call. Debug builds check on every call that
+/// it runs on a ``BlockingExecutor``'s thread, so a call from the cooperative pool (a route
+/// handler, an actor on the default executor) stops the test run that makes it.
 public final class SQLiteConnection {
     let handle: OpaquePointer
     private var isClosed = false
@@ -16,6 +20,7 @@ public final class SQLiteConnection {
     /// - Throws: ``SQLiteError`` when the file cannot be opened (missing directory, permissions,
     ///   not a database).
     public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        Self.checkThread(path)
         var pointer: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &pointer, flags, nil)
@@ -62,6 +67,7 @@ public final class SQLiteConnection {
 
     /// Runs one or more statements that return no rows.
     public func execute(_ sql: String) throws(SQLiteError) {
+        Self.checkThread(sql)
         var message: UnsafeMutablePointer<CChar>?
         let code = sqlite3_exec(handle, sql, nil, nil, &message)
         guard code == SQLITE_OK else {
@@ -73,6 +79,7 @@ public final class SQLiteConnection {
 
     /// Compiles a statement for repeated use.
     public func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        Self.checkThread(sql)
         var statement: OpaquePointer?
         let code = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
         guard code == SQLITE_OK, let statement else { throw error(code, sql) }
@@ -90,6 +97,14 @@ public final class SQLiteConnection {
             try? execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// In debug builds, stops when SQLite is called off the I/O boundary.
+    static func checkThread(_ context: @autoclosure () -> String) {
+        assert(
+            BlockingExecutor.isCurrentThreadBlocking,
+            "SQLite called outside a BlockingExecutor (\(context())): run it in an actor on one, or in BlockingExecutor.run"
+        )
     }
 
     func error(_ code: Int32, _ context: String) -> SQLiteError {

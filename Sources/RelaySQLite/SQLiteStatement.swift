@@ -60,6 +60,7 @@ public final class SQLiteStatement {
     /// Advances: `true` when a row is available, `false` when the statement is done.
     @discardableResult
     public func step() throws(SQLiteError) -> Bool {
+        SQLiteConnection.checkThread(sql)
         let code = sqlite3_step(statement)
         switch code {
         case SQLITE_ROW: return true

@@ -1,5 +1,6 @@
 public import RelayCore
 public import RelaySQLite
+import RelayIO
 
 /// Remembers `Idempotency-Key`s of `POST /v1/events` durably, so a retried request gets the
 /// original answer and its events are stored once.
@@ -17,6 +18,10 @@ public actor IdempotencyStore {
         case pending(digest: UInt64, startSequence: UInt64, defaultTimeNanoseconds: Int64)
     }
 
+    /// The thread every SQLite call of the store runs on.
+    private nonisolated let executor: BlockingExecutor
+    /// Runs the store on ``executor``: SQLite blocks, so it stays off the cooperative pool.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private let connection: SQLiteConnection
     private let find: SQLiteStatement
     private let insertPending: SQLiteStatement
@@ -28,10 +33,30 @@ public actor IdempotencyStore {
     /// The database file of a data directory.
     public static func path(dataDirectory: String) -> String { "\(dataDirectory)/idempotency.sqlite" }
 
-    /// Opens (creating) the store of `dataDirectory`, forgetting keys older than `window`.
-    public init(dataDirectory: String, window: Duration) throws(SQLiteError) {
+    /// The open database and its statements.
+    private struct Opened {
+        var connection: SQLiteConnection
+        var find: SQLiteStatement
+        var insertPending: SQLiteStatement
+        var complete: SQLiteStatement
+    }
+
+    /// Opens (creating) the store of `dataDirectory` on a thread of its own, forgetting keys older
+    /// than `window`.
+    public init(dataDirectory: String, window: Duration) async throws(SQLiteError) {
+        let executor = BlockingExecutor(name: "sqlite-idempot")
+        let path = Self.path(dataDirectory: dataDirectory)
+        let opened = try await executor.run { () throws(SQLiteError) -> Opened in try Self.open(path: path, window: window) }
+        self.executor = executor
         self.window = window
-        connection = try SQLiteConnection(path: Self.path(dataDirectory: dataDirectory), walWithSynchronous: .full)
+        connection = opened.connection
+        find = opened.find
+        insertPending = opened.insertPending
+        complete = opened.complete
+    }
+
+    private static func open(path: String, window: Duration) throws(SQLiteError) -> Opened {
+        let connection = try SQLiteConnection(path: path, walWithSynchronous: .full)
         try connection.execute(
             """
             CREATE TABLE IF NOT EXISTS idempotency_keys (
@@ -45,13 +70,14 @@ public actor IdempotencyStore {
             ) WITHOUT ROWID
             """
         )
-        find = try connection.prepare("SELECT digest, start_sequence, default_time_ns, status, body FROM idempotency_keys WHERE key = ?")
-        insertPending = try connection.prepare(
+        let find = try connection.prepare("SELECT digest, start_sequence, default_time_ns, status, body FROM idempotency_keys WHERE key = ?")
+        let insertPending = try connection.prepare(
             "INSERT OR REPLACE INTO idempotency_keys (key, digest, start_sequence, default_time_ns, status, body, created_ns) VALUES (?, ?, ?, ?, NULL, NULL, ?)"
         )
-        complete = try connection.prepare("UPDATE idempotency_keys SET status = ?, body = ? WHERE key = ?")
+        let complete = try connection.prepare("UPDATE idempotency_keys SET status = ?, body = ? WHERE key = ?")
         let cutoff = EventTime.now().nanosecondsSinceEpoch - Int64(window.components.seconds) * 1_000_000_000
         try connection.execute("DELETE FROM idempotency_keys WHERE created_ns < \(cutoff)")
+        return Opened(connection: connection, find: find, insertPending: insertPending, complete: complete)
     }
 
     /// Claims `key` for one request at a time; `false` when a request with it is under way.

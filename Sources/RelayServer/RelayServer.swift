@@ -59,8 +59,8 @@ public struct RelayServer: Sendable {
         let store: ForwardingStore
         let idempotency: IdempotencyStore
         do {
-            store = try ForwardingStore(dataDirectory: configuration.dataDirectory)
-            idempotency = try IdempotencyStore(dataDirectory: configuration.dataDirectory, window: configuration.idempotencyWindow)
+            store = try await ForwardingStore(dataDirectory: configuration.dataDirectory)
+            idempotency = try await IdempotencyStore(dataDirectory: configuration.dataDirectory, window: configuration.idempotencyWindow)
         } catch {
             await log.close()
             throw error

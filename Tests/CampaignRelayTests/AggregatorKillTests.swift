@@ -4,6 +4,8 @@ import Glibc
 import Foundation
 import RelayAggregator
 import RelayTestSupport
+import RelayIO
+import RelaySQLite
 import Testing
 
 /// A real `campaign-relay aggregate` child process, SIGKILLed at random moments while it consumes
@@ -58,8 +60,8 @@ struct AggregatorKillTests {
     }
 
     /// The aggregates as `stats --json` reports them, and the log position they cover.
-    static func stats(_ binary: String, _ directory: String) throws -> (next: Int, counts: Counts) {
-        let run = try RelayBinary.run(binary, ["stats", "--no-catch-up", "--data-dir", directory, "--json"])
+    static func stats(_ binary: String, _ directory: String) async throws -> (next: Int, counts: Counts) {
+        let run = try await RelayBinary.run(binary, ["stats", "--no-catch-up", "--data-dir", directory, "--json"])
         guard run.status == 0, let object = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any] else {
             throw StatsFailure(description: "stats failed (\(run.status)): \(run.stderr)")
         }
@@ -76,12 +78,23 @@ struct AggregatorKillTests {
         return (sequences?["next"] as? Int ?? -1, counts)
     }
 
+    /// The aggregates' next sequence as committed now, read with SQLite directly (on a
+    /// `BlockingExecutor` thread); `nil` while the database does not exist or cannot be read.
+    static func nextSequence(_ database: String) -> Int? {
+        guard let connection = try? SQLiteConnection(path: database, readOnly: true) else { return nil }
+        defer { connection.close() }
+        guard let statement = try? connection.prepare("SELECT next_sequence FROM aggregator_state WHERE id = 1"),
+            (try? statement.step()) == true
+        else { return nil }
+        return Int(statement.int64(0))
+    }
+
     struct StatsFailure: Error, CustomStringConvertible {
         var description: String
     }
 
     @Test("after every SIGKILL the counts are exactly those of the covered log prefix")
-    func killCycles() throws {
+    func killCycles() async throws {
         let binary = try RelayBinary.path()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("aggkill-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -99,13 +112,14 @@ struct AggregatorKillTests {
         let input = "\(directory).jsonl"
         defer { try? FileManager.default.removeItem(atPath: input) }
         try text.write(toFile: input, atomically: true, encoding: .utf8)
-        let ingest = try RelayBinary.run(binary, ["ingest", input, "--data-dir", directory, "--json", "--batch-bytes", "65536"])
+        let ingest = try await RelayBinary.run(binary, ["ingest", input, "--data-dir", directory, "--json", "--batch-bytes", "65536"])
         try #require(ingest.status == 0, "\(ingest.stderr)")
 
         var generator = SeededGenerator(seed: TestSeed.make(for: "aggregator kill cycles"))
         var killedWhileRunning = 0
         var previousNext = 1
         let database = Aggregator.databasePath(dataDirectory: directory)
+        let poller = BlockingExecutor(name: "test-poller")
         for cycle in 0..<Self.cycles {
             let child = Process()
             child.executableURL = URL(fileURLWithPath: binary)
@@ -117,24 +131,31 @@ struct AggregatorKillTests {
             // later: right after a commit, in the middle of one, or while reading the log.
             let remaining = Self.events + 1 - previousNext
             let target = previousNext + max(1, remaining * Int(2 + generator.next() % 11) / 100)
-            let deadline = Date().addingTimeInterval(60)
-            while child.isRunning, Date() < deadline {
-                if let covered = try? AggregateQueries(path: database).coveredSequences(), Int(covered.upperBound) >= target { break }
-                usleep(2_000)
+            let delay = UInt32(generator.next() % 3_000)
+            // Polled on a thread of its own: on the cooperative pool, busy with the other suites, a
+            // poll can come too late and find the aggregator done.
+            let killedRunning = await poller.run { () -> Bool in
+                let deadline = Date().addingTimeInterval(60)
+                while child.isRunning, Date() < deadline {
+                    if let next = Self.nextSequence(database), next >= target { break }
+                    usleep(2_000)
+                }
+                usleep(delay)
+                let running = child.isRunning
+                kill(child.processIdentifier, SIGKILL)
+                return running
             }
-            usleep(UInt32(generator.next() % 3_000))
-            if child.isRunning { killedWhileRunning += 1 }
-            kill(child.processIdentifier, SIGKILL)
+            if killedRunning { killedWhileRunning += 1 }
             child.waitUntilExit()
 
-            let (next, counts) = try Self.stats(binary, directory)
+            let (next, counts) = try await Self.stats(binary, directory)
             #expect(next >= previousNext, "cycle \(cycle): position went back from \(previousNext) to \(next)")
             #expect(counts == Self.expected(lines[0..<(next - 1)]), "cycle \(cycle): counts are not those of sequences 1..<\(next)")
             previousNext = next
         }
-        let finish = try RelayBinary.run(binary, ["aggregate", "--data-dir", directory, "--log-level", "error"])
+        let finish = try await RelayBinary.run(binary, ["aggregate", "--data-dir", directory, "--log-level", "error"])
         #expect(finish.status == 0, "\(finish.stderr)")
-        let (next, counts) = try Self.stats(binary, directory)
+        let (next, counts) = try await Self.stats(binary, directory)
         #expect(next == Self.events + 1)
         #expect(counts == Self.expected(lines[...]))
         #expect(killedWhileRunning >= Self.cycles * 3 / 4, "most kills must land while the aggregator runs")

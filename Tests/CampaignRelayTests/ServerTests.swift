@@ -3,6 +3,7 @@ import NIOHTTP1
 import Logging
 import RelayLog
 import RelayForwarding
+import RelayIO
 import RelayServer
 import RelaySQLite
 import RelayTestSupport
@@ -229,9 +230,12 @@ struct ServerTests {
         #expect(other.status == 422)
 
         // As if the relay had crashed after storing the events but before recording the answer.
-        let database = try SQLiteConnection(path: server.dataDirectory + "/idempotency.sqlite")
-        try database.execute("UPDATE idempotency_keys SET status = NULL, body = NULL WHERE key = 'order-42'")
-        database.close()
+        let path = server.dataDirectory + "/idempotency.sqlite"
+        try await BlockingExecutor(name: "test-sqlite").run { () throws(SQLiteError) in
+            let database = try SQLiteConnection(path: path)
+            try database.execute("UPDATE idempotency_keys SET status = NULL, body = NULL WHERE key = 'order-42'")
+            database.close()
+        }
         let retried = try await http.post(server.url + "/v1/events", batch, headers: key)
         #expect(retried.status == 200)
         #expect(retried.body == first.body, "the events are found in the log, not appended again")

@@ -11,9 +11,9 @@ import Testing
 
 @Suite("Aggregator")
 struct AggregatorTests {
-    func read(_ directory: String) throws -> ([DeliveryCounts], [RegistrationCounts]) {
-        let queries = try AggregateQueries(path: Aggregator.databasePath(dataDirectory: directory))
-        return (try queries.deliveries(), try queries.registrations())
+    func read(_ directory: String) async throws -> ([DeliveryCounts], [RegistrationCounts]) {
+        let queries = try await AggregateQueries(path: Aggregator.databasePath(dataDirectory: directory))
+        return (try await queries.deliveries(), try await queries.registrations())
     }
 
     @Test("counts of a generated mix equal counts computed independently", arguments: [UInt64(1), 2, 3])
@@ -36,7 +36,7 @@ struct AggregatorTests {
         #expect(await log.cursorPosition(Aggregator.cursorName) == 5001)
         await aggregator.close()
         await log.close()
-        let (deliveries, registrations) = try read(directory)
+        let (deliveries, registrations) = try await read(directory)
         #expect(expected.difference(from: deliveries, registrations) == nil, "\(expected.difference(from: deliveries, registrations) ?? "")")
         #expect(!deliveries.isEmpty && !registrations.isEmpty)
     }
@@ -63,7 +63,7 @@ struct AggregatorTests {
         _ = try await aggregator.catchUp()
         await aggregator.close()
         await log.close()
-        let row = try #require(try read(directory).0.first)
+        let row = try #require(try await read(directory).0.first)
         #expect([row.impressions, row.opens, row.clicks] == [5, 3, 4])
         #expect([row.uniqueImpressions, row.uniqueOpens, row.uniqueClicks] == [2, 2, 2])
     }
@@ -80,11 +80,11 @@ struct AggregatorTests {
             _ = try await aggregator.catchUp()
         }
         await aggregator.close()
-        let incremental = try read(directory)
+        let incremental = try await read(directory)
         let summary = try await Aggregator.rebuild(log: log, dataDirectory: directory, batchSize: 1000, logger: quietLogger)
         #expect(summary.events == 4000)
         #expect(summary.endPosition == 4001)
-        let rebuilt = try read(directory)
+        let rebuilt = try await read(directory)
         #expect(rebuilt.0 == incremental.0)
         #expect(rebuilt.1 == incremental.1)
         #expect(!PosixFileSystem().exists(Aggregator.databasePath(dataDirectory: directory) + ".rebuild"))
@@ -105,7 +105,7 @@ struct AggregatorTests {
         let first = try await Aggregator(log: log, dataDirectory: directory, logger: quietLogger)
         #expect(try await first.catchUp().events == 300)
         await first.close()
-        #expect(try { let (d, r) = try read(directory); return expected.difference(from: d, r) }() == nil)
+        #expect(try await { let (d, r) = try await read(directory); return expected.difference(from: d, r) }() == nil)
 
         // Unreadable: garbage where the database was.
         let path = Aggregator.databasePath(dataDirectory: directory)
@@ -123,7 +123,7 @@ struct AggregatorTests {
         #expect(await log.durableSequence == 301)
         let summary = try await Aggregator.rebuild(log: log, dataDirectory: directory, logger: quietLogger)
         #expect(summary.events == 300)
-        #expect(try { let (d, r) = try read(directory); return expected.difference(from: d, r) }() == nil)
+        #expect(try await { let (d, r) = try await read(directory); return expected.difference(from: d, r) }() == nil)
         let quarantined = try PosixFileSystem().listDirectory("\(directory)/quarantine")
         #expect(quarantined.contains { $0.hasPrefix("aggregates.sqlite.") })
         await log.close()
@@ -170,7 +170,7 @@ struct AggregatorTests {
         await log.close()
         var expected = ExpectedCounts()
         expected.add(events)
-        let (deliveries, registrations) = try read(directory)
+        let (deliveries, registrations) = try await read(directory)
         #expect(expected.difference(from: deliveries, registrations) == nil)
     }
 }

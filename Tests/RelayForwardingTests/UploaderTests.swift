@@ -28,7 +28,7 @@ func upload(
     let dataDirectory = directory ?? temporaryDirectory("upload")
     let log = try await WriteAheadLog.open(dataDirectory: dataDirectory, logger: quietLogger)
     if !events.isEmpty { _ = try await log.append(events) }
-    let store = try ForwardingStore(dataDirectory: dataDirectory)
+    let store = try await ForwardingStore(dataDirectory: dataDirectory)
     let host = try CampaignHost(parsing: running.url, role: "test")
     let uploader = try Uploader(log: log, trackingHost: host, marketingHost: host, store: store, configuration: configuration, logger: quietLogger)
     beforeRun()
@@ -93,7 +93,7 @@ struct UploaderTests {
         // Order is kept per token only: t1 and t3 may arrive in either order.
         #expect(Set(await running.emulator.recorder.acceptedRegistrations.compactMap { $0["registrationToken"] }) == ["t1", "t3"])
         #expect(await running.emulator.recorder.acceptedRegistrations.count == 2)
-        let store = try ForwardingStore(dataDirectory: directory)
+        let store = try await ForwardingStore(dataDirectory: directory)
         let letters = try await store.deadLetters()
         #expect(letters.count == 1)
         #expect(letters.first?.status == 400)

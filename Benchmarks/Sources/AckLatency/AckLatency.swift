@@ -55,7 +55,7 @@ struct AckLatency: AsyncParsableCommand {
             rows.append(try await measure("wal", walLoad, size))
             await log.close()
 
-            let sqlite = try SerialSQLiteQueue(path: scratch + "/queue.sqlite")
+            let sqlite = try await SerializedSQLiteEventQueue(path: scratch + "/queue.sqlite")
             let sqliteLoad = Load(append: { try await sqlite.append(batches[$0 % batches.count]) }, batchSize: size)
             rows.append(try await measure("sqlite-full", sqliteLoad, size))
         }

@@ -19,7 +19,7 @@ enum IngestBaseline {
         }
         let batchBytes = arguments.count > 3 ? Int(arguments[3]) ?? (4 << 20) : 4 << 20
         let bytes = try readFile(arguments[1])
-        let queue = try SQLiteEventQueue(path: arguments[2])
+        let queue = try await SerializedSQLiteEventQueue(path: arguments[2])
         let started = now()
         var inFlight: [Task<EventLines.Decoded, Never>] = []
         var stored = 0
@@ -35,18 +35,18 @@ enum IngestBaseline {
             inFlight.append(Task.detached { EventLines.decode(chunk, firstLine: firstLine, defaultTime: time) })
             if inFlight.count >= 3 {
                 let decoded = await inFlight.removeFirst().value
-                try queue.append(decoded.events)
+                try await queue.append(decoded.events)
                 stored += decoded.events.count
             }
             start = end
         }
         for task in inFlight {
             let decoded = await task.value
-            try queue.append(decoded.events)
+            try await queue.append(decoded.events)
             stored += decoded.events.count
         }
         let seconds = Double(now() - started) / 1e9
-        try queue.checkpoint()
+        try await queue.checkpoint()
         let disk = DiskUsage.fileBytes(arguments[2]) + DiskUsage.fileBytes(arguments[2] + "-wal")
         print(
             "{\"events\":\(stored),\"seconds\":\(seconds),\"eventsPerSecond\":\(Int(Double(stored) / seconds)),\"bytes\":\(disk),\"bytesPerEvent\":\(Double(disk) / Double(max(stored, 1)))}"

@@ -25,7 +25,7 @@ struct DeadLetterListCommand: AsyncParsableCommand {
 
     func run() async throws {
         try common.requireDataDirectory()
-        let store = try ForwardingStore(dataDirectory: common.dataDir)
+        let store = try await ForwardingStore(dataDirectory: common.dataDir)
         let letters = try await store.deadLetters(includeRequeued: all, limit: limit)
         var output = StandardOutput.output()
         if common.json {
@@ -78,7 +78,7 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
 
     func run() async throws {
         try common.requireDataDirectory()
-        let store = try ForwardingStore(dataDirectory: common.dataDir)
+        let store = try await ForwardingStore(dataDirectory: common.dataDir)
         let pending = try await store.deadLetters(includeRequeued: false)
         let chosen = all ? pending : pending.filter { id.contains($0.id) }
         if !all {

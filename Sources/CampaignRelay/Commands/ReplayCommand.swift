@@ -68,7 +68,7 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         try common.requireDataDirectory()
         let walDirectory = LogLayout(dataDirectory: common.dataDir).walDirectory
-        let store = try ForwardingStore(dataDirectory: common.dataDir)
+        let store = try await ForwardingStore(dataDirectory: common.dataDir)
         let configuration = try upstream.configuration(maximumRate: maxRate)
         let transport = try HTTPClientTransport(
             connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses, maximumRedirects: configuration.maximumRedirects,

@@ -87,15 +87,15 @@ struct StatsCommand: AsyncParsableCommand {
         }
         let queries: AggregateQueries
         do {
-            queries = try AggregateQueries(path: path)
+            queries = try await AggregateQueries(path: path)
         } catch {
             errors.line("error: \(error)")
             errors.flush()
             throw ExitCode(1)
         }
-        let covered = try queries.coveredSequences()
-        let deliveries = try queries.deliveries(deliveryId: delivery, limit: limit)
-        let registrations = delivery == nil ? try queries.registrations() : []
+        let covered = try await queries.coveredSequences()
+        let deliveries = try await queries.deliveries(deliveryId: delivery, limit: limit)
+        let registrations = delivery == nil ? try await queries.registrations() : []
         var lag: (server: ServerRecord, lastDurable: UInt64)?
         if let server {
             let handoff = ServerHandoff(record: server)

@@ -51,7 +51,7 @@ struct UploadCommand: AsyncParsableCommand {
         }
         let store: ForwardingStore
         do {
-            store = try ForwardingStore(dataDirectory: common.dataDir)
+            store = try await ForwardingStore(dataDirectory: common.dataDir)
         } catch {
             await log.close()
             throw error

@@ -1,5 +1,6 @@
 public import RelayCore
 public import RelaySQLite
+import RelayIO
 
 /// `<data-dir>/forwarding.sqlite`: the dead-letter store and the last registration delivered per
 /// device token (for the SDKs' "skip an unchanged registration" rule).
@@ -7,14 +8,37 @@ public actor ForwardingStore {
     /// The database file of a data directory.
     public static func path(dataDirectory: String) -> String { "\(dataDirectory)/forwarding.sqlite" }
 
+    /// The thread every SQLite call of the store runs on.
+    private nonisolated let executor: BlockingExecutor
+    /// Runs the store on ``executor``: SQLite blocks, so it stays off the cooperative pool.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private let connection: SQLiteConnection
     private let insertDeadLetter: SQLiteStatement
     private let findDelivered: SQLiteStatement
     private let upsertDelivered: SQLiteStatement
 
-    /// Opens (creating) the store of `dataDirectory`.
-    public init(dataDirectory: String) throws(SQLiteError) {
-        connection = try SQLiteConnection(path: Self.path(dataDirectory: dataDirectory), walWithSynchronous: .full)
+    /// The open database and the statements used on every event.
+    private struct Opened {
+        var connection: SQLiteConnection
+        var insertDeadLetter: SQLiteStatement
+        var findDelivered: SQLiteStatement
+        var upsertDelivered: SQLiteStatement
+    }
+
+    /// Opens (creating) the store of `dataDirectory`, on a thread of its own.
+    public init(dataDirectory: String) async throws(SQLiteError) {
+        let executor = BlockingExecutor(name: "sqlite-forward")
+        let path = Self.path(dataDirectory: dataDirectory)
+        let opened = try await executor.run { () throws(SQLiteError) -> Opened in try Self.open(path: path) }
+        self.executor = executor
+        connection = opened.connection
+        insertDeadLetter = opened.insertDeadLetter
+        findDelivered = opened.findDelivered
+        upsertDelivered = opened.upsertDelivered
+    }
+
+    private static func open(path: String) throws(SQLiteError) -> Opened {
+        let connection = try SQLiteConnection(path: path, walWithSynchronous: .full)
         try connection.execute(
             """
             CREATE TABLE IF NOT EXISTS dead_letters (
@@ -43,14 +67,17 @@ public actor ForwardingStore {
         let columns = try connection.prepare("SELECT count(*) FROM pragma_table_info('dead_letters') WHERE name = 'reason'")
         _ = try columns.step()
         if columns.int64(0) == 0 { try connection.execute("ALTER TABLE dead_letters ADD COLUMN reason TEXT") }
-        insertDeadLetter = try connection.prepare(
+        let insertDeadLetter = try connection.prepare(
             "INSERT INTO dead_letters (sequence, event_json, url, status, response_body, dead_lettered_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?)"
         )
-        findDelivered = try connection.prepare(
+        let findDelivered = try connection.prepare(
             "SELECT fingerprint, delivered_at FROM delivered_registrations WHERE platform = ? AND integration_key = ? AND registration_token = ?"
         )
-        upsertDelivered = try connection.prepare(
+        let upsertDelivered = try connection.prepare(
             "INSERT INTO delivered_registrations (platform, integration_key, registration_token, fingerprint, delivered_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET fingerprint = excluded.fingerprint, delivered_at = excluded.delivered_at"
+        )
+        return Opened(
+            connection: connection, insertDeadLetter: insertDeadLetter, findDelivered: findDelivered, upsertDelivered: upsertDelivered
         )
     }
 

@@ -1,6 +1,7 @@
 public import Logging
 import RelayCore
 public import RelayLog
+import RelayIO
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,6 +44,11 @@ public actor UploadLane {
 
     /// Which events the lane carries.
     public nonisolated let kind: Kind
+    /// The lane's thread, at background priority: it reads and decodes the log (blocking `pread`s
+    /// and inflating) and must not take a core from request handling.
+    private nonisolated let executor: BlockingExecutor
+    /// Runs the lane on ``executor``, off the cooperative pool.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     let host: CampaignHost
     let transport: any CampaignTransport
     let store: ForwardingStore
@@ -66,6 +72,7 @@ public actor UploadLane {
     ) {
         self.pipeline = kind == .tracking ? pipeline : nil
         self.kind = kind
+        self.executor = BlockingExecutor(name: "upload-\(kind.rawValue)", priority: .background)
         self.host = host
         self.transport = transport
         self.store = store

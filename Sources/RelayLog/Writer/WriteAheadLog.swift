@@ -1,5 +1,6 @@
 public import Logging
 public import RelayCore
+import RelayIO
 
 /// The append-only, zlib-compressed, crash-safe write-ahead log in `<data-dir>/wal/`.
 ///
@@ -34,8 +35,10 @@ public actor WriteAheadLog {
     private var cursorPositions: [String: UInt64]
     private let cursors: CursorStore
     private let lock: (any FileHandle)?
-    private let io: BlockingIOQueue
-    private let cursorIO: BlockingIOQueue
+    /// The thread that writes and syncs frames and deletes segments.
+    private let io: BlockingExecutor
+    /// The thread that writes cursors, so a cursor commit never waits behind a group commit.
+    private let cursorIO: BlockingExecutor
     private let logger: Logger
     private var statistics = LogStatistics()
     private var commitObserver: (@Sendable (CommitReport) -> Void)?
@@ -59,15 +62,20 @@ public actor WriteAheadLog {
         fileSystem: any FileSystem = PosixFileSystem(), logger: Logger = Logger(label: "campaign-relay.wal")
     ) async throws(LogError) -> WriteAheadLog {
         let layout = LogLayout(dataDirectory: dataDirectory)
-        let lock = try await lockLog(layout: layout, fileSystem: fileSystem, wait: configuration.lockWait)
+        // Opening reads and repairs files: that happens on the writer's thread, like every later write.
+        let io = BlockingExecutor(name: "wal-writer")
+        let lock = try await lockLog(layout: layout, fileSystem: fileSystem, wait: configuration.lockWait, io: io)
         let now = EventTime.now().rfc3339
         let quarantine = Quarantine(directory: layout.quarantineDirectory, fileSystem: fileSystem)
         let cursors = CursorStore(directory: layout.cursorDirectory, fileSystem: fileSystem, quarantine: quarantine)
-        let positions = try cursors.loadAll(now: now)
-        let (writer, report) = try LogRecovery.recover(
-            fileSystem: fileSystem, walDirectory: layout.walDirectory, quarantine: quarantine, configuration: configuration,
-            sequenceFloor: positions.values.max() ?? 1, now: now
-        )
+        let (positions, writer, report) = try await io.run { () throws(LogError) -> ([String: UInt64], SegmentWriter, RecoveryReport) in
+            let positions = try cursors.loadAll(now: now)
+            let (writer, report) = try LogRecovery.recover(
+                fileSystem: fileSystem, walDirectory: layout.walDirectory, quarantine: quarantine, configuration: configuration,
+                sequenceFloor: positions.values.max() ?? 1, now: now
+            )
+            return (positions, writer, report)
+        }
         for damage in report.damage {
             logger.warning("log damage found on open; bytes kept in quarantine", metadata: ["damage": "\(damage)"])
         }
@@ -76,20 +84,22 @@ public actor WriteAheadLog {
         }
         return WriteAheadLog(
             layout: layout, configuration: configuration, fileSystem: fileSystem, writer: writer, report: report,
-            cursors: cursors, positions: positions, lock: lock, logger: logger
+            cursors: cursors, positions: positions, lock: lock, io: io, logger: logger
         )
     }
 
     /// Takes the log's lock file, trying again every few milliseconds for up to `wait` while
     /// someone else holds it (see ``LogConfiguration/lockWait`` for who that can be).
     private static func lockLog(
-        layout: LogLayout, fileSystem: any FileSystem, wait: Duration
+        layout: LogLayout, fileSystem: any FileSystem, wait: Duration, io: BlockingExecutor
     ) async throws(LogError) -> (any FileHandle)? {
         let deadline = ContinuousClock.now.advanced(by: wait)
         while true {
             do {
-                try fileSystem.createDirectory(layout.walDirectory)
-                return try fileSystem.lockExclusively(layout.lockFile)
+                return try await io.run { () throws(FileSystemError) -> (any FileHandle)? in
+                    try fileSystem.createDirectory(layout.walDirectory)
+                    return try fileSystem.lockExclusively(layout.lockFile)
+                }
             } catch {
                 guard error.errno == LogLayout.lockHeldErrno else {
                     throw .fileSystem(error, context: "opening the log directory")
@@ -102,7 +112,8 @@ public actor WriteAheadLog {
 
     private init(
         layout: LogLayout, configuration: LogConfiguration, fileSystem: any FileSystem, writer: SegmentWriter,
-        report: RecoveryReport, cursors: CursorStore, positions: [String: UInt64], lock: (any FileHandle)?, logger: Logger
+        report: RecoveryReport, cursors: CursorStore, positions: [String: UInt64], lock: (any FileHandle)?, io: BlockingExecutor,
+        logger: Logger
     ) {
         self.walDirectory = layout.walDirectory
         self.configuration = configuration
@@ -113,8 +124,8 @@ public actor WriteAheadLog {
         self.cursors = cursors
         self.cursorPositions = positions
         self.lock = lock
-        self.io = BlockingIOQueue(label: "campaign-relay.wal.writer")
-        self.cursorIO = BlockingIOQueue(label: "campaign-relay.wal.cursors")
+        self.io = io
+        self.cursorIO = BlockingExecutor(name: "wal-cursors")
         self.logger = logger
     }
 
@@ -278,7 +289,12 @@ public actor WriteAheadLog {
     /// Removes a cursor, so it no longer holds segments back.
     public func removeCursor(_ name: String) async throws(LogError) {
         try CursorStore.validate(name)
-        do { try fileSystem.remove(cursors.path(name)) } catch { if error.errno != LogLayout.noSuchFileErrno { throw .fileSystem(error, context: "removing cursor \(name)") } }
+        let (fileSystem, path) = (fileSystem, cursors.path(name))
+        let result = await cursorIO.run { () -> Result<Void, FileSystemError> in
+            do throws(FileSystemError) { try fileSystem.remove(path) } catch { return error.errno == LogLayout.noSuchFileErrno ? .success(()) : .failure(error) }
+            return .success(())
+        }
+        if case .failure(let error) = result { throw .fileSystem(error, context: "removing cursor \(name)") }
         cursorPositions[name] = nil
     }
 

@@ -12,19 +12,21 @@ struct AdminRoutes: Sendable {
     let metrics: RelayMetrics
     let store: ForwardingStore
     let log: WriteAheadLog
+    /// One read-only connection for every request, opened by the first that finds the database.
+    let queries = OpenedOnce<AggregateQueries>()
 
     func add(to routes: RouteTable) {
         routes.get("v1/deliveries") { request, _ in
             if let refusal = authorize(request) { return refusal }
             switch request.nonNegativeIntegerParameter("limit") {
-            case .success(let limit): return deliveries(nil, limit: limit)
+            case .success(let limit): return await deliveries(nil, limit: limit)
             case .failure(let error): return error.response
             }
         }
         routes.get("v1/deliveries/:id") { request, context in
             if let refusal = authorize(request) { return refusal }
             let id = context.parameters.get("id") ?? ""
-            return deliveries(id, limit: nil)
+            return await deliveries(id, limit: nil)
         }
         routes.get("v1/deadletters") { request, _ in
             if let refusal = authorize(request) { return refusal }
@@ -59,17 +61,18 @@ struct AdminRoutes: Sendable {
         return response
     }
 
-    func deliveries(_ id: String?, limit: Int?) -> Response {
+    func deliveries(_ id: String?, limit: Int?) async -> Response {
+        let path = Aggregator.databasePath(dataDirectory: dataDirectory)
         let queries: AggregateQueries
         do {
-            queries = try AggregateQueries(path: Aggregator.databasePath(dataDirectory: dataDirectory))
+            queries = try await self.queries.value { () async throws(AggregatorError) in try await AggregateQueries(path: path) }
         } catch {
             return Responses.error(.serviceUnavailable, "aggregates are not available yet: \(error)")
         }
         do {
-            let rows = try queries.deliveries(deliveryId: id, limit: limit)
+            let rows = try await queries.deliveries(deliveryId: id, limit: limit)
             if let id, rows.isEmpty { return Responses.error(.notFound, "no events counted for delivery \(id)") }
-            let covered = try queries.coveredSequences()
+            let covered = try await queries.coveredSequences()
             let items = rows.map { row in
                 "{\"deliveryId\":\(JSONText.quoted(row.deliveryId)),\"impressions\":\(row.impressions),\"opens\":\(row.opens),\"clicks\":\(row.clicks),\"uniqueImpressions\":\(row.uniqueImpressions),\"uniqueOpens\":\(row.uniqueOpens),\"uniqueClicks\":\(row.uniqueClicks),\"firstEvent\":\"\(row.firstEvent.rfc3339)\",\"lastEvent\":\"\(row.lastEvent.rfc3339)\"}"
             }

@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import RelayCore
+import RelayIO
 import RelayLog
 
 /// `POST /v1/events`: a batch of events in the relay's JSON format, all or nothing, optionally
@@ -10,6 +11,8 @@ struct EventsRoute: Sendable {
     let idempotency: IdempotencyStore
     let maximumBytes: Int
     let maximumEvents: Int
+    /// Where the log is read back for a request retried after a crash (blocking reads).
+    let logReads = BlockingExecutor(name: "idempotency-log")
 
     static let idempotencyKey = HTTPField.Name("Idempotency-Key") ?? .contentType
     static let replayed = HTTPField.Name("Idempotent-Replayed") ?? .contentType
@@ -111,12 +114,22 @@ struct EventsRoute: Sendable {
         }
     }
 
-    /// How many of `events` (from the first) are already in the log at or after `start`, and where they begin.
+    /// How many of `events` (from the first) are already in the log at or after `start`, and where
+    /// they begin; the log is read on ``logReads``.
     private func alreadyStored(_ events: [Event], from start: UInt64) async -> (count: Int, first: UInt64?) {
-        guard let head = events.first else { return (0, nil) }
-        var reader = LogReader(walDirectory: ingestor.log.walDirectory, fileSystem: ingestor.log.fileSystem, from: start)
-        defer { reader.close() }
+        let (walDirectory, fileSystem) = (ingestor.log.walDirectory, ingestor.log.fileSystem)
         let end = await ingestor.log.durableSequence
+        return await logReads.run { () -> (count: Int, first: UInt64?) in
+            Self.match(events, walDirectory: walDirectory, fileSystem: fileSystem, from: start, below: end)
+        }
+    }
+
+    private static func match(
+        _ events: [Event], walDirectory: String, fileSystem: any FileSystem, from start: UInt64, below end: UInt64
+    ) -> (count: Int, first: UInt64?) {
+        guard let head = events.first else { return (0, nil) }
+        var reader = LogReader(walDirectory: walDirectory, fileSystem: fileSystem, from: start)
+        defer { reader.close() }
         var matched = 0
         var first: UInt64?
         while let batch = try? reader.read(maximumEvents: 4096, below: end), !batch.events.isEmpty {
