@@ -25,6 +25,26 @@ public enum Event: Sendable, Hashable {
         }
     }
 
+    /// The keyed request the event was stored for (see ``RequestIdentity``).
+    public var request: RequestIdentity? {
+        get {
+            switch self {
+            case .tracking(let event): event.request
+            case .registration(let registration): registration.request
+            }
+        }
+        set {
+            switch self {
+            case .tracking(var event):
+                event.request = newValue
+                self = .tracking(event)
+            case .registration(var registration):
+                registration.request = newValue
+                self = .registration(registration)
+            }
+        }
+    }
+
     /// When the event happened.
     public var time: EventTime {
         switch self {

@@ -53,9 +53,27 @@ public enum EventDecoder {
             origin = try decodeOrigin(members[index].value)
             members.remove(at: index)
         }
+        var request: RequestIdentity?
+        if let index = members.firstIndex(where: { $0.name == "request" }) {
+            request = try decodeRequest(members[index].value)
+            members.remove(at: index)
+        }
         var event = try decodeKind(members, defaultTime: defaultTime)
         event.origin = origin
+        event.request = request
         return event
+    }
+
+    /// `"request":{"key":K,"index":N}`: the keyed request the event was stored for (as `wal dump`
+    /// prints it).
+    private static func decodeRequest(_ value: JSONValue) throws(EventInputError) -> RequestIdentity {
+        guard case .object(let members) = value, members.count == 2,
+            let key = members.first(where: { $0.name == "key" }), case .string(let text) = key.value, !text.isEmpty, text.utf8.count <= 255,
+            let index = members.first(where: { $0.name == "index" }), case .number(let literal) = index.value, let number = Int(literal), number >= 0
+        else {
+            throw EventInputError(field: "request", "request must be {\"key\":K,\"index\":N} with K of 1 to 255 bytes and N from 0")
+        }
+        return RequestIdentity(key: text, index: number)
     }
 
     /// `"origin":{"sequence":N}`: the entry of this log the event is a copy of.

@@ -72,6 +72,13 @@ public enum EventEncoder {
             out += String(origin.sequence)
             out += "}"
         }
+        if let request = event.request {
+            out += ",\"request\":{\"key\":"
+            out += JSONText.quoted(request.key)
+            out += ",\"index\":"
+            out += String(request.index)
+            out += "}"
+        }
         out += "}"
         return out
     }

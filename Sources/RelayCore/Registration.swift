@@ -37,6 +37,8 @@ public struct Registration: Sendable, Hashable {
     public var sdkForm: String?
     /// The entry this one is a copy of (a re-queued dead letter); `nil` for an original.
     public var origin: EventOrigin?
+    /// The keyed request it was stored for; `nil` when it came without an `Idempotency-Key`.
+    public var request: RequestIdentity?
 
     /// Creates a registration; the values are expected to be valid already (see ``EventDecoder``).
     public init(

@@ -12,6 +12,8 @@ public struct TrackingEvent: Sendable, Hashable {
     public var time: EventTime
     /// The entry this one is a copy of (a re-queued dead letter); `nil` for an original.
     public var origin: EventOrigin?
+    /// The keyed request it was stored for; `nil` when it came without an `Idempotency-Key`.
+    public var request: RequestIdentity?
 
     /// Creates a tracking event; the values are expected to be valid already (see ``EventDecoder``).
     public init(action: TrackingAction, messageId: MessageID, deliveryId: String, integrationKey: String? = nil, time: EventTime) {

@@ -23,13 +23,24 @@ struct FormatSpecificationTests {
 
         let ingest = try RelayBinary.run(binary, ["ingest", Self.repository.appendingPathComponent("examples/events.jsonl").path, "--data-dir", "\(directory)/data", "--json"])
         #expect(ingest.status == 0, "\(ingest.stderr)")
+        // Entries the examples do not hold: a copy (tag 4), an event of a keyed request (tag 5), and both.
+        let wrapped = """
+            {"kind":"track","action":"open","messageId":"77","deliveryId":"f1","time":"2026-11-21T10:00:00Z","origin":{"sequence":2}}
+            {"kind":"track","action":"click","messageId":"78","deliveryId":"f1","time":"2026-11-21T10:00:01.5+01:00","request":{"key":"order-42 é","index":0}}
+            {"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","time":"2026-11-21T10:00:02Z","origin":{"sequence":3},"request":{"key":"order-42 é","index":300}}
+
+            """
+        try wrapped.write(toFile: "\(directory)/wrapped.jsonl", atomically: true, encoding: .utf8)
+        let ingestWrapped = try RelayBinary.run(binary, ["ingest", "\(directory)/wrapped.jsonl", "--data-dir", "\(directory)/data", "--json"])
+        #expect(ingestWrapped.status == 0, "\(ingestWrapped.stderr)")
         let decoded = try RelayBinary.run(python, [script, "\(directory)/data"])
         #expect(decoded.status == 0, "\(decoded.stderr)")
         let dump = try RelayBinary.run(binary, ["wal", "dump", "--data-dir", "\(directory)/data"])
         let dumped = dump.stdout.split(separator: "\n")
         let pythonLines = decoded.stdout.split(separator: "\n")
         #expect(pythonLines.count == dumped.count)
-        #expect(pythonLines.count == 9)
+        #expect(dumped.filter { $0.contains(#""request":{"key":"order-42 é","index":300}"#) }.count == 1, "the dump prints the request identity")
+        #expect(pythonLines.count == 12)
         // Every field of every event the reference decoder prints equals what `wal dump` says.
         for (pythonLine, dumpLine) in zip(pythonLines, dumped) {
             let python = try #require(try JSONSerialization.jsonObject(with: Data(pythonLine.utf8)) as? [String: Any], "\(pythonLine)")
@@ -66,6 +77,11 @@ struct FormatSpecificationTests {
                 #expect(python["additionalParams"] == nil, "\(context)")
             }
             #expect(((python["origin"] as? [String: Any])?["sequence"] as? Int) == ((dump["origin"] as? [String: Any])?["sequence"] as? Int), "\(context): origin")
+            let pythonRequest = python["request"] as? [String: Any]
+            let dumpRequest = dump["request"] as? [String: Any]
+            #expect((pythonRequest == nil) == (dumpRequest == nil), "\(context): request")
+            #expect(pythonRequest?["key"] as? String == dumpRequest?["key"] as? String, "\(context): request key")
+            #expect(pythonRequest?["index"] as? Int == dumpRequest?["index"] as? Int, "\(context): request index")
         }
     }
 

@@ -244,6 +244,34 @@ struct ServerTests {
         await server.stop()
     }
 
+    @Test("Idempotency-Key after a crash: the retry finds its own events by the identity stored with them, never an identical batch of another client; a client cannot set that identity")
+    func idempotencyByStoredIdentity() async throws {
+        let server = try await RunningServer.start()
+        let http = TestHTTPClient()
+        let batch = (1...5).map { #"{"kind":"track","action":"open","messageId":"\#($0)","deliveryId":"twin","time":"2026-11-21T10:00:00Z"}"# }
+            .joined(separator: "\n")
+        let key = [("Idempotency-Key", "twin-1")]
+        #expect(try await http.post(server.url + "/v1/events", batch, headers: key).body == #"{"accepted":5,"firstSequence":1,"lastSequence":5}"#)
+        // As if the relay had crashed after recording the key as pending from sequence 6, before
+        // its events were stored; then another client stores the very same events.
+        let path = server.dataDirectory + "/idempotency.sqlite"
+        try await BlockingExecutor(name: "test-sqlite").run { () throws(SQLiteError) in
+            let database = try SQLiteConnection(path: path)
+            try database.execute("UPDATE idempotency_keys SET status = NULL, body = NULL, start_sequence = 6 WHERE key = 'twin-1'")
+            database.close()
+        }
+        #expect(try await http.post(server.url + "/v1/events", batch).body == #"{"accepted":5,"firstSequence":6,"lastSequence":10}"#)
+        let retried = try await http.post(server.url + "/v1/events", batch, headers: key)
+        #expect(retried.body == #"{"accepted":5,"firstSequence":11,"lastSequence":15}"#, "the request's own events were never stored: stored now")
+        #expect(try await http.nextSequence(server.url) == 16)
+
+        let forged = #"{"kind":"track","action":"open","messageId":"9","deliveryId":"twin","request":{"key":"twin-1","index":0}}"#
+        let refused = try await http.post(server.url + "/v1/events", forged)
+        #expect(refused.status == 400 && refused.body.contains(#""field":"request""#), "\(refused)")
+        await http.shutdown()
+        await server.stop()
+    }
+
     @Test("admin endpoints need the bearer token when one is set; health answers without")
     func adminToken() async throws {
         let server = try await RunningServer.start { $0.adminToken = "a-long-enough-admin-token" }

@@ -63,7 +63,31 @@ struct EventBinaryCodecTests {
         )
         events.append(.registration(Registration(platform: .ios, integrationKey: "k", registrationToken: "t", additionalParams: [], time: times[3])))
         events.append(.registration(Registration(platform: .android, integrationKey: "k", registrationToken: "t", time: times[4])))
+        // Entries of a keyed request (tag 5), one of them also a copy (tag 4 inside tag 5).
+        var keyed = events[0]
+        keyed.request = RequestIdentity(key: "order-42 é", index: 0)
+        events.append(keyed)
+        var keyedCopy = events[events.count - 3]
+        keyedCopy.request = RequestIdentity(key: "order-42 é", index: 70_000)
+        keyedCopy.origin = EventOrigin(sequence: 12)
+        events.append(keyedCopy)
         return events
+    }
+
+    @Test("a request identity round-trips with the event it wraps, and is refused empty or nested")
+    func requestIdentity() throws {
+        var event = try Self.events()[1]
+        event.request = RequestIdentity(key: "k", index: 3)
+        let bytes = EventBinaryCodec.encode([event])
+        #expect(bytes.first == 5, "tag 5 comes first")
+        #expect(try EventBinaryCodec.decode(bytes, count: 1) == [event])
+        // Tag 5, an empty key, index 0, then the event: refused.
+        var emptyKey: [UInt8] = [5, 0, 0]
+        emptyKey += EventBinaryCodec.encode([try Self.events()[1]])
+        #expect(throws: EventBinaryCodec.DecodingError.self) { try EventBinaryCodec.decode(emptyKey, count: 1) }
+        // A tag 5 inside a tag 5: refused.
+        let nested: [UInt8] = [5, 1, 0x6B, 0] + bytes
+        #expect(throws: EventBinaryCodec.DecodingError.self) { try EventBinaryCodec.decode(nested, count: 1) }
     }
 
     @Test("encode then decode gives back every event, each field and its form")

@@ -18,6 +18,7 @@ public enum EventBinaryCodec {
     static let registrationTag: UInt8 = 2
     static let sdkRegistrationTag: UInt8 = 3
     static let originTag: UInt8 = 4
+    static let requestTag: UInt8 = 5
 
     /// Encodes `events` in order.
     public static func encode<C: Collection<Event>>(_ events: C) -> [UInt8] {
@@ -57,6 +58,16 @@ public enum EventBinaryCodec {
     /// Appends one event's encoding; `previousTime` carries the time delta from event to event
     /// (start it at 0 for each frame).
     static func encode(_ event: Event, into writer: inout BinaryWriter, previousTime: inout Int64) {
+        if let request = event.request {
+            // Stored for a keyed request: the key and the event's index in it, then the event.
+            writer.u8(requestTag)
+            writer.string(request.key)
+            writer.varint(UInt64(request.index))
+            var stored = event
+            stored.request = nil
+            encode(stored, into: &writer, previousTime: &previousTime)
+            return
+        }
         if let origin = event.origin {
             // A copy: its origin, then the event itself as an original.
             writer.u8(originTag)
@@ -147,10 +158,18 @@ public enum EventBinaryCodec {
     private static func decodeEvent(_ reader: inout BinaryReader, previousTime: inout Int64) throws(BinaryReader.Failure) -> Event {
         let tag = try reader.u8()
         switch tag {
+        case requestTag:
+            let key = try reader.string()
+            let index = try reader.varint()
+            guard !key.isEmpty, index <= UInt64(Int32.max) else { throw reader.failure("a request identity with an empty key or index \(index)") }
+            var event = try decodeEvent(&reader, previousTime: &previousTime)
+            guard event.request == nil else { throw reader.failure("a request identity inside a request identity") }
+            event.request = RequestIdentity(key: key, index: Int(index))
+            return event
         case originTag:
             let origin = EventOrigin(sequence: try reader.varint())
             var event = try decodeEvent(&reader, previousTime: &previousTime)
-            guard event.origin == nil else { throw reader.failure("an origin inside an origin") }
+            guard event.origin == nil, event.request == nil else { throw reader.failure("an origin or request identity inside an origin") }
             event.origin = origin
             return event
         case trackingTag:

@@ -50,11 +50,11 @@ struct EventsRoute: Sendable {
             case .pending(let recorded, let start, let timeNanoseconds):
                 guard recorded == digest else { return Responses.error(.unprocessableContent, "Idempotency-Key was used for a different request body") }
                 let time = EventTime(nanosecondsSinceEpoch: timeNanoseconds, fractionDigits: 3)
-                return await finish(key, ingest(body, defaultTime: time, resumingAfterCrashFrom: start))
+                return await finish(key, ingest(body, defaultTime: time, key: key, resumingAfterCrashFrom: start))
             case nil:
                 let time = EventTime.now()
                 try await idempotency.recordPending(key, digest: digest, startSequence: await ingestor.log.durableSequence, defaultTime: time)
-                return await finish(key, ingest(body, defaultTime: time))
+                return await finish(key, ingest(body, defaultTime: time, key: key))
             }
         } catch {
             return Responses.unavailable("could not record the Idempotency-Key: \(error)", retryAfterSeconds: 5, json: true)
@@ -79,7 +79,10 @@ struct EventsRoute: Sendable {
         return outcome.response
     }
 
-    private func ingest(_ body: [UInt8], defaultTime: EventTime, resumingAfterCrashFrom start: UInt64? = nil) async -> Outcome {
+    /// Stores the batch in `body`. With a `key`, every event carries the request's identity (the
+    /// key and its index); resuming after a crash, the events of the request already in the log
+    /// from `start` on are found by that identity and not stored again.
+    private func ingest(_ body: [UInt8], defaultTime: EventTime, key: String? = nil, resumingAfterCrashFrom start: UInt64? = nil) async -> Outcome {
         var events: [Event]
         switch EventBatchDecoder.decode(body, defaultTime: defaultTime, maximumEvents: maximumEvents) {
         case .failure(let problems):
@@ -87,22 +90,34 @@ struct EventsRoute: Sendable {
         case .success(let decoded):
             events = decoded
         }
-        let keyProblems = events.enumerated().compactMap { index, event in
+        var problems = events.enumerated().compactMap { index, event in
             ingestor.keyProblem(event).map { EventBatchDecoder.Problem(index: index, field: $0.field, message: $0.message) }
         }
-        if !keyProblems.isEmpty { return refused(keyProblems) }
-        // After a crash between the append and the answer, the events may already be in the log.
-        let total = events.count
-        var found = (count: 0, first: UInt64?.none)
-        if let start {
-            found = await alreadyStored(events, from: start)
-            events.removeFirst(found.count)
+        for (index, event) in events.enumerated() where event.request != nil {
+            problems.append(
+                EventBatchDecoder.Problem(index: index, field: "request", message: "request is set by the relay for a request with an Idempotency-Key; leave it out")
+            )
         }
+        if !problems.isEmpty { return refused(problems.sorted { ($0.index ?? -1) < ($1.index ?? -1) }) }
+        if let key {
+            for index in events.indices { events[index].request = RequestIdentity(key: key, index: index) }
+        }
+        let total = events.count
+        // After a crash between the append and the answer, some or all of the events may be in the log.
+        var stored: [Int: UInt64] = [:]
+        if let key, let start {
+            stored = await storedEvents(of: key, from: start)
+        }
+        let missing = events.filter { event in event.request.map { stored[$0.index] == nil } ?? true }
         do {
-            let range = events.isEmpty ? nil : try await ingestor.append(events)
+            let range = missing.isEmpty ? nil : try await ingestor.append(missing)
             // The sequence numbers of the request's first and last events.
-            let first = found.first ?? range?.lowerBound ?? 0
-            let last = range.map { $0.upperBound - 1 } ?? (first + UInt64(max(total, 1)) - 1)
+            var sequences = stored
+            if let range {
+                for (offset, event) in missing.enumerated() { sequences[event.request?.index ?? offset] = range.lowerBound + UInt64(offset) }
+            }
+            let first = sequences[0] ?? range?.lowerBound ?? 0
+            let last = sequences[total - 1] ?? range.map { $0.upperBound - 1 } ?? (first + UInt64(max(total, 1)) - 1)
             let json = "{\"accepted\":\(total),\"firstSequence\":\(first),\"lastSequence\":\(last)}"
             return Outcome(response: Responses.json(.ok, json), final: true, status: 200, body: json)
         } catch {
@@ -114,40 +129,32 @@ struct EventsRoute: Sendable {
         }
     }
 
-    /// How many of `events` (from the first) are already in the log at or after `start`, and where
-    /// they begin; the log is read on ``logReads``.
-    private func alreadyStored(_ events: [Event], from start: UInt64) async -> (count: Int, first: UInt64?) {
+    /// The sequence numbers, by index in the request, of the events stored for the request with
+    /// `key` at or after `start`; the log is read on ``logReads``.
+    private func storedEvents(of key: String, from start: UInt64) async -> [Int: UInt64] {
         let (walDirectory, fileSystem) = (ingestor.log.walDirectory, ingestor.log.fileSystem)
         let end = await ingestor.log.durableSequence
-        return await logReads.run { () -> (count: Int, first: UInt64?) in
-            Self.match(events, walDirectory: walDirectory, fileSystem: fileSystem, from: start, below: end)
+        return await logReads.run { () -> [Int: UInt64] in
+            Self.find(key, walDirectory: walDirectory, fileSystem: fileSystem, from: start, below: end)
         }
     }
 
-    private static func match(
-        _ events: [Event], walDirectory: String, fileSystem: any FileSystem, from start: UInt64, below end: UInt64
-    ) -> (count: Int, first: UInt64?) {
-        guard let head = events.first else { return (0, nil) }
+    /// One append stores a request's events next to each other, so the search ends at the first
+    /// entry of another request after the request's own.
+    private static func find(_ key: String, walDirectory: String, fileSystem: any FileSystem, from start: UInt64, below end: UInt64) -> [Int: UInt64] {
         var reader = LogReader(walDirectory: walDirectory, fileSystem: fileSystem, from: start)
         defer { reader.close() }
-        var matched = 0
-        var first: UInt64?
+        var found: [Int: UInt64] = [:]
         while let batch = try? reader.read(maximumEvents: 4096, below: end), !batch.events.isEmpty {
             for logged in batch.events {
-                if first == nil {
-                    if logged.event == head {
-                        first = logged.sequence
-                        matched = 1
-                    }
-                } else if matched < events.count, logged.event == events[matched] {
-                    matched += 1
-                } else {
-                    return (matched, first)
+                if let request = logged.event.request, request.key == key {
+                    found[request.index] = logged.sequence
+                } else if !found.isEmpty {
+                    return found
                 }
-                if matched == events.count { return (matched, first) }
             }
         }
-        return (matched, first)
+        return found
     }
 
     private func refused(_ problems: [EventBatchDecoder.Problem]) -> Outcome {
