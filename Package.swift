@@ -202,7 +202,6 @@ let package = Package(
             dependencies: [
                 "RelayLog", "RelayCore", "RelayIO", "RelaySQLite", "RelayAggregator", "RelayForwarding", "CampaignEmulator", "RelayTestSupport",
                 "RelayServer", "CampaignRelay",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             exclude: ["Scripts"],

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RelayCore
 
 /// The `campaign-relay` command: a durable relay for Adobe Campaign mobile events.
 @main

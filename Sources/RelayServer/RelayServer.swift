@@ -16,8 +16,6 @@ import ServiceLifecycle
 /// the intake (503 + `Retry-After`), finish requests under way, save the aggregator's and
 /// uploader's positions, close the log, and return.
 public struct RelayServer: Sendable {
-    /// The relay's version, reported by `GET /r/test`.
-    public static let version = "0.1.0"
 
     /// The configuration.
     public let configuration: RelayServerConfiguration
@@ -54,7 +52,7 @@ public struct RelayServer: Sendable {
         let certificates = try configuration.tls.map { files throws(TLSCertificateStore.Failure) in try TLSCertificateStore(files: files) }
         let log = try await WriteAheadLog.open(
             dataDirectory: configuration.dataDirectory, configuration: configuration.log, fileSystem: fileSystem, logger: logger)
-        let metrics = RelayMetrics(version: Self.version)
+        let metrics = RelayMetrics(version: RelayVersion.current)
         await log.observeCommits { metrics.record($0) }
         let store: ForwardingStore
         let idempotency: IdempotencyStore
@@ -123,7 +121,7 @@ public struct RelayServer: Sendable {
                 let record = ServerRecord(
                     pid: getpid(), url: "\(scheme)://\(reachable):\(port)", aggregates: configuration.aggregates,
                     forwardsTracking: configuration.trackingHost != nil, forwardsRegistrations: configuration.marketingHost != nil,
-                    requiresClientCertificate: configuration.tls?.clientCertificateAuthorities != nil, version: Self.version
+                    requiresClientCertificate: configuration.tls?.clientCertificateAuthorities != nil, version: RelayVersion.current
                 )
                 do {
                     try record.write(dataDirectory: configuration.dataDirectory)

@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 import RelayServer
 import Testing
 
@@ -28,7 +29,7 @@ struct MetricsTests {
 
         for line in [
             #"relay_events_ingested_total{kind="track"} 2"#, #"relay_events_ingested_total{kind="register"} 1"#, "# TYPE relay_upload_delivered_total counter",
-            "# TYPE relay_upload_retries_total counter", "# HELP relay_wal_fsync_seconds", #"relay_build_info{version="\#(RelayServer.version)"} 1"#,
+            "# TYPE relay_upload_retries_total counter", "# HELP relay_wal_fsync_seconds", #"relay_build_info{version="\#(RelayVersion.current)"} 1"#,
             "# TYPE process_cpu_seconds_total counter", "# TYPE process_resident_memory_bytes gauge", "# TYPE process_open_fds gauge",
             #"relay_http_requests_total{route="/r",method="GET",status="200"} 1"#, #"relay_http_requests_total{route="/r",method="GET",status="400"} 1"#,
             #"relay_http_requests_total{route="/v1/events",method="POST",status="200"} 1"#, #"relay_http_request_duration_seconds_count{route="/r"} 2"#,

@@ -11,6 +11,9 @@ public enum DeliveryOutcome: Sendable, Hashable {
     case redirected(status: Int, location: String)
     /// Any other answer: the host will never accept it. The event goes to the dead-letter store.
     case rejected(status: Int, body: String)
+    /// Never put on the wire: a batch stopped sending when the host started failing. Neither a
+    /// retry nor a failure; the event is simply sent again.
+    case notSent
 
     /// HTTP statuses retried by default; every other non-200 status is a permanent rejection
     /// (``UploadConfiguration/retryStatuses`` changes the set).

@@ -70,10 +70,6 @@ public final class TrackingHitPipeline: Sendable {
         for channel in (try? await closed.get()) ?? [] { try? await channel.close() }
     }
 
-    /// The reason given to hits a batch did not send because the host started failing; they were
-    /// never on the wire, so they are neither retries nor failures.
-    public static let notSent = "not sent: the host started failing during the batch"
-
     /// One batch being served; lives on the event loop.
     final class BatchRun {
         let requests: [CampaignRequest]
@@ -94,7 +90,7 @@ public final class TrackingHitPipeline: Sendable {
         func finish(_ index: Int, _ outcome: DeliveryOutcome) {
             outcomes[index] = outcome
             remaining -= 1
-            if remaining == 0 { promise.succeed(outcomes.map { $0 ?? .retryable(reason: TrackingHitPipeline.notSent, retryAfter: nil) }) }
+            if remaining == 0 { promise.succeed(outcomes.map { $0 ?? .notSent }) }
         }
 
         /// Gives up the hits not sent yet.
@@ -103,7 +99,7 @@ public final class TrackingHitPipeline: Sendable {
             while next < requests.count {
                 let index = next
                 next += 1
-                finish(index, .retryable(reason: TrackingHitPipeline.notSent, retryAfter: nil))
+                finish(index, .notSent)
             }
         }
     }

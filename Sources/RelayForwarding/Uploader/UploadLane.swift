@@ -337,10 +337,10 @@ public actor UploadLane {
                 answered = true
                 retry.append(event)
             case .retryable(let reason, let retryAfter, _, _):
-                if reason != TrackingHitPipeline.notSent {
-                    statistics.retries += 1
-                    if firstFailure == nil { firstFailure = (reason, retryAfter) }
-                }
+                statistics.retries += 1
+                if firstFailure == nil { firstFailure = (reason, retryAfter) }
+                retry.append(event)
+            case .notSent:
                 retry.append(event)
             }
         }
@@ -409,6 +409,9 @@ public actor UploadLane {
                     return .done(event.sequence)
                 }
                 try? await Task.sleep(for: .seconds(1))
+            case .notSent:
+                // Only a pipeline batch returns this; a single send always reaches the wire.
+                attempts -= 1
             case .retryable(let reason, let retryAfter, let status, let body):
                 // Stopping (Ctrl-C, SIGTERM) cancels requests under way: not a failure of the host.
                 if Task.isCancelled { break }

@@ -134,8 +134,6 @@ struct FrameWalker: Sendable {
         }
     }
 
-    private enum Check: Error { case invalid(String) }
-
     /// The frame at `position` when it is whole and both CRCs match, else why not.
     private mutating func frame(at position: Int64) throws(FileSystemError) -> Result<(FrameHeader, [UInt8]), Failure> {
         guard fileSize - position >= Int64(FrameHeader.size) else {

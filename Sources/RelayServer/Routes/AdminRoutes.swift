@@ -4,8 +4,8 @@ import RelayCore
 import RelayForwarding
 import RelayLog
 
-/// The admin endpoints: counts, dead letters and metrics, behind `Authorization: Bearer <token>`
-/// when an admin token is set.
+/// The admin endpoints: counts, dead letters and metrics, behind ``AdminAuthentication`` when an
+/// admin token is set.
 struct AdminRoutes: Sendable {
     let dataDirectory: String
     let adminToken: String?
@@ -15,28 +15,25 @@ struct AdminRoutes: Sendable {
     /// One read-only connection for every request, opened by the first that finds the database.
     let queries = OpenedOnce<AggregateQueries>()
 
-    func add(to routes: RouteTable) {
+    func add(to table: RouteTable) {
+        let routes = adminToken.map { table.group(AdminAuthentication(token: $0)) } ?? table
         routes.get("v1/deliveries") { request, _ in
-            if let refusal = authorize(request) { return refusal }
             switch request.nonNegativeIntegerParameter("limit") {
             case .success(let limit): return await deliveries(nil, limit: limit)
             case .failure(let error): return error.response
             }
         }
-        routes.get("v1/deliveries/:id") { request, context in
-            if let refusal = authorize(request) { return refusal }
+        routes.get("v1/deliveries/:id") { _, context in
             let id = context.parameters.get("id") ?? ""
             return await deliveries(id, limit: nil)
         }
         routes.get("v1/deadletters") { request, _ in
-            if let refusal = authorize(request) { return refusal }
             switch request.nonNegativeIntegerParameter("limit") {
             case .success(let limit): return await deadLetters(limit: limit)
             case .failure(let error): return error.response
             }
         }
-        routes.get("metrics") { request, _ in
-            if let refusal = authorize(request) { return refusal }
+        routes.get("metrics") { _, _ in
             // What a scrape must see as of now; the rest is sampled once a second.
             metrics.lastDurableSequence.set(Int64(await log.durableSequence) - 1)
             metrics.process.sample()
@@ -45,20 +42,6 @@ struct AdminRoutes: Sendable {
                 body: .init(byteBuffer: .init(bytes: metrics.render()))
             )
         }
-    }
-
-    /// `nil` when the request may proceed; a 401 otherwise. The comparison takes the same time
-    /// whatever the token, so it does not leak how much of it matched.
-    func authorize(_ request: Request) -> Response? {
-        guard let adminToken else { return nil }
-        let given = Array((request.headers[.authorization] ?? "").utf8)
-        let expected = Array("Bearer \(adminToken)".utf8)
-        var difference = UInt8(given.count == expected.count ? 0 : 1)
-        for index in 0..<expected.count { difference |= expected[index] ^ (index < given.count ? given[index] : 0) }
-        guard difference != 0 else { return nil }
-        var response = Responses.error(.unauthorized, "admin endpoints need Authorization: Bearer <token> (--admin-token)")
-        response.headers[.wwwAuthenticate] = "Bearer"
-        return response
     }
 
     func deliveries(_ id: String?, limit: Int?) async -> Response {

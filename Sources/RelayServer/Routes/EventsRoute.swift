@@ -14,8 +14,8 @@ struct EventsRoute: Sendable {
     /// Where the log is read back for a request retried after a crash (blocking reads).
     let logReads = BlockingExecutor(name: "idempotency-log")
 
-    static let idempotencyKey = HTTPField.Name("Idempotency-Key") ?? .contentType
-    static let replayed = HTTPField.Name("Idempotent-Replayed") ?? .contentType
+    static let idempotencyKey = HTTPField.Name.relay("Idempotency-Key")
+    static let replayed = HTTPField.Name.relay("Idempotent-Replayed")
 
     func add(to routes: RouteTable) {
         routes.post("v1/events") { request, _ in await handle(request) }

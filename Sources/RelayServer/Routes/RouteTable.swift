@@ -8,30 +8,50 @@ final class RouteTable {
     typealias Handler = @Sendable (Request, BasicRequestContext) async throws -> Response
 
     let router: Router<BasicRequestContext>
-    private var paths: [String] = []
-    private var methods: [String: [HTTPRequest.Method]] = [:]
+    /// Where routes are added: the router, or a group of it with its own middleware.
+    private let target: any RouterMethods<BasicRequestContext>
+    private let record: MethodRecord
+
+    /// The paths and methods added so far, shared by a table and its groups.
+    private final class MethodRecord {
+        var paths: [String] = []
+        var methods: [String: [HTTPRequest.Method]] = [:]
+    }
 
     init(router: Router<BasicRequestContext>) {
         self.router = router
+        self.target = router
+        self.record = MethodRecord()
+    }
+
+    private init(router: Router<BasicRequestContext>, target: any RouterMethods<BasicRequestContext>, record: MethodRecord) {
+        self.router = router
+        self.target = target
+        self.record = record
+    }
+
+    /// A table whose routes go through `middleware` first (the admin token check, for example).
+    func group(_ middleware: any MiddlewareProtocol<Request, Response, BasicRequestContext>) -> RouteTable {
+        RouteTable(router: router, target: router.group().add(middleware: middleware), record: record)
     }
 
     /// `GET path`.
     func get(_ path: String, _ handler: @escaping Handler) {
-        record(path, .get)
-        router.get(RouterPath(path), use: handler)
+        recordRoute(path, .get)
+        target.get(RouterPath(path), use: handler)
     }
 
     /// `POST path`.
     func post(_ path: String, _ handler: @escaping Handler) {
-        record(path, .post)
-        router.post(RouterPath(path), use: handler)
+        recordRoute(path, .post)
+        target.post(RouterPath(path), use: handler)
     }
 
     /// Answers 405 to the methods no route of a path takes. Call once, after every route.
     func refuseOtherMethods() {
         let candidates: [HTTPRequest.Method] = [.get, .head, .post, .put, .delete, .patch, .options]
-        for path in paths {
-            let allowed = methods[path] ?? []
+        for path in record.paths {
+            let allowed = record.methods[path] ?? []
             let allowHeader = allowed.map(\.rawValue).joined(separator: ", ")
             let shown = "/" + path.replacing(":id", with: "{id}")
             for method in candidates where !allowed.contains(method) {
@@ -44,9 +64,9 @@ final class RouteTable {
         }
     }
 
-    private func record(_ path: String, _ method: HTTPRequest.Method) {
-        if methods[path] == nil { paths.append(path) }
-        methods[path, default: []].append(method)
+    private func recordRoute(_ path: String, _ method: HTTPRequest.Method) {
+        if record.methods[path] == nil { record.paths.append(path) }
+        record.methods[path, default: []].append(method)
     }
 }
 

@@ -14,7 +14,7 @@ struct SDKRoutes: Sendable {
     func add(to routes: RouteTable) {
         routes.post("nms/mobile/1/registerIOS.jssp") { request, _ in await register(request, platform: .ios) }
         routes.post("nms/mobile/1/registerAndroid.jssp") { request, _ in await register(request, platform: .android) }
-        routes.get("r/test") { _, _ in Responses.text(.ok, "campaign-relay \(RelayServer.version) (Campaign redirection server compatible)\n") }
+        routes.get("r/test") { _, _ in Responses.text(.ok, "campaign-relay \(RelayVersion.current) (Campaign redirection server compatible)\n") }
         routes.get("r") { request, _ in await track(request) }
     }
 
