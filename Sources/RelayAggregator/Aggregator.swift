@@ -1,7 +1,7 @@
 public import Logging
 public import RelayLog
 import RelayCore
-import RelayIO
+public import RelayIO
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,8 +20,7 @@ public actor Aggregator {
     /// The aggregates database of a data directory.
     public static func databasePath(dataDirectory: String) -> String { "\(dataDirectory)/aggregates.sqlite" }
 
-    /// The thread the aggregator (and so every SQLite call of its store) runs on, at background
-    /// priority: counting must not take a core from request handling.
+    /// The thread the aggregator (and so every SQLite call of its store) runs on.
     private nonisolated let executor: BlockingExecutor
     /// Runs the aggregator on ``executor``, off the cooperative pool.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
@@ -48,23 +47,30 @@ public actor Aggregator {
     /// - Throws: ``AggregatorError/unreadableDatabase(path:_:)`` for a damaged file,
     ///   ``AggregatorError/logTrimmed(path:needed:oldest:)`` when the log no longer holds events the
     ///   aggregates need.
+    ///
+    /// `priority` schedules the aggregator's threads: `serve` counts at
+    /// ``BlockingExecutor/Priority/background``, so counting never takes a core from request handling.
     public init(
-        log: WriteAheadLog, dataDirectory: String, batchSize: Int = 50_000, allowPartial: Bool = false, movesLogCursor: Bool = true, logger: Logger
+        log: WriteAheadLog, dataDirectory: String, batchSize: Int = 50_000, allowPartial: Bool = false, movesLogCursor: Bool = true,
+        priority: BlockingExecutor.Priority = .normal, logger: Logger
     ) async throws(AggregatorError) {
         try await self.init(
             log: log, databasePath: Self.databasePath(dataDirectory: dataDirectory), batchSize: batchSize, allowPartial: allowPartial,
-            keepsCursor: movesLogCursor, logger: logger
+            keepsCursor: movesLogCursor, priority: priority, logger: logger
         )
     }
 
-    private init(log: WriteAheadLog, databasePath: String, batchSize: Int, allowPartial: Bool, keepsCursor: Bool, logger: Logger) async throws(AggregatorError) {
+    private init(
+        log: WriteAheadLog, databasePath: String, batchSize: Int, allowPartial: Bool, keepsCursor: Bool, priority: BlockingExecutor.Priority = .normal,
+        logger: Logger
+    ) async throws(AggregatorError) {
         let oldest = await log.oldestSequence
         let existed = access(databasePath, F_OK) == 0
         if !existed, oldest > 1, !allowPartial {
             throw .logTrimmed(path: databasePath, needed: 1, oldest: oldest)
         }
         if !existed, keepsCursor { logger.notice("aggregates database missing; building it from the log", metadata: ["path": "\(databasePath)", "from": "\(oldest)"]) }
-        let executor = BlockingExecutor(name: "aggregator", priority: .background)
+        let executor = BlockingExecutor(name: "aggregator", priority: priority)
         let (store, state) = try await executor.run { () throws(AggregatorError) -> (AggregateStore, AggregateStore.State) in
             let store = try AggregateStore(path: databasePath, firstSequence: oldest)
             let state = try store.state()
@@ -75,7 +81,7 @@ public actor Aggregator {
             return (store, state)
         }
         self.executor = executor
-        self.readAhead = BlockingExecutor(name: "aggregator-read", priority: .background)
+        self.readAhead = BlockingExecutor(name: "aggregator-read", priority: priority)
         self.log = log
         self.store = store
         self.position = max(state.nextSequence, 1)

@@ -76,17 +76,20 @@ public struct RelayServer: Sendable {
         var aggregator: Aggregator?
         if configuration.aggregates {
             do {
-                aggregator = try await Aggregator(log: log, dataDirectory: configuration.dataDirectory, logger: logger)
+                // Counting and forwarding yield a busy core to request handling.
+                aggregator = try await Aggregator(log: log, dataDirectory: configuration.dataDirectory, priority: .background, logger: logger)
             } catch {
                 logger.error("aggregates are off until this is fixed; events are still stored and forwarded", metadata: ["error": "\(error)"])
             }
         }
         var uploader: Uploader?
         if configuration.trackingHost != nil || configuration.marketingHost != nil {
+            var upload = configuration.upload
+            upload.threadPriority = .background
             do {
                 uploader = try Uploader(
                     log: log, trackingHost: configuration.trackingHost, marketingHost: configuration.marketingHost, store: store,
-                    configuration: configuration.upload, logger: logger
+                    configuration: upload, logger: logger
                 )
             } catch {
                 await log.close()

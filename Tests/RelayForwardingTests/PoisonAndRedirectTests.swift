@@ -15,12 +15,16 @@ struct PoisonAndRedirectTests {
         let directory = temporaryDirectory("poison")
         let events = [registration(token: "p", key: "poison", time: .now())] + (1...40).map { registration(token: "t\($0)") } + (1...200).map { hit($0) }
         let statistics = try await upload(
-            events, to: running, configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(500), cap: .seconds(1)), maximumAttempts: 4),
+            // Ten attempts: nine full-jitter delays of up to 0.5 to 1 s add up to 4.75 s on average
+            // and rarely under 2.5 s, longer than the others take even on a loaded machine. The
+            // breaker threshold is above ten, or the poison's failures alone would read as an outage.
+            events, to: running,
+            configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(500), cap: .seconds(1)), breakerThreshold: 20, maximumAttempts: 10),
             directory: directory
         )
         let requests = await running.emulator.recorder.lastRequests(10_000)
         let poison = requests.filter { $0.body.contains("mobileAppUuid=poison") }
-        #expect(poison.count == 4, "tried exactly --max-attempts times, got \(poison.count)")
+        #expect(poison.count == 10, "tried exactly --max-attempts times, got \(poison.count)")
         #expect(poison.allSatisfy { $0.status == 500 })
         #expect(statistics[.marketing]?.delivered == 40)
         #expect(statistics[.marketing]?.deadLettered == 1)
@@ -39,7 +43,7 @@ struct PoisonAndRedirectTests {
         #expect(letters.first?.sequence == 1)
         #expect(letters.first?.status == 500)
         #expect(letters.first?.responseBody == "injected failure for integration key 'poison'\n")
-        #expect(letters.first?.reason.hasPrefix("4 failed attempts (the maximum) while the host answered others") == true, "\(letters.first?.reason ?? "")")
+        #expect(letters.first?.reason.hasPrefix("10 failed attempts (the maximum) while the host answered others") == true, "\(letters.first?.reason ?? "")")
         await running.stop()
     }
 

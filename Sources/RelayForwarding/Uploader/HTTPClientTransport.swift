@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-import NIOCore
+public import NIOCore
 import NIOHTTP1
 import RelayCore
 
@@ -22,7 +22,7 @@ public final class HTTPClientTransport: CampaignTransport {
     /// - Throws: ``UpstreamTLS/Failure`` when `caFile` cannot be used.
     public init(
         connectionsPerHost: Int = 8, retryStatuses: Set<Int> = DeliveryOutcome.defaultRetryStatuses, maximumRedirects: Int = 3,
-        caFile: String? = nil
+        caFile: String? = nil, eventLoopGroup: (any EventLoopGroup)? = nil
     ) throws(UpstreamTLS.Failure) {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connectionsPerHost))
@@ -32,7 +32,7 @@ public final class HTTPClientTransport: CampaignTransport {
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .disabled
         configuration.tlsConfiguration = try UpstreamTLS.clientConfiguration(trusting: caFile)
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        client = HTTPClient(eventLoopGroupProvider: eventLoopGroup.map { .shared($0) } ?? .singleton, configuration: configuration)
         self.retryStatuses = retryStatuses
         self.maximumRedirects = maximumRedirects
     }

@@ -1,4 +1,4 @@
-import NIOCore
+public import NIOCore
 import NIOHTTP1
 import NIOPosix
 public import NIOSSL
@@ -35,10 +35,10 @@ public final class TrackingHitPipeline: Sendable {
     /// - Throws: when TLS cannot be set up for an `https` host.
     public init(
         host: CampaignHost, connections: Int, timeout: Duration, retryStatuses: Set<Int> = DeliveryOutcome.defaultRetryStatuses,
-        tls: TLSConfiguration = .makeClientConfiguration()
+        tls: TLSConfiguration = .makeClientConfiguration(), eventLoop: (any EventLoop)? = nil
     ) throws {
         self.host = host
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let loop = eventLoop ?? MultiThreadedEventLoopGroup.singleton.next()
         self.eventLoop = loop
         self.connections = max(1, connections)
         self.timeout = .nanoseconds(timeout.nanoseconds)

@@ -1,3 +1,5 @@
+public import RelayIO
+
 /// How the uploader forwards events.
 public struct UploadConfiguration: Sendable, Hashable {
     /// Requests in flight at once to each host.
@@ -29,6 +31,10 @@ public struct UploadConfiguration: Sendable, Hashable {
     public var registrationDeduplicationWindow: Duration
     /// A PEM file of certificate authorities trusted for `https` hosts besides the system's.
     public var trustedCertificateAuthorities: String?
+    /// How the lanes' threads and the connections' event loop are scheduled. `serve` uses
+    /// ``BlockingExecutor/Priority/background``, so forwarding a backlog never takes a core from
+    /// request handling; a command that only uploads has nothing to yield to (the default).
+    public var threadPriority: BlockingExecutor.Priority = .normal
 
     /// The defaults: 8 concurrent requests per host, 30 s timeout (as the SDKs), backoff 100 ms
     /// doubling to 60 s, breaker after 5 failures, at most 4,096 events beyond the durable cursor,

@@ -44,8 +44,8 @@ public actor UploadLane {
 
     /// Which events the lane carries.
     public nonisolated let kind: Kind
-    /// The lane's thread, at background priority: it reads and decodes the log (blocking `pread`s
-    /// and inflating) and must not take a core from request handling.
+    /// The lane's thread: it reads and decodes the log (blocking `pread`s and inflating), at
+    /// ``UploadConfiguration/threadPriority``.
     private nonisolated let executor: BlockingExecutor
     /// Runs the lane on ``executor``, off the cooperative pool.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
@@ -72,7 +72,7 @@ public actor UploadLane {
     ) {
         self.pipeline = kind == .tracking ? pipeline : nil
         self.kind = kind
-        self.executor = BlockingExecutor(name: "upload-\(kind.rawValue)", priority: .background)
+        self.executor = BlockingExecutor(name: "lane-\(kind.rawValue)", priority: configuration.threadPriority)
         self.host = host
         self.transport = transport
         self.store = store

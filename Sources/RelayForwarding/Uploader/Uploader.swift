@@ -8,6 +8,8 @@ public actor Uploader {
     public let lanes: [UploadLane]
     let transport: HTTPClientTransport
     let pipelines: [TrackingHitPipeline]
+    /// The thread the connections to Campaign run on, apart from request handling.
+    let upstream: UpstreamEventLoop
 
     /// An uploader for the open `log`, sending to whichever hosts are given.
     ///
@@ -16,11 +18,13 @@ public actor Uploader {
         log: WriteAheadLog, trackingHost: CampaignHost?, marketingHost: CampaignHost?, store: ForwardingStore,
         configuration: UploadConfiguration, logger: Logger
     ) throws(UpstreamTLS.Failure) {
+        // Checked before the event loop starts, so a bad CA file leaves no thread behind.
+        let tls = try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities)
+        let upstream = UpstreamEventLoop(priority: configuration.threadPriority)
         let transport = try HTTPClientTransport(
             connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses, maximumRedirects: configuration.maximumRedirects,
-            caFile: configuration.trustedCertificateAuthorities
+            caFile: configuration.trustedCertificateAuthorities, eventLoopGroup: upstream.group
         )
-        let tls = try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities)
         var lanes: [UploadLane] = []
         var pipelines: [TrackingHitPipeline?] = []
         if let trackingHost {
@@ -28,7 +32,7 @@ public actor Uploader {
             do {
                 pipeline = try TrackingHitPipeline(
                     host: trackingHost, connections: configuration.concurrency, timeout: configuration.requestTimeout,
-                    retryStatuses: configuration.retryStatuses, tls: tls
+                    retryStatuses: configuration.retryStatuses, tls: tls, eventLoop: upstream.group.next()
                 )
             } catch {
                 logger.warning("tracking hits go one request at a time: TLS setup failed", metadata: ["error": "\(error)"])
@@ -55,6 +59,7 @@ public actor Uploader {
         self.lanes = lanes
         self.transport = transport
         self.pipelines = pipelines.compactMap { $0 }
+        self.upstream = upstream
     }
 
     /// Runs every lane until each has done every event below `target` (`nil`: follow the log until
@@ -79,6 +84,7 @@ public actor Uploader {
         }
         await transport.shutdown()
         for pipeline in pipelines { await pipeline.shutdown() }
+        await upstream.shutdown()
         try result.get()
     }
 
