@@ -185,7 +185,9 @@ let package = Package(
         ),
         .testTarget(
             name: "RelayAggregatorTests",
-            dependencies: ["RelayAggregator", "RelayLog", "RelayCore", "RelaySQLite", "RelayTestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "RelayAggregator", "RelayLog", "RelayCore", "RelaySQLite", "RelayTestSupport", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

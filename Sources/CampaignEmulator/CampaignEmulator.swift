@@ -5,8 +5,9 @@ import RelayCore
 import RelayForwarding
 public import RelayTLS
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An emulator of the Campaign marketing and tracking hosts: the SDK endpoints, answering 200 and
@@ -69,7 +70,8 @@ public final class CampaignEmulator: Sendable {
     /// Runs the emulator on `host`:`port` (over TLS with `certificates`) until the task is
     /// cancelled or a SIGINT/SIGTERM arrives; `onRunning` gets the bound port (useful with port 0).
     public func run(
-        host: String, port: Int, certificates: TLSCertificateStore? = nil, logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        host: String, port: Int, certificates: TLSCertificateStore? = nil, logger: Logger,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         let app = Application(
             router: router(),

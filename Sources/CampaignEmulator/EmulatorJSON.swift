@@ -30,12 +30,16 @@ enum EmulatorJSON {
         }
     }
 
-    static func hits(accepted: Int, distinct: Int, byDelivery: [String: [String: Int]], messages: [EmulatorRecorder.Hit: Int]?, requests: Int) -> String {
+    static func hits(accepted: Int, distinct: Int, byDelivery: [String: [String: Int]], messages: [EmulatorRecorder.Hit: Int]?, requests: Int)
+        -> String
+    {
         let list = messages.map { counts in
             counts.map { HitsReport.Message(messageId: $0.key.messageId, deliveryId: $0.key.deliveryId, tag: $0.key.tag, count: $0.value) }
                 .sorted { ($0.deliveryId, $0.messageId, $0.tag) < ($1.deliveryId, $1.messageId, $1.tag) }
         }
-        return encode(HitsReport(accepted: accepted, distinct: distinct, duplicates: accepted - distinct, requests: requests, deliveries: byDelivery, messages: list))
+        return encode(
+            HitsReport(
+                accepted: accepted, distinct: distinct, duplicates: accepted - distinct, requests: requests, deliveries: byDelivery, messages: list))
     }
 
     static func registrations(_ registrations: [[String: String]]) -> String {

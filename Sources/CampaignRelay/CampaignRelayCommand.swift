@@ -20,7 +20,8 @@ struct CampaignRelayCommand: AsyncParsableCommand {
             """,
         version: RelayVersion.current,
         subcommands: [
-            ServeCommand.self, IngestCommand.self, AggregateCommand.self, StatsCommand.self, UploadCommand.self, ReplayCommand.self, DeadLetterCommand.self,
+            ServeCommand.self, IngestCommand.self, AggregateCommand.self, StatsCommand.self, UploadCommand.self, ReplayCommand.self,
+            DeadLetterCommand.self,
             EmulateCommand.self, WALCommand.self,
         ]
     )

@@ -1,6 +1,6 @@
 import RelayCore
-import RelaySQLite
 import RelayIO
+import RelaySQLite
 
 /// Read-only access to the aggregates, for `campaign-relay stats` and the admin API. Safe to use
 /// while an aggregator writes (SQLite WAL mode lets readers see the last committed state).
@@ -32,7 +32,9 @@ public actor AggregateQueries {
             let version = try connection.prepare("SELECT schema_version FROM aggregator_state WHERE id = 1")
             guard try version.step() else { throw SQLiteError(code: 1, message: "aggregator_state has no row", context: path) }
             let found = version.int64(0)
-            guard found == AggregateSchema.version else { throw AggregatorError.schemaMismatch(path: path, found: found, expected: AggregateSchema.version) }
+            guard found == AggregateSchema.version else {
+                throw AggregatorError.schemaMismatch(path: path, found: found, expected: AggregateSchema.version)
+            }
             return connection
         } catch let error as AggregatorError {
             throw error
@@ -58,7 +60,8 @@ public actor AggregateQueries {
     /// Every delivery, most recently active first; only `deliveryId` when given.
     public func deliveries(deliveryId: String? = nil, limit: Int? = nil) throws(AggregatorError) -> [DeliveryCounts] {
         do {
-            var sql = "SELECT delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns FROM deliveries"
+            var sql =
+                "SELECT delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns FROM deliveries"
             if deliveryId != nil { sql += " WHERE delivery_id = ?" }
             sql += " ORDER BY last_event_ns DESC, delivery_id"
             if let limit { sql += " LIMIT \(max(0, limit))" }

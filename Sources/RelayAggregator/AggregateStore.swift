@@ -31,7 +31,8 @@ final class AggregateStore {
                 "INSERT OR IGNORE INTO aggregator_state (id, schema_version, next_sequence, first_sequence, updated_at) VALUES (1, \(AggregateSchema.version), \(firstSequence), \(firstSequence), '\(EventTime.now().rfc3339)')"
             )
             insertMessage = try connection.prepare("INSERT OR IGNORE INTO delivery_messages (delivery_action, message_key) VALUES (?, ?)")
-            insertToken = try connection.prepare("INSERT OR IGNORE INTO registration_tokens (integration_key, platform, registration_token) VALUES (?, ?, ?)")
+            insertToken = try connection.prepare(
+                "INSERT OR IGNORE INTO registration_tokens (integration_key, platform, registration_token) VALUES (?, ?, ?)")
             findDelivery = try connection.prepare("SELECT delivery_ref FROM deliveries WHERE delivery_id = ?")
             insertDelivery = try connection.prepare(AggregateSchema.insertDelivery)
             addToDelivery = try connection.prepare(AggregateSchema.addToDelivery)
@@ -135,7 +136,10 @@ final class AggregateStore {
             switch sequenced.event {
             case .tracking(let hit):
                 let reference = try deliveryRef(hit.deliveryId, time: hit.time.nanosecondsSinceEpoch, created: &created)
-                hits.append(Hit(deliveryAction: reference &* 4 &+ Int64(Self.actionIndex(hit.action)), message: Self.messageKey(hit.messageId), time: hit.time.nanosecondsSinceEpoch))
+                hits.append(
+                    Hit(
+                        deliveryAction: reference &* 4 &+ Int64(Self.actionIndex(hit.action)), message: Self.messageKey(hit.messageId),
+                        time: hit.time.nanosecondsSinceEpoch))
             case .registration(let registration):
                 let key = RegistrationKey(integrationKey: registration.integrationKey, platform: registration.platform.rawValue)
                 insertToken.reset()

@@ -1,9 +1,10 @@
 public import Logging
-public import RelayLog
 import RelayCore
 public import RelayIO
+public import RelayLog
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Keeps exact impressions / opens / clicks per delivery, and registrations per app, in
@@ -61,7 +62,8 @@ public actor Aggregator {
     }
 
     private init(
-        log: WriteAheadLog, databasePath: String, batchSize: Int, allowPartial: Bool, keepsCursor: Bool, priority: BlockingExecutor.Priority = .normal,
+        log: WriteAheadLog, databasePath: String, batchSize: Int, allowPartial: Bool, keepsCursor: Bool,
+        priority: BlockingExecutor.Priority = .normal,
         logger: Logger
     ) async throws(AggregatorError) {
         let oldest = await log.oldestSequence
@@ -69,7 +71,9 @@ public actor Aggregator {
         if !existed, oldest > 1, !allowPartial {
             throw .logTrimmed(path: databasePath, needed: 1, oldest: oldest)
         }
-        if !existed, keepsCursor { logger.notice("aggregates database missing; building it from the log", metadata: ["path": "\(databasePath)", "from": "\(oldest)"]) }
+        if !existed, keepsCursor {
+            logger.notice("aggregates database missing; building it from the log", metadata: ["path": "\(databasePath)", "from": "\(oldest)"])
+        }
         let executor = BlockingExecutor(name: "aggregator", priority: priority)
         let (store, state) = try await executor.run { () throws(AggregatorError) -> (AggregateStore, AggregateStore.State) in
             let store = try AggregateStore(path: databasePath, firstSequence: oldest)
@@ -140,7 +144,9 @@ public actor Aggregator {
             summary.transactions += 1
             position = next
             await commitCursor(force: false)
-            progress?(AggregationProgress(position: position, end: end, events: summary.events, seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9))
+            progress?(
+                AggregationProgress(
+                    position: position, end: end, events: summary.events, seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9))
         }
         await commitCursor(force: true)
         summary.endPosition = position

@@ -54,7 +54,8 @@ public struct RegistrationCounts: Sendable, Hashable {
     public var lastEvent: EventTime
 
     /// Creates counts.
-    public init(integrationKey: String, platform: Platform, registrations: Int64, distinctTokens: Int64, firstEvent: EventTime, lastEvent: EventTime) {
+    public init(integrationKey: String, platform: Platform, registrations: Int64, distinctTokens: Int64, firstEvent: EventTime, lastEvent: EventTime)
+    {
         self.integrationKey = integrationKey
         self.platform = platform
         self.registrations = registrations

@@ -150,11 +150,14 @@ public enum EventDecoder {
         } catch {
             throw EventInputError(field: "deliveryId", error.message)
         }
-        return TrackingEvent(action: action, messageId: validMessageId, deliveryId: validDeliveryId, integrationKey: integrationKey, time: time ?? defaultTime)
+        return TrackingEvent(
+            action: action, messageId: validMessageId, deliveryId: validDeliveryId, integrationKey: integrationKey, time: time ?? defaultTime)
     }
 
     static let registrationFields =
-        ["kind", "platform", "integrationKey", "registrationToken"] + Registration.optionalTextFields.map(\.name) + ["additionalParams", "time", "sdkForm"]
+        ["kind", "platform", "integrationKey", "registrationToken"] + Registration.optionalTextFields.map(\.name) + [
+            "additionalParams", "time", "sdkForm",
+        ]
 
     private static func decodeRegistration(_ members: [JSONMember], defaultTime: EventTime) throws(EventInputError) -> Registration {
         var platform: Platform?

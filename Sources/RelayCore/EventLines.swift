@@ -47,7 +47,8 @@ public enum EventLines {
             let content = UnsafeBufferPointer(rebasing: bytes[start..<contentEnd])
             if !content.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
                 if content.count > maximumLineBytes {
-                    decoded.rejections.append(Rejection(line: line, error: EventInputError(field: nil, "line is longer than \(maximumLineBytes) bytes")))
+                    decoded.rejections.append(
+                        Rejection(line: line, error: EventInputError(field: nil, "line is longer than \(maximumLineBytes) bytes")))
                 } else {
                     do {
                         decoded.events.append(try EventDecoder.decode(content, defaultTime: defaultTime))

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A thread of its own for blocking calls (SQLite, `pread`, `pwrite`, `fdatasync`, `rename`), so

@@ -23,7 +23,8 @@ public enum EventBatchDecoder {
     /// The events of `body`, or every problem found.
     public static func decode(_ body: [UInt8], defaultTime: EventTime, maximumEvents: Int) -> Result<[Event], Problems> {
         guard let first = body.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) else {
-            return .failure(Problems(list: [Problem(index: nil, field: nil, message: "the body is empty: send a JSON array of events or one event per line")]))
+            return .failure(
+                Problems(list: [Problem(index: nil, field: nil, message: "the body is empty: send a JSON array of events or one event per line")]))
         }
         var problems: [Problem] = []
         var events: [Event] = []
@@ -34,9 +35,12 @@ public enum EventBatchDecoder {
             } catch {
                 return .failure(Problems(list: [Problem(index: nil, field: nil, message: error.description)]))
             }
-            guard case .array(let elements) = document else { return .failure(Problems(list: [Problem(index: nil, field: nil, message: "expected a JSON array")])) }
+            guard case .array(let elements) = document else {
+                return .failure(Problems(list: [Problem(index: nil, field: nil, message: "expected a JSON array")]))
+            }
             guard elements.count <= maximumEvents else {
-                return .failure(Problems(list: [Problem(index: nil, field: nil, message: "\(elements.count) events in one request; at most \(maximumEvents)")]))
+                return .failure(
+                    Problems(list: [Problem(index: nil, field: nil, message: "\(elements.count) events in one request; at most \(maximumEvents)")]))
             }
             for (index, element) in elements.enumerated() {
                 do { events.append(try EventDecoder.decode(element, defaultTime: defaultTime)) } catch {
@@ -46,7 +50,12 @@ public enum EventBatchDecoder {
         } else {
             let decoded = EventLines.decode(body, defaultTime: defaultTime)
             guard decoded.events.count + decoded.rejections.count <= maximumEvents else {
-                return .failure(Problems(list: [Problem(index: nil, field: nil, message: "\(decoded.events.count + decoded.rejections.count) events in one request; at most \(maximumEvents)")]))
+                return .failure(
+                    Problems(list: [
+                        Problem(
+                            index: nil, field: nil,
+                            message: "\(decoded.events.count + decoded.rejections.count) events in one request; at most \(maximumEvents)")
+                    ]))
             }
             // NDJSON indexes count events (non-blank lines), like the array form.
             var index = 0

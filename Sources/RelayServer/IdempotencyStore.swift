@@ -1,6 +1,6 @@
 public import RelayCore
-public import RelaySQLite
 import RelayIO
+public import RelaySQLite
 
 /// Remembers `Idempotency-Key`s of `POST /v1/events` durably, so a retried request gets the
 /// original answer and its events are stored once.

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Checks, before the server opens its log, that it can listen on its address, so a busy port is
@@ -27,11 +27,14 @@ enum ListenAddressCheck {
         let code = errno
         switch code {
         case EADDRINUSE:
-            return "cannot listen on \(host):\(port): the address is already in use (another campaign-relay or program listens there); stop it, or choose another --bind"
+            return
+                "cannot listen on \(host):\(port): the address is already in use (another campaign-relay or program listens there); stop it, or choose another --bind"
         case EACCES:
-            return "cannot listen on \(host):\(port): permission denied (ports below 1024 need privileges); choose a port from 1024 up, or grant CAP_NET_BIND_SERVICE"
+            return
+                "cannot listen on \(host):\(port): permission denied (ports below 1024 need privileges); choose a port from 1024 up, or grant CAP_NET_BIND_SERVICE"
         case EADDRNOTAVAIL:
-            return "cannot listen on \(host):\(port): the address is not one of this machine's; give --bind an address of this machine (0.0.0.0 for all)"
+            return
+                "cannot listen on \(host):\(port): the address is not one of this machine's; give --bind an address of this machine (0.0.0.0 for all)"
         default:
             return "cannot listen on \(host):\(port): \(String(cString: strerror(code)))"
         }

@@ -1,7 +1,8 @@
 import Prometheus
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The standard `process_*` metrics of Prometheus clients, read from `/proc/self` (Linux).
@@ -25,7 +26,8 @@ final class ProcessMetrics: Sendable {
             virtualBytes: registry.makeGauge(descriptor: .named("process_virtual_memory_bytes", "Virtual memory size in bytes.")),
             openDescriptors: registry.makeGauge(descriptor: .named("process_open_fds", "Number of open file descriptors.")),
             maximumDescriptors: registry.makeGauge(descriptor: .named("process_max_fds", "Maximum number of open file descriptors.")),
-            startTime: registry.makeGauge(descriptor: .named("process_start_time_seconds", "Start time of the process since the Unix epoch in seconds.")),
+            startTime: registry.makeGauge(
+                descriptor: .named("process_start_time_seconds", "Start time of the process since the Unix epoch in seconds.")),
             cpuSecondsSeen: 0
         )
         gauges.withLock { $0 = made }

@@ -41,13 +41,19 @@ public final class RelayMetrics: Sendable {
         let ingested = "Events stored durably (acknowledged), by kind."
         eventsIngested = registry.makeCounter(descriptor: .named("relay_events_ingested_total", ingested), labels: [("kind", "track")])
         registrationsIngested = registry.makeCounter(descriptor: .named("relay_events_ingested_total", ingested), labels: [("kind", "register")])
-        requestsAcknowledged = registry.makeCounter(descriptor: .named("relay_requests_acknowledged_total", "Ingest requests answered 200 after fdatasync."))
-        requestsRejected = registry.makeCounter(descriptor: .named("relay_requests_rejected_total", "Ingest requests refused as invalid (4xx); nothing of them stored."))
-        requestsUnavailable = registry.makeCounter(descriptor: .named("relay_requests_unavailable_total", "Ingest requests answered 503 (log full, disk error, overload, stopping)."))
-        fsyncDuration = registry.makeDurationHistogram(descriptor: .named("relay_wal_fsync_seconds", "Duration of each group commit's fdatasync."), buckets: Self.requestDurationBuckets)
+        requestsAcknowledged = registry.makeCounter(
+            descriptor: .named("relay_requests_acknowledged_total", "Ingest requests answered 200 after fdatasync."))
+        requestsRejected = registry.makeCounter(
+            descriptor: .named("relay_requests_rejected_total", "Ingest requests refused as invalid (4xx); nothing of them stored."))
+        requestsUnavailable = registry.makeCounter(
+            descriptor: .named("relay_requests_unavailable_total", "Ingest requests answered 503 (log full, disk error, overload, stopping)."))
+        fsyncDuration = registry.makeDurationHistogram(
+            descriptor: .named("relay_wal_fsync_seconds", "Duration of each group commit's fdatasync."), buckets: Self.requestDurationBuckets)
         let sizeBuckets: [Double] = [64, 256, 1024, 4096, 16384, 65536, 262_144, 1_048_576, 4_194_304]
-        frameBytes = registry.makeValueHistogram(descriptor: .named("relay_wal_commit_bytes", "Bytes written by each group commit."), buckets: sizeBuckets)
-        commitEvents = registry.makeValueHistogram(descriptor: .named("relay_wal_commit_events", "Events in each group commit."), buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536])
+        frameBytes = registry.makeValueHistogram(
+            descriptor: .named("relay_wal_commit_bytes", "Bytes written by each group commit."), buckets: sizeBuckets)
+        commitEvents = registry.makeValueHistogram(
+            descriptor: .named("relay_wal_commit_events", "Events in each group commit."), buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536])
         let backlog = "Events of the log the uploader has not finished, by lane."
         uploadBacklogTracking = registry.makeGauge(descriptor: .named("relay_upload_backlog", backlog), labels: [("lane", "tracking")])
         uploadBacklogMarketing = registry.makeGauge(descriptor: .named("relay_upload_backlog", backlog), labels: [("lane", "marketing")])
@@ -55,20 +61,31 @@ public final class RelayMetrics: Sendable {
         uploadDelivered = registry.makeCounter(descriptor: .named("relay_upload_delivered_total", "Events Campaign accepted (HTTP 200)."))
         deadLetters = registry.makeGauge(descriptor: .named("relay_dead_letters", "Dead letters waiting in the store (not re-queued)."))
         aggregatorLag = registry.makeGauge(descriptor: .named("relay_aggregator_lag_events", "Durable events not counted in the aggregates yet."))
-        lastDurableSequence = registry.makeGauge(descriptor: .named("relay_wal_last_durable_sequence", "Sequence number of the newest durable event (0: the log is empty)."))
+        lastDurableSequence = registry.makeGauge(
+            descriptor: .named("relay_wal_last_durable_sequence", "Sequence number of the newest durable event (0: the log is empty)."))
         registry.makeGauge(descriptor: .named("relay_build_info", "The relay's version; always 1."), labels: [("version", version)]).set(Int64(1))
         process.register(in: registry)
     }
 
     /// The counter of registrations carrying the unknown form field `name`.
     func unknownFormField(_ name: String) -> Counter {
-        registry.makeCounter(descriptor: .named("relay_sdk_unknown_fields_total", "Registrations from an SDK carrying a form field the relay does not know (accepted and forwarded), by field name."), labels: [("field", name)])
+        registry.makeCounter(
+            descriptor: .named(
+                "relay_sdk_unknown_fields_total",
+                "Registrations from an SDK carrying a form field the relay does not know (accepted and forwarded), by field name."),
+            labels: [("field", name)])
     }
 
     /// Counts one HTTP request of `route` (the matched path pattern) and its duration.
     func recordRequest(route: String, method: String, status: Int, duration: Duration) {
-        registry.makeCounter(descriptor: .named("relay_http_requests_total", "HTTP requests answered, by route, method and status."), labels: [("route", route), ("method", method), ("status", String(status))]).increment()
-        registry.makeDurationHistogram(descriptor: .named("relay_http_request_duration_seconds", "Time from a request's arrival to its answer, by route."), labels: [("route", route)], buckets: Self.requestDurationBuckets).record(duration)
+        registry.makeCounter(
+            descriptor: .named("relay_http_requests_total", "HTTP requests answered, by route, method and status."),
+            labels: [("route", route), ("method", method), ("status", String(status))]
+        ).increment()
+        registry.makeDurationHistogram(
+            descriptor: .named("relay_http_request_duration_seconds", "Time from a request's arrival to its answer, by route."),
+            labels: [("route", route)], buckets: Self.requestDurationBuckets
+        ).record(duration)
     }
 
     func record(_ commit: CommitReport) {

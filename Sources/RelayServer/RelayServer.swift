@@ -103,11 +103,17 @@ public struct RelayServer: Sendable {
         let router = Router()
         router.add(middleware: RouteMetricsMiddleware(metrics: metrics))
         let routes = RouteTable(router: router)
-        SDKRoutes(ingestor: ingestor, maximumFormBytes: configuration.maximumFormBytes, unknownFields: UnknownFormFields(metrics: metrics, logger: logger))
-            .add(to: routes)
-        EventsRoute(ingestor: ingestor, idempotency: idempotency, maximumBytes: configuration.maximumBatchBytes, maximumEvents: configuration.maximumBatchEvents)
-            .add(to: routes)
-        AdminRoutes(dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store, log: log).add(to: routes)
+        SDKRoutes(
+            ingestor: ingestor, maximumFormBytes: configuration.maximumFormBytes, unknownFields: UnknownFormFields(metrics: metrics, logger: logger)
+        )
+        .add(to: routes)
+        EventsRoute(
+            ingestor: ingestor, idempotency: idempotency, maximumBytes: configuration.maximumBatchBytes,
+            maximumEvents: configuration.maximumBatchEvents
+        )
+        .add(to: routes)
+        AdminRoutes(dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store, log: log).add(
+            to: routes)
         HealthRoutes(ingestor: ingestor).add(to: routes)
         routes.refuseOtherMethods()
 

@@ -20,7 +20,8 @@ public struct CertificateReloadService: Service {
         for await _ in signals.cancelOnGracefulShutdown() {
             do {
                 try certificates.reload()
-                logger.notice("reloaded the TLS certificate (SIGHUP); new connections use it", metadata: ["certificate": "\(certificates.files.certificate)"])
+                logger.notice(
+                    "reloaded the TLS certificate (SIGHUP); new connections use it", metadata: ["certificate": "\(certificates.files.certificate)"])
             } catch {
                 logger.error("could not reload the TLS certificate; the previous one stays in force", metadata: ["error": "\(error)"])
             }

@@ -59,14 +59,21 @@ public final class TLSCertificateStore: Sendable {
         do {
             chain = try NIOSSLCertificate.fromPEMFile(files.certificate)
         } catch {
-            throw Failure(description: "--tls-cert \(files.certificate): cannot read a PEM certificate chain (\(error)); give the server certificate, leaf first, in PEM")
+            throw Failure(
+                description:
+                    "--tls-cert \(files.certificate): cannot read a PEM certificate chain (\(error)); give the server certificate, leaf first, in PEM"
+            )
         }
-        guard !chain.isEmpty else { throw Failure(description: "--tls-cert \(files.certificate): no certificate in the file; give a PEM certificate chain") }
+        guard !chain.isEmpty else {
+            throw Failure(description: "--tls-cert \(files.certificate): no certificate in the file; give a PEM certificate chain")
+        }
         let key: NIOSSLPrivateKey
         do {
             key = try NIOSSLPrivateKey(file: files.key, format: .pem)
         } catch {
-            throw Failure(description: "--tls-key \(files.key): cannot read a PEM private key (\(error)); give the certificate's unencrypted private key in PEM")
+            throw Failure(
+                description: "--tls-key \(files.key): cannot read a PEM private key (\(error)); give the certificate's unencrypted private key in PEM"
+            )
         }
         var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         configuration.minimumTLSVersion = .tlsv12
@@ -87,7 +94,8 @@ public final class TLSCertificateStore: Sendable {
             return try NIOSSLContext(configuration: configuration)
         } catch {
             throw Failure(
-                description: "--tls-cert \(files.certificate) / --tls-key \(files.key): cannot be used together (\(error)); check that the key belongs to the certificate"
+                description:
+                    "--tls-cert \(files.certificate) / --tls-key \(files.key): cannot be used together (\(error)); check that the key belongs to the certificate"
             )
         }
     }

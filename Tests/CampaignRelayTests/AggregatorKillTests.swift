@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import RelayAggregator
-import RelayTestSupport
 import RelayIO
 import RelaySQLite
+import RelayTestSupport
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A real `campaign-relay aggregate` child process, SIGKILLed at random moments while it consumes
 /// a large log. After every kill the aggregates must hold exactly the counts of the log prefix
@@ -72,7 +73,9 @@ struct AggregatorKillTests {
             counts.uniques[id] = ["uniqueImpressions", "uniqueOpens", "uniqueClicks"].map { row[$0] as? Int ?? -1 }
         }
         for row in object["registrations"] as? [[String: Any]] ?? [] {
-            counts.registrations["\(row["integrationKey"] as? String ?? "")|\(row["platform"] as? String ?? "")"] = (row["registrations"] as? Int ?? -1, row["distinctTokens"] as? Int ?? -1)
+            counts.registrations["\(row["integrationKey"] as? String ?? "")|\(row["platform"] as? String ?? "")"] = (
+                row["registrations"] as? Int ?? -1, row["distinctTokens"] as? Int ?? -1
+            )
         }
         let sequences = object["sequences"] as? [String: Any]
         return (sequences?["next"] as? Int ?? -1, counts)
@@ -104,9 +107,13 @@ struct AggregatorKillTests {
         for line in lines {
             switch line {
             case .hit(let delivery, let action, let message):
-                text += #"{"kind":"track","action":"\#(actions[action])","messageId":"\#(message)","deliveryId":"\#(delivery)","time":"2026-11-21T10:00:00Z"}"# + "\n"
+                text +=
+                    #"{"kind":"track","action":"\#(actions[action])","messageId":"\#(message)","deliveryId":"\#(delivery)","time":"2026-11-21T10:00:00Z"}"#
+                    + "\n"
             case .registration(let app, let token):
-                text += #"{"kind":"register","platform":"android","integrationKey":"\#(app)","registrationToken":"t\#(token)","time":"2026-11-21T10:00:00Z"}"# + "\n"
+                text +=
+                    #"{"kind":"register","platform":"android","integrationKey":"\#(app)","registrationToken":"t\#(token)","time":"2026-11-21T10:00:00Z"}"#
+                    + "\n"
             }
         }
         let input = "\(directory).jsonl"

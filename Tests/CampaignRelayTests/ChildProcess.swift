@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Synchronization
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A child process and what it printed so far (both streams), read on a thread of its own so the
 /// test never blocks on a pipe; waits have deadlines, and a hung child fails the test.

@@ -1,9 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
-@testable import CampaignRelay
 import Testing
+
+@testable import CampaignRelay
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// What a user sees when a command fails: usage errors exit 64 with usage, runtime errors exit 1
 /// with the command's own message.
@@ -13,12 +15,14 @@ struct CommandLineConventionsTests {
         FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)").path
     }
 
-    @Test("runtime errors exit 1 with the subcommand's message and no usage", arguments: [
-        (["ingest", "nope.jsonl"], "Error: cannot open nope.jsonl"),
-        (["replay", "--from", "1"], "Error: no Campaign host to send to"),
-        (["upload", "--tracking-host", "ftp://x"], "Error: --tracking-host ftp://x: scheme ftp is not https or http"),
-        (["serve", "--bind", "0.0.0.0:0"], "Error: refusing to listen on 0.0.0.0 without --admin-token"),
-    ])
+    @Test(
+        "runtime errors exit 1 with the subcommand's message and no usage",
+        arguments: [
+            (["ingest", "nope.jsonl"], "Error: cannot open nope.jsonl"),
+            (["replay", "--from", "1"], "Error: no Campaign host to send to"),
+            (["upload", "--tracking-host", "ftp://x"], "Error: --tracking-host ftp://x: scheme ftp is not https or http"),
+            (["serve", "--bind", "0.0.0.0:0"], "Error: refusing to listen on 0.0.0.0 without --admin-token"),
+        ])
     func runtimeErrors(arguments: [String], message: String) throws {
         let directory = Self.scratch("cli")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -58,7 +62,9 @@ struct CommandLineConventionsTests {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         try #require(bound == 0 && listen(descriptor, 1) == 0)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
@@ -67,7 +73,9 @@ struct CommandLineConventionsTests {
         let run = try RelayBinary.run(try RelayBinary.path(), ["serve", "--bind", "127.0.0.1:\(port)", "--data-dir", Self.scratch("busy")])
         #expect(run.status == 1)
         #expect(
-            run.stderr.contains("Error: cannot listen on 127.0.0.1:\(port): the address is already in use (another campaign-relay or program listens there); stop it, or choose another --bind"),
+            run.stderr.contains(
+                "Error: cannot listen on 127.0.0.1:\(port): the address is already in use (another campaign-relay or program listens there); stop it, or choose another --bind"
+            ),
             "\(run.stderr)"
         )
         #expect(!run.stderr.contains("errno"), "no socket-call jargon: \(run.stderr)")

@@ -11,7 +11,8 @@ struct FormatSpecificationTests {
     @Test("the reference decoder in docs/wal-format.md reads what ingest wrote")
     func pythonDecoderReadsTheLog() throws {
         let binary = try RelayBinary.path()
-        let python = try #require(["/usr/bin/python3", "/usr/local/bin/python3"].first { FileManager.default.isExecutableFile(atPath: $0) }, "python3 is needed")
+        let python = try #require(
+            ["/usr/bin/python3", "/usr/local/bin/python3"].first { FileManager.default.isExecutableFile(atPath: $0) }, "python3 is needed")
         let specification = try String(contentsOf: Self.repository.appendingPathComponent("docs/wal-format.md"), encoding: .utf8)
         let decoder = try #require(specification.components(separatedBy: "```python\n").dropFirst().first?.components(separatedBy: "```").first)
 
@@ -21,7 +22,8 @@ struct FormatSpecificationTests {
         let script = "\(directory)/decode.py"
         try decoder.write(toFile: script, atomically: true, encoding: .utf8)
 
-        let ingest = try RelayBinary.run(binary, ["ingest", Self.repository.appendingPathComponent("examples/events.jsonl").path, "--data-dir", "\(directory)/data", "--json"])
+        let ingest = try RelayBinary.run(
+            binary, ["ingest", Self.repository.appendingPathComponent("examples/events.jsonl").path, "--data-dir", "\(directory)/data", "--json"])
         #expect(ingest.status == 0, "\(ingest.stderr)")
         // Entries the examples do not hold: a copy (tag 4), an event of a keyed request (tag 5), and both.
         let wrapped = """
@@ -48,11 +50,13 @@ struct FormatSpecificationTests {
             let context = "sequence \(dump["seq"] ?? "?")"
             #expect(python["seq"] as? Int == dump["seq"] as? Int, "\(context)")
             #expect(python["kind"] as? String == dump["kind"] as? String, "\(context)")
-            let textFields = ["action", "messageId", "deliveryId", "integrationKey", "platform", "registrationToken", "sdkForm"]
+            let textFields =
+                ["action", "messageId", "deliveryId", "integrationKey", "platform", "registrationToken", "sdkForm"]
                 + ["userKey", "deviceImei", "deviceName", "deviceModel", "deviceBrand", "deviceManufacturer", "osName", "osVersion", "osLanguage"]
             for field in textFields where dump[field] != nil || !(python[field] is NSNull || python[field] == nil) {
                 if dump["sdkForm"] != nil, field != "sdkForm", field != "platform" { continue }  // read from the form, not in the dump
-                #expect(python[field] as? String == dump[field] as? String, "\(context): \(field) \(python[field] ?? "nil") vs \(dump[field] ?? "nil")")
+                #expect(
+                    python[field] as? String == dump[field] as? String, "\(context): \(field) \(python[field] ?? "nil") vs \(dump[field] ?? "nil")")
             }
             // The time: the same instant, offset and fraction digits.
             let time = try EventTime(rfc3339: try #require(dump["time"] as? String), field: "time")
@@ -76,7 +80,9 @@ struct FormatSpecificationTests {
             } else {
                 #expect(python["additionalParams"] == nil, "\(context)")
             }
-            #expect(((python["origin"] as? [String: Any])?["sequence"] as? Int) == ((dump["origin"] as? [String: Any])?["sequence"] as? Int), "\(context): origin")
+            #expect(
+                ((python["origin"] as? [String: Any])?["sequence"] as? Int) == ((dump["origin"] as? [String: Any])?["sequence"] as? Int),
+                "\(context): origin")
             let pythonRequest = python["request"] as? [String: Any]
             let dumpRequest = dump["request"] as? [String: Any]
             #expect((pythonRequest == nil) == (dumpRequest == nil), "\(context): request")

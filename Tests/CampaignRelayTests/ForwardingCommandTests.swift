@@ -7,7 +7,8 @@ import Testing
 @Suite("replay and deadletter commands", .serialized, .timeLimit(.minutes(3)))
 struct ForwardingCommandTests {
     func ingest(_ binary: String, _ directory: String, _ lines: [String]) throws {
-        let run = try RelayBinary.run(binary, ["ingest", "-", "--data-dir", directory, "--json"], input: Data((lines.joined(separator: "\n") + "\n").utf8))
+        let run = try RelayBinary.run(
+            binary, ["ingest", "-", "--data-dir", directory, "--json"], input: Data((lines.joined(separator: "\n") + "\n").utf8))
         try #require(run.status == 0, "\(run.stderr)")
     }
 
@@ -24,7 +25,8 @@ struct ForwardingCommandTests {
         // Ids 1…24, one per hour of 2026-11-21.
         try ingest(binary, directory, (1...24).map { hitLine($0, hour: $0 - 1) })
 
-        let bySequence = try await RelayBinary.run(binary, ["replay", "--from", "5", "--to", "8", "--tracking-host", running.url, "--data-dir", directory, "--json"])
+        let bySequence = try await RelayBinary.run(
+            binary, ["replay", "--from", "5", "--to", "8", "--tracking-host", running.url, "--data-dir", directory, "--json"])
         #expect(bySequence.status == 0, "\(bySequence.stderr)")
         #expect(Set(await running.emulator.recorder.hits.keys.map(\.messageId)) == Set((5...8).map { String($0, radix: 16) }))
 
@@ -32,7 +34,10 @@ struct ForwardingCommandTests {
         let started = Date()
         let byTime = try await RelayBinary.run(
             binary,
-            ["replay", "--from", "2026-11-21T10:00:00Z", "--to", "2026-11-21T20:00:00+00:00", "--max-rate", "20", "--tracking-host", running.url, "--data-dir", directory, "--json"]
+            [
+                "replay", "--from", "2026-11-21T10:00:00Z", "--to", "2026-11-21T20:00:00+00:00", "--max-rate", "20", "--tracking-host", running.url,
+                "--data-dir", directory, "--json",
+            ]
         )
         let seconds = Date().timeIntervalSince(started)
         #expect(byTime.status == 0, "\(byTime.stderr)")
@@ -45,7 +50,9 @@ struct ForwardingCommandTests {
         await running.stop()
     }
 
-    @Test("upload --until-drained --max-attempts 4: a poison registration is tried 4 times, dead-lettered, and the run exits 0 with everything else delivered")
+    @Test(
+        "upload --until-drained --max-attempts 4: a poison registration is tried 4 times, dead-lettered, and the run exits 0 with everything else delivered"
+    )
     func poisonUpload() async throws {
         let binary = try RelayBinary.path()
         var faults = EmulatorFaults()
@@ -82,10 +89,12 @@ struct ForwardingCommandTests {
         let running = try await RunningEmulator.start(faults: faults)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dead-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try ingest(binary, directory, [
-            #"{"kind":"register","platform":"ios","integrationKey":"later","registrationToken":"aa01","time":"2026-11-21T10:00:00Z"}"#,
-            #"{"kind":"register","platform":"ios","integrationKey":"known","registrationToken":"aa02","time":"2026-11-21T10:00:00Z"}"#,
-        ])
+        try ingest(
+            binary, directory,
+            [
+                #"{"kind":"register","platform":"ios","integrationKey":"later","registrationToken":"aa01","time":"2026-11-21T10:00:00Z"}"#,
+                #"{"kind":"register","platform":"ios","integrationKey":"known","registrationToken":"aa02","time":"2026-11-21T10:00:00Z"}"#,
+            ])
         let upload = ["upload", "--until-drained", "--marketing-host", running.url, "--data-dir", directory, "--json"]
         let first = try await RelayBinary.run(binary, upload)
         #expect(first.status == 0, "\(first.stderr)")
@@ -129,14 +138,18 @@ struct ForwardingCommandTests {
         let running = try await RunningEmulator.start(faults: faults)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replay-rejects-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try ingest(binary, directory, [
-            #"{"kind":"register","platform":"ios","integrationKey":"known","registrationToken":"aa01"}"#,
-            #"{"kind":"register","platform":"ios","integrationKey":"stranger","registrationToken":"aa02"}"#,
-        ])
-        let upload = try await RelayBinary.run(binary, ["upload", "--until-drained", "--marketing-host", running.url, "--data-dir", directory, "--json"])
+        try ingest(
+            binary, directory,
+            [
+                #"{"kind":"register","platform":"ios","integrationKey":"known","registrationToken":"aa01"}"#,
+                #"{"kind":"register","platform":"ios","integrationKey":"stranger","registrationToken":"aa02"}"#,
+            ])
+        let upload = try await RelayBinary.run(
+            binary, ["upload", "--until-drained", "--marketing-host", running.url, "--data-dir", directory, "--json"])
         #expect(upload.stdout.contains("\"deadLettered\":1"), "\(upload.stdout)")
         for _ in 0..<2 {
-            let replay = try await RelayBinary.run(binary, ["replay", "--from", "1", "--marketing-host", running.url, "--data-dir", directory, "--json"])
+            let replay = try await RelayBinary.run(
+                binary, ["replay", "--from", "1", "--marketing-host", running.url, "--data-dir", directory, "--json"])
             #expect(replay.status == 0, "\(replay.stderr)")
             #expect(replay.stdout.contains("\"rejected\":1"), "\(replay.stdout)")
             #expect(replay.stdout.contains("\"deadLettered\":0"))

@@ -216,14 +216,33 @@ struct IngestDumpRoundTripTests {
             // (lower-case separators come out upper-case).
             let lines = dump.stdoutLines
             try #require(lines.count == inputs.count)
-            #expect(lines[1] == #"{"seq":2,"kind":"track","action":"open","messageId":"12345","deliveryId":"f0190","time":"2026-11-21T12:00:00.5+02:00"}"#)
-            #expect(lines[3] == #"{"seq":4,"kind":"track","action":"open","messageId":"-1709416000","deliveryId":"f0190","integrationKey":"k","time":"2026-11-21T10:00:00.000Z"}"#)
-            #expect(lines[4] == #"{"seq":5,"kind":"track","action":"impression","messageId":"6B6499A8-9D43-4BC5-ACF0-B6AEB96846F6","deliveryId":"abc","time":"1969-12-31T23:59:59.999Z"}"#)
-            #expect(lines[5] == #"{"seq":6,"kind":"track","action":"click","messageId":"6b6499A8-9d43-4bc5-acf0-b6aeb96846f6","deliveryId":"0","time":"1900-01-01T00:00:00+14:00"}"#)
-            #expect(lines[6] == #"{"seq":7,"kind":"track","action":"open","messageId":"007","deliveryId":"f0190","time":"2261-12-31T23:59:59.999999999Z"}"#)
+            #expect(
+                lines[1] == #"{"seq":2,"kind":"track","action":"open","messageId":"12345","deliveryId":"f0190","time":"2026-11-21T12:00:00.5+02:00"}"#
+            )
+            #expect(
+                lines[3]
+                    == #"{"seq":4,"kind":"track","action":"open","messageId":"-1709416000","deliveryId":"f0190","integrationKey":"k","time":"2026-11-21T10:00:00.000Z"}"#
+            )
+            #expect(
+                lines[4]
+                    == #"{"seq":5,"kind":"track","action":"impression","messageId":"6B6499A8-9D43-4BC5-ACF0-B6AEB96846F6","deliveryId":"abc","time":"1969-12-31T23:59:59.999Z"}"#
+            )
+            #expect(
+                lines[5]
+                    == #"{"seq":6,"kind":"track","action":"click","messageId":"6b6499A8-9d43-4bc5-acf0-b6aeb96846f6","deliveryId":"0","time":"1900-01-01T00:00:00+14:00"}"#
+            )
+            #expect(
+                lines[6]
+                    == #"{"seq":7,"kind":"track","action":"open","messageId":"007","deliveryId":"f0190","time":"2261-12-31T23:59:59.999999999Z"}"#)
             #expect(lines[10] == "{\"seq\":11," + Self.everyField[11].dropFirst())
-            #expect(lines[11] == #"{"seq":12,"kind":"register","platform":"android","integrationKey":"k","registrationToken":"fcm:APA91b-x_y","deviceImei":"","osVersion":"Android 14","additionalParams":{},"time":"2026-11-21T10:00:00.000001Z"}"#)
-            #expect(lines[12] == #"{"seq":13,"kind":"register","platform":"android","integrationKey":"k","registrationToken":"t","deviceName":"quote \" backslash \\ newline \n tab \t nul \u0000 emoji 😀","time":"2026-11-21T10:00:00Z"}"#)
+            #expect(
+                lines[11]
+                    == #"{"seq":12,"kind":"register","platform":"android","integrationKey":"k","registrationToken":"fcm:APA91b-x_y","deviceImei":"","osVersion":"Android 14","additionalParams":{},"time":"2026-11-21T10:00:00.000001Z"}"#
+            )
+            #expect(
+                lines[12]
+                    == #"{"seq":13,"kind":"register","platform":"android","integrationKey":"k","registrationToken":"t","deviceName":"quote \" backslash \\ newline \n tab \t nul \u0000 emoji 😀","time":"2026-11-21T10:00:00Z"}"#
+            )
 
             // The dump can be given back to ingest (without "seq") and dumps the same events again.
             let (_, reloaded) = try Self.parseDumpLine(lines[8])
@@ -388,8 +407,12 @@ struct IngestDumpRoundTripTests {
             let dump = try await Self.run(["wal", "dump", "--data-dir", dataDir], scratch: directory)
             #expect(dump.status == 0, "\(dump)")
             try Self.expectDump(dump.stdoutLines, equals: lines + [lines[0]], window: before...after)
-            #expect(dump.stdoutLines.first == #"{"seq":1,"kind":"track","action":"open","messageId":"55336","deliveryId":"f0190","time":"2026-11-21T12:00:00.5+02:00"}"#)
-            #expect(dump.stdoutLines.last == #"{"seq":4,"kind":"track","action":"open","messageId":"55336","deliveryId":"f0190","time":"2026-11-21T12:00:00.5+02:00"}"#)
+            #expect(
+                dump.stdoutLines.first
+                    == #"{"seq":1,"kind":"track","action":"open","messageId":"55336","deliveryId":"f0190","time":"2026-11-21T12:00:00.5+02:00"}"#)
+            #expect(
+                dump.stdoutLines.last
+                    == #"{"seq":4,"kind":"track","action":"open","messageId":"55336","deliveryId":"f0190","time":"2026-11-21T12:00:00.5+02:00"}"#)
 
             // Standard input with a bad line 2: the line number counts from the start of the input.
             let bad = Data((lines[0] + "\n" + #"{"kind":"track","action":"open","messageId":"a8a","deliveryId":"f0190"}"# + "\n").utf8)

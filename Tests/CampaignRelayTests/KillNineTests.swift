@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import RelayCore
 import RelayTestSupport
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A real `campaign-relay ingest` child process, killed with SIGKILL at random moments while it
 /// ingests at full speed. After each kill the relay is restarted on the same data directory, and
@@ -84,7 +85,8 @@ struct KillNineTests {
             let restart = try RelayBinary.run(binary, ["ingest", "/dev/null", "--data-dir", directory, "--json", "--log-level", "error"])
             #expect(restart.status == 0, "cycle \(cycle): restart failed: \(restart.stderr)")
             let from = cycle == Self.cycles - 1 ? 1 : verifiedUpTo
-            verifiedUpTo = try verify(binary, directory, from: from, acknowledged: acknowledged, attempted: attempted, label: "seed \(seed) cycle \(cycle)")
+            verifiedUpTo = try verify(
+                binary, directory, from: from, acknowledged: acknowledged, attempted: attempted, label: "seed \(seed) cycle \(cycle)")
         }
         #expect(killedWhileRunning >= Self.cycles * 3 / 4, "most kills must land while the child is ingesting")
         #expect(acknowledged.count > Self.eventsPerCycle, "the children must have acknowledged events before being killed")
@@ -92,7 +94,9 @@ struct KillNineTests {
 
     /// Checks the log from `from` on: sequences increase, no event twice, nothing invented, every
     /// acknowledged event present. Returns the sequence after the last event.
-    func verify(_ binary: String, _ directory: String, from: UInt64, acknowledged: [UInt64: Int64], attempted: Set<Int64>, label: String) throws -> UInt64 {
+    func verify(_ binary: String, _ directory: String, from: UInt64, acknowledged: [UInt64: Int64], attempted: Set<Int64>, label: String) throws
+        -> UInt64
+    {
         let dump = try RelayBinary.run(binary, ["wal", "dump", "--data-dir", directory, "--from", String(from)])
         #expect(dump.status == 0, "\(label): dump failed: \(dump.stderr)")
         var seen = Set<Int64>()

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reads a pipe until its writer closes it, chunk by chunk, retrying reads a signal interrupted

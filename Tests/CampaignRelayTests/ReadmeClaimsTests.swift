@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CampaignEmulator
 import Foundation
 import RelayTestSupport
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Claims the README makes about the commands, each run as a user would.
 @Suite("README claims, from the command line", .serialized, .timeLimit(.minutes(3)))
@@ -71,11 +72,15 @@ struct ReadmeClaimsTests {
         let binary = try RelayBinary.path()
         let running = try await RunningEmulator.start()
         let data = Self.directory("env-hosts")
-        let events = Self.hits(1...3) + Data(#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t"}"#.utf8) + Data("\n".utf8)
+        let events =
+            Self.hits(1...3) + Data(#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t"}"#.utf8) + Data("\n".utf8)
         #expect(try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", data], input: events).status == 0)
         let upload = try await RelayBinary.run(
             "/usr/bin/env",
-            ["CAMPAIGN_RELAY_TRACKING_HOST=\(running.url)", "CAMPAIGN_RELAY_MARKETING_HOST=\(running.url)", binary, "upload", "--until-drained", "--data-dir", data, "--json"]
+            [
+                "CAMPAIGN_RELAY_TRACKING_HOST=\(running.url)", "CAMPAIGN_RELAY_MARKETING_HOST=\(running.url)", binary, "upload", "--until-drained",
+                "--data-dir", data, "--json",
+            ]
         )
         #expect(upload.status == 0, "\(upload.stderr)")
         #expect(await running.emulator.recorder.acceptedHits == 3)
@@ -106,14 +111,17 @@ struct ReadmeClaimsTests {
         faults.knownIntegrationKeys = ["known"]
         let running = try await RunningEmulator.start(faults: faults)
         let data = Self.directory("retry-id")
-        let lines = ["a", "b", "c"].map { #"{"kind":"register","platform":"ios","integrationKey":"stranger-\#($0)","registrationToken":"t\#($0)"}"# + "\n" }.joined()
+        let lines = ["a", "b", "c"].map {
+            #"{"kind":"register","platform":"ios","integrationKey":"stranger-\#($0)","registrationToken":"t\#($0)"}"# + "\n"
+        }.joined()
         #expect(try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", data], input: Data(lines.utf8)).status == 0)
         #expect(try await RelayBinary.run(binary, ["upload", "--until-drained", "--marketing-host", running.url, "--data-dir", data]).status == 0)
         let retry = try await RelayBinary.run(binary, ["deadletter", "retry", "--id", "2", "--data-dir", data])
         #expect(retry.status == 0)
         #expect(retry.stdout == "re-queued 1 dead letter as sequences 4\n", "\(retry.stdout)")
         let list = try await RelayBinary.run(binary, ["deadletter", "list", "--data-dir", data, "--json"])
-        let letters = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])["deadLetters"] as? [[String: Any]]
+        let letters =
+            try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])["deadLetters"] as? [[String: Any]]
         #expect(letters?.compactMap { $0["id"] as? Int } == [1, 3], "letter 2 is re-queued, 1 and 3 wait")
         await running.stop()
     }
@@ -123,18 +131,22 @@ struct ReadmeClaimsTests {
         let binary = try RelayBinary.path()
         let data = Self.directory("stats-options")
         let input = Self.hits(1...3000, delivery: "alpha") + Self.hits(1...100, delivery: "beta") + Self.hits(1...50, delivery: "gamma")
-        #expect(try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", data, "--segment-bytes", "4096", "--batch-bytes", "1024"], input: input).status == 0)
+        #expect(
+            try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", data, "--segment-bytes", "4096", "--batch-bytes", "1024"], input: input)
+                .status == 0)
         let table = try await RelayBinary.run(binary, ["stats", "--data-dir", data])
         #expect(table.status == 0)
         let lines = table.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first == "aggregated log sequences 1 to 3150", "\(table.stdout)")
         #expect(lines.contains { $0.hasPrefix("alpha ") && $0.contains(" 3000 ") }, "\(table.stdout)")
         let one = try await RelayBinary.run(binary, ["stats", "--delivery", "beta", "--data-dir", data, "--json"])
-        let deliveries = try #require(try JSONSerialization.jsonObject(with: Data(one.stdout.utf8)) as? [String: Any])["deliveries"] as? [[String: Any]]
+        let deliveries =
+            try #require(try JSONSerialization.jsonObject(with: Data(one.stdout.utf8)) as? [String: Any])["deliveries"] as? [[String: Any]]
         #expect(deliveries?.map { $0["deliveryId"] as? String } == ["beta"])
         #expect(deliveries?.first?["impressions"] as? Int == 100)
         let limited = try await RelayBinary.run(binary, ["stats", "--limit", "2", "--data-dir", data, "--json"])
-        #expect(((try JSONSerialization.jsonObject(with: Data(limited.stdout.utf8)) as? [String: Any])?["deliveries"] as? [[String: Any]])?.count == 2)
+        #expect(
+            ((try JSONSerialization.jsonObject(with: Data(limited.stdout.utf8)) as? [String: Any])?["deliveries"] as? [[String: Any]])?.count == 2)
         let missing = try await RelayBinary.run(binary, ["stats", "--delivery", "nope", "--data-dir", data])
         #expect(missing.status == 1)
 
@@ -152,7 +164,9 @@ struct ReadmeClaimsTests {
         #expect(refused.stderr.contains("--rebuild --allow-partial"), "\(refused.stderr)")
         let partial = try await RelayBinary.run(binary, ["stats", "--rebuild", "--allow-partial", "--data-dir", data, "--json"])
         #expect(partial.status == 0, "\(partial.stderr)")
-        let first = ((try JSONSerialization.jsonObject(with: Data(partial.stdout.utf8)) as? [String: Any])?["sequences"] as? [String: Any])?["first"] as? Int ?? 0
+        let first =
+            ((try JSONSerialization.jsonObject(with: Data(partial.stdout.utf8)) as? [String: Any])?["sequences"] as? [String: Any])?["first"] as? Int
+            ?? 0
         #expect(first > 1, "the rebuilt counts start where the log now starts: \(partial.stdout)")
     }
 

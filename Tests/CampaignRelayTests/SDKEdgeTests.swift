@@ -53,7 +53,8 @@ struct SDKEdgeTests {
             var found: [String: Any] = [:]
             try await waitUntil("the aggregator to count every stored event") {
                 let durable = try await http.nextSequence(server.url)
-                let object = try JSONSerialization.jsonObject(with: Data(try await http.get(server.url + "/v1/deliveries").body.utf8)) as? [String: Any]
+                let object =
+                    try JSONSerialization.jsonObject(with: Data(try await http.get(server.url + "/v1/deliveries").body.utf8)) as? [String: Any]
                 found = (object?["deliveries"] as? [[String: Any]])?.first { $0["deliveryId"] as? String == delivery } ?? [:]
                 return (object?["aggregatedThrough"] as? Int).map { $0 + 1 >= durable } ?? false
             }
@@ -67,9 +68,16 @@ struct SDKEdgeTests {
         "lenient registrations get 200 and reach Campaign byte for byte",
         arguments: [
             // The iOS 13 token bug: the token's description, spaces and braces included.
-            ("ios", "registrationToken=" + FormEncoding.encode(iOS13Token) + "&mobileAppUuid=key&userKey=&deviceName=iPhone&additionalParams=%3CadditionalParams%3E%3C%2FadditionalParams%3E"),
+            (
+                "ios",
+                "registrationToken=" + FormEncoding.encode(iOS13Token)
+                    + "&mobileAppUuid=key&userKey=&deviceName=iPhone&additionalParams=%3CadditionalParams%3E%3C%2FadditionalParams%3E"
+            ),
             // A field a newer SDK sends, between known ones.
-            ("android", "registrationToken=fcm&mobileAppUuid=key&userKey=u&deviceImei=1&pushPlatform=fcm&deviceName=Pixel&osVersion=Android+15&additionalParams="),
+            (
+                "android",
+                "registrationToken=fcm&mobileAppUuid=key&userKey=u&deviceImei=1&pushPlatform=fcm&deviceName=Pixel&osVersion=Android+15&additionalParams="
+            ),
             // deviceImei from an iOS form.
             ("ios", "registrationToken=abcd&mobileAppUuid=key&userKey=ada&deviceImei=35&deviceName=x"),
             // additionalParams that are not the SDK's XML, lower-case escapes, a field given twice.
@@ -136,7 +144,9 @@ struct SDKEdgeTests {
         for id in received { #expect(uris.contains("/r/?id=\(id),pass,1"), "\(id) must go upstream unchanged: \(uris)") }
         #expect(uris.contains("/r/?id=h05,pass,2"))
         // The canonical forms go as the SDKs would send them.
-        for wire in ["h5", "h9a1c61c0", "habc", "h6b6499a8-9d43-4bc5-acf0-b6aeb96846f6"] { #expect(uris.contains("/r/?id=\(wire),pass,1"), "\(wire)") }
+        for wire in ["h5", "h9a1c61c0", "habc", "h6b6499a8-9d43-4bc5-acf0-b6aeb96846f6"] {
+            #expect(uris.contains("/r/?id=\(wire),pass,1"), "\(wire)")
+        }
 
         let counts = try await relay.counts("pass")
         // Eight impressions of four messages: each wire form is the same message as its canonical form.

@@ -57,14 +57,20 @@ struct ServerHandoffTests {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             counts = try Self.json(try await RelayBinary.run(binary, ["stats", "--data-dir", data, "--json"]).stdout)
-            if ((counts["server"] as? [String: Any])?["lastDurableSequence"] as? Int) == 2, ((counts["sequences"] as? [String: Any])?["next"] as? Int) == 3 { break }
+            if ((counts["server"] as? [String: Any])?["lastDurableSequence"] as? Int) == 2,
+                ((counts["sequences"] as? [String: Any])?["next"] as? Int) == 3
+            {
+                break
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
         let delivery = try #require((counts["deliveries"] as? [[String: Any]])?.first { $0["deliveryId"] as? String == "handoff" }, "\(counts)")
         #expect(delivery["impressions"] as? Int == 1)
         #expect(delivery["opens"] as? Int == 1)
         let text = try await RelayBinary.run(binary, ["stats", "--data-dir", data])
-        #expect(text.stdout.hasPrefix("aggregated through sequence 2 of 2 stored; the server (pid \(server.process.processIdentifier))"), "\(text.stdout)")
+        #expect(
+            text.stdout.hasPrefix("aggregated through sequence 2 of 2 stored; the server (pid \(server.process.processIdentifier))"), "\(text.stdout)"
+        )
     }
 
     @Test("deadletter retry hands the re-queued event to the running server, which forwards and counts it once")
@@ -83,7 +89,9 @@ struct ServerHandoffTests {
         var letters: [[String: Any]] = []
         let deadline = Date().addingTimeInterval(20)
         while letters.isEmpty, Date() < deadline {
-            letters = try Self.json(try await RelayBinary.run(binary, ["deadletter", "list", "--data-dir", data, "--json"]).stdout)["deadLetters"] as? [[String: Any]] ?? []
+            letters =
+                try Self.json(try await RelayBinary.run(binary, ["deadletter", "list", "--data-dir", data, "--json"]).stdout)["deadLetters"]
+                as? [[String: Any]] ?? []
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(letters.count == 1)
@@ -116,8 +124,12 @@ struct ServerHandoffTests {
     func statsCatchesUp() throws {
         let binary = try RelayBinary.path()
         let data = Self.directory("stats-catch-up")
-        let first = [#"{"kind":"track","action":"impression","messageId":"1","deliveryId":"s"}"#, #"{"kind":"track","action":"click","messageId":"1","deliveryId":"s"}"#]
-        #expect(try RelayBinary.run(binary, ["ingest", "-", "--data-dir", data], input: Data((first.joined(separator: "\n") + "\n").utf8)).status == 0)
+        let first = [
+            #"{"kind":"track","action":"impression","messageId":"1","deliveryId":"s"}"#,
+            #"{"kind":"track","action":"click","messageId":"1","deliveryId":"s"}"#,
+        ]
+        #expect(
+            try RelayBinary.run(binary, ["ingest", "-", "--data-dir", data], input: Data((first.joined(separator: "\n") + "\n").utf8)).status == 0)
         let before = try RelayBinary.run(binary, ["stats", "--data-dir", data, "--json"])
         #expect(before.status == 0, "no aggregates database yet is not damage: \(before.stderr)")
         #expect(!before.stderr.contains("damaged"))

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import RelayTestSupport
 import Synchronization
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The real `campaign-relay serve` process under load: killed with SIGKILL, or stopped with SIGTERM.
 @Suite("A real server process under load", .serialized, .timeLimit(.minutes(6)))
@@ -42,7 +43,8 @@ struct ServerProcessTests {
                         while !stop() {
                             let first = self.nextId.add(20, ordering: .relaxed).oldValue
                             let ids = Array(first..<(first + 20))
-                            let body = ids.map { #"{"kind":"track","action":"impression","messageId":"\#($0)","deliveryId":"load"}"# }.joined(separator: "\n")
+                            let body = ids.map { #"{"kind":"track","action":"impression","messageId":"\#($0)","deliveryId":"load"}"# }.joined(
+                                separator: "\n")
                             let answer: TestHTTPClient.Answer
                             do {
                                 answer = try await http.post(url + "/v1/events", body)
@@ -70,7 +72,8 @@ struct ServerProcessTests {
     func loggedIds(_ binary: String, _ directory: String, delivery: String = "load") throws -> [Int] {
         let dump = try RelayBinary.run(binary, ["wal", "dump", "--data-dir", directory])
         return dump.stdout.split(separator: "\n").compactMap { line in
-            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], object["deliveryId"] as? String == delivery else { return nil }
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], object["deliveryId"] as? String == delivery
+            else { return nil }
             return Int(object["messageId"] as? String ?? "")
         }
     }
@@ -101,7 +104,9 @@ struct ServerProcessTests {
         let server = try await ServeProcess.start(binary, directory: directory, extra: ["--tracking-host", emulator.url])
         let acknowledged = load.acknowledged.withLock { $0 }
         #expect(acknowledged.count > 1000, "the load must have been acknowledged many times, got \(acknowledged.count)")
-        #expect(load.unexpectedErrors.withLock { $0 }.isEmpty, "requests failed while the server was up: \(load.unexpectedErrors.withLock { $0 }.prefix(3))")
+        #expect(
+            load.unexpectedErrors.withLock { $0 }.isEmpty,
+            "requests failed while the server was up: \(load.unexpectedErrors.withLock { $0 }.prefix(3))")
         var counted = 0
         try await waitUntil("the restarted server to count and forward every logged event", seconds: 120) {
             let answer = try? await http.get(server.url + "/v1/deliveries/load")
@@ -162,7 +167,9 @@ struct ServerProcessTests {
         }
     }
 
-    @Test("Idempotency-Key across kill -9 of the real process: every keyed batch retried after the restart is stored exactly once, and answered as the first time")
+    @Test(
+        "Idempotency-Key across kill -9 of the real process: every keyed batch retried after the restart is stored exactly once, and answered as the first time"
+    )
     func idempotencyAcrossRestarts() async throws {
         let binary = try RelayBinary.path()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("idemkill-\(UUID().uuidString)").path
@@ -207,7 +214,9 @@ struct ServerProcessTests {
         #expect(missing.isEmpty, "\(missing.count) events of answered batches are not in the log")
     }
 
-    @Test("SIGTERM under load: new events refused with 503 during --shutdown-delay, then the listener closes, positions are saved in order, nothing acknowledged is lost, exit 0")
+    @Test(
+        "SIGTERM under load: new events refused with 503 during --shutdown-delay, then the listener closes, positions are saved in order, nothing acknowledged is lost, exit 0"
+    )
     func gracefulShutdown() async throws {
         let binary = try RelayBinary.path()
         let emulator = try await RunningEmulator.start()
@@ -245,7 +254,8 @@ struct ServerProcessTests {
         await traffic
         #expect(exited && server.process.terminationStatus == 0)
         #expect(took >= delay && took < delay + 10, "shutdown took \(took) s with a \(delay) s delay")
-        #expect(load.unexpectedErrors.withLock { $0 }.isEmpty, "requests failed before the signal: \(load.unexpectedErrors.withLock { $0 }.prefix(3))")
+        #expect(
+            load.unexpectedErrors.withLock { $0 }.isEmpty, "requests failed before the signal: \(load.unexpectedErrors.withLock { $0 }.prefix(3))")
         // The clients kept posting through the delay: they were refused, every time with Retry-After.
         let refusals = load.refusedAfterSignal.withLock { $0 }
         #expect(refusals.count >= 6, "the load met \(refusals.count) refusals during a \(delay) s delay")
@@ -279,7 +289,8 @@ struct ServerProcessTests {
         // Positions saved: the aggregates cover a prefix of the log exactly, and the uploader's
         // cursor was kept (a later upload sends only what the server had not).
         let stats = try await RelayBinary.run(binary, ["stats", "--no-catch-up", "--data-dir", directory, "--json"])
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any], "\(stats.stdout) \(stats.stderr)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any], "\(stats.stdout) \(stats.stderr)")
         let next = (object["sequences"] as? [String: Any])?["next"] as? Int ?? 0
         let impressions = (object["deliveries"] as? [[String: Any]])?.first?["impressions"] as? Int ?? 0
         #expect(next > 1, "the aggregator saved its position")
@@ -287,10 +298,12 @@ struct ServerProcessTests {
         #expect(impressions == next - 1, "the saved counts are exactly those of sequences 1..<\(next)")
         let forwardedBefore = await emulator.emulator.recorder.acceptedHits
         #expect(forwardedBefore > 0, "the uploader forwarded while the server ran")
-        let upload = try await RelayBinary.run(binary, ["upload", "--until-drained", "--tracking-host", emulator.url, "--data-dir", directory, "--json"])
+        let upload = try await RelayBinary.run(
+            binary, ["upload", "--until-drained", "--tracking-host", emulator.url, "--data-dir", directory, "--json"])
         #expect(upload.status == 0, "\(upload.stderr)")
         let resent = try #require(try JSONSerialization.jsonObject(with: Data(upload.stdout.utf8)) as? [String: Any])["delivered"] as? Int ?? -1
-        #expect(resent == logged.count - (uploaderPosition - 1), "a later upload sends exactly the events from the saved position \(uploaderPosition) on")
+        #expect(
+            resent == logged.count - (uploaderPosition - 1), "a later upload sends exactly the events from the saved position \(uploaderPosition) on")
         #expect(await emulator.emulator.recorder.distinctHits == logged.count, "every logged event forwarded")
         #expect(await emulator.emulator.recorder.acceptedHits - logged.count <= 4096, "duplicates within the bound")
         await http.shutdown()

@@ -1,12 +1,12 @@
 import AsyncHTTPClient
 import Foundation
-import Synchronization
+import Logging
 import NIOCore
 import NIOHTTP1
 import RelayForwarding
 import RelayLog
 import RelayServer
-import Logging
+import Synchronization
 
 /// A relay server running inside the test process on a free loopback port.
 final class RunningServer: Sendable {

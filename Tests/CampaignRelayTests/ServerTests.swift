@@ -1,11 +1,11 @@
 import Foundation
-import NIOHTTP1
 import Logging
-import RelayLog
+import NIOHTTP1
 import RelayForwarding
 import RelayIO
-import RelayServer
+import RelayLog
 import RelaySQLite
+import RelayServer
 import RelayTestSupport
 import Testing
 
@@ -24,16 +24,19 @@ struct ServerTests {
         // The SDK vector, sent with '+' for spaces (accepted from clients), forwarded as received.
         let plusForm = androidVectorBody.replacingOccurrences(of: "%20mockOSVersion", with: "+mockOSVersion")
         #expect(try await http.post(server.url + "/nms/mobile/1/registerAndroid.jssp", plusForm, headers: formHeaders).status == 200)
-        let iosForm = "registrationToken=70757368546f6b656e&mobileAppUuid=testIntegrationKey&userKey=&deviceName=&deviceModel=&deviceBrand=&deviceManufacturer=&osName=iOS&osVersion=iOS%2017.2&osLanguage=en&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22email%22%20value%3D%22email%40email.com%22%20%2F%3E%3C%2FadditionalParams%3E"
+        let iosForm =
+            "registrationToken=70757368546f6b656e&mobileAppUuid=testIntegrationKey&userKey=&deviceName=&deviceModel=&deviceBrand=&deviceManufacturer=&osName=iOS&osVersion=iOS%2017.2&osLanguage=en&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22email%22%20value%3D%22email%40email.com%22%20%2F%3E%3C%2FadditionalParams%3E"
         #expect(try await http.post(server.url + "/nms/mobile/1/registerIOS.jssp", iosForm, headers: formHeaders).status == 200)
         #expect(try await http.get(server.url + "/r/?id=hd828,f0190,1").status == 200)
         #expect(try await http.get(server.url + "/r/?id=h9a1c61c0,f0190,2").status == 200)
         #expect(try await http.get(server.url + "/r/test").body.contains("campaign-relay"))
         // 100 hits of delivery f0200 as one JSON batch: ids 1…100, 60 impressions, 30 opens, 10 clicks.
-        let batch = "[" + (1...100).map { id in
-            let action = id <= 60 ? "impression" : id <= 90 ? "open" : "click"
-            return #"{"kind":"track","action":"\#(action)","messageId":"\#(id)","deliveryId":"f0200"}"#
-        }.joined(separator: ",") + "]"
+        let batch =
+            "["
+            + (1...100).map { id in
+                let action = id <= 60 ? "impression" : id <= 90 ? "open" : "click"
+                return #"{"kind":"track","action":"\#(action)","messageId":"\#(id)","deliveryId":"f0200"}"#
+            }.joined(separator: ",") + "]"
         let answer = try await http.post(server.url + "/v1/events", batch)
         #expect(answer.status == 200)
         #expect(answer.body == #"{"accepted":100,"firstSequence":5,"lastSequence":104}"#)
@@ -100,7 +103,8 @@ struct ServerTests {
         for type in ["application/json", "application/x-ndjson; charset=utf-8", "Application/JSON"] {
             #expect(try await http.post(server.url + "/v1/events", batch, headers: [("Content-Type", type)]).status == 200, "\(type)")
         }
-        let form = try await http.post(server.url + "/nms/mobile/1/registerIOS.jssp", "registrationToken=t&mobileAppUuid=k", headers: [("Content-Type", "application/json")])
+        let form = try await http.post(
+            server.url + "/nms/mobile/1/registerIOS.jssp", "registrationToken=t&mobileAppUuid=k", headers: [("Content-Type", "application/json")])
         #expect(form.status == 415)
         #expect(form.body.contains("is not form data"))
         for query in ["/v1/deliveries?limit=abc", "/v1/deliveries?limit=-1", "/v1/deadletters?limit=x"] {
@@ -121,19 +125,50 @@ struct ServerTests {
         let events = server.url + "/v1/events"
         let cases: [(String, String, String, [(String, String)], Int, String)] = [
             ("POST", events, "[{\"kind\":\"track\",", [], 400, "invalid JSON"),
-            ("POST", events, "[{\"kind\":\"track\",\"action\":\"open\",\"messageId\":55336,\"deliveryId\":\"f\"}]", [], 400, "messageId must be a string, found a number"),
-            ("POST", events, "[{\"kind\":\"track\",\"action\":\"swipe\",\"messageId\":\"1\",\"deliveryId\":\"f\"}]", [], 400, "action \\\"swipe\\\" is not"),
-            ("POST", events, "{\"kind\":\"track\",\"action\":\"open\",\"messageId\":\"1\",\"deliveryId\":\"f\"}\n{\"kind\":\"track\",\"action\":\"open\",\"messageId\":\"a8a\",\"deliveryId\":\"f\"}", [], 400, "\"index\":1,\"field\":\"messageId\""),
+            (
+                "POST", events, "[{\"kind\":\"track\",\"action\":\"open\",\"messageId\":55336,\"deliveryId\":\"f\"}]", [], 400,
+                "messageId must be a string, found a number"
+            ),
+            (
+                "POST", events, "[{\"kind\":\"track\",\"action\":\"swipe\",\"messageId\":\"1\",\"deliveryId\":\"f\"}]", [], 400,
+                "action \\\"swipe\\\" is not"
+            ),
+            (
+                "POST", events,
+                "{\"kind\":\"track\",\"action\":\"open\",\"messageId\":\"1\",\"deliveryId\":\"f\"}\n{\"kind\":\"track\",\"action\":\"open\",\"messageId\":\"a8a\",\"deliveryId\":\"f\"}",
+                [], 400, "\"index\":1,\"field\":\"messageId\""
+            ),
             ("POST", events, "", [], 400, "the body is empty"),
-            ("POST", events, "[" + String(repeating: "{\"kind\":\"track\",\"action\":\"open\",\"messageId\":\"1\",\"deliveryId\":\"f\"},", count: 10_001).dropLast() + "]", [], 400, "at most 10000"),
+            (
+                "POST", events,
+                "["
+                    + String(repeating: "{\"kind\":\"track\",\"action\":\"open\",\"messageId\":\"1\",\"deliveryId\":\"f\"},", count: 10_001)
+                    .dropLast() + "]", [], 400, "at most 10000"
+            ),
             ("POST", events, String(repeating: " ", count: 5 << 20), [], 413, "larger than"),
-            ("POST", events, "[{\"kind\":\"register\",\"platform\":\"ios\",\"integrationKey\":\"stranger\",\"registrationToken\":\"t\"}]", [], 400, "UnknownUUID"),
-            ("POST", server.url + "/nms/mobile/1/registerIOS.jssp", "registrationToken=%ZZ&mobileAppUuid=testIntegrationKey", formHeaders, 400, "percent-encoded"),
+            (
+                "POST", events, "[{\"kind\":\"register\",\"platform\":\"ios\",\"integrationKey\":\"stranger\",\"registrationToken\":\"t\"}]", [], 400,
+                "UnknownUUID"
+            ),
+            (
+                "POST", server.url + "/nms/mobile/1/registerIOS.jssp", "registrationToken=%ZZ&mobileAppUuid=testIntegrationKey", formHeaders, 400,
+                "percent-encoded"
+            ),
             ("POST", server.url + "/nms/mobile/1/registerIOS.jssp", "registrationToken=t&mobileAppUuid=stranger", formHeaders, 400, "UnknownUUID"),
             ("POST", server.url + "/nms/mobile/1/registerAndroid.jssp", "registrationToken=t", formHeaders, 400, "mobileAppUuid"),
-            ("POST", server.url + "/nms/mobile/1/registerAndroid.jssp", "registrationToken=t&mobileAppUuid=", formHeaders, 400, "IntegrationKeyEmpty"),
-            ("POST", server.url + "/nms/mobile/1/registerIOS.jssp", "mobileAppUuid=testIntegrationKey&userKey=u", formHeaders, 400, "registrationToken is missing"),
-            ("POST", server.url + "/nms/mobile/1/registerIOS.jssp", "registrationToken=" + String(repeating: "a", count: 4097) + "&mobileAppUuid=testIntegrationKey", formHeaders, 400, "longer than 4096 bytes"),
+            (
+                "POST", server.url + "/nms/mobile/1/registerAndroid.jssp", "registrationToken=t&mobileAppUuid=", formHeaders, 400,
+                "IntegrationKeyEmpty"
+            ),
+            (
+                "POST", server.url + "/nms/mobile/1/registerIOS.jssp", "mobileAppUuid=testIntegrationKey&userKey=u", formHeaders, 400,
+                "registrationToken is missing"
+            ),
+            (
+                "POST", server.url + "/nms/mobile/1/registerIOS.jssp",
+                "registrationToken=" + String(repeating: "a", count: 4097) + "&mobileAppUuid=testIntegrationKey", formHeaders, 400,
+                "longer than 4096 bytes"
+            ),
             ("GET", server.url + "/r/", "", [], 400, "missing ?id="),
             ("GET", server.url + "/r/?id=hd828,f0190,3", "", [], 400, "tag \"3\""),
             ("GET", server.url + "/r/?id=hxyz,f0190,1", "", [], 400, "neither a UUID nor 1 to 16 hex digits"),
@@ -154,10 +189,19 @@ struct ServerTests {
         let server = try await RunningServer.start()
         let http = TestHTTPClient()
         let bases: [(path: String, method: String, body: String)] = [
-            ("/v1/events", "POST", #"[{"kind":"track","action":"open","messageId":"55336","deliveryId":"f0190","time":"2026-11-21T10:00:00Z"},{"kind":"register","platform":"android","integrationKey":"k","registrationToken":"t","additionalParams":{"a":"b","n":1}}]"#),
-            ("/v1/events", "POST", "{\"kind\":\"track\",\"action\":\"click\",\"_mId\":\"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6\",\"_dId\":\"d\"}\n{\"kind\":\"track\",\"action\":\"impression\",\"messageId\":\"-1\",\"deliveryId\":\"e\"}\n"),
+            (
+                "/v1/events", "POST",
+                #"[{"kind":"track","action":"open","messageId":"55336","deliveryId":"f0190","time":"2026-11-21T10:00:00Z"},{"kind":"register","platform":"android","integrationKey":"k","registrationToken":"t","additionalParams":{"a":"b","n":1}}]"#
+            ),
+            (
+                "/v1/events", "POST",
+                "{\"kind\":\"track\",\"action\":\"click\",\"_mId\":\"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6\",\"_dId\":\"d\"}\n{\"kind\":\"track\",\"action\":\"impression\",\"messageId\":\"-1\",\"deliveryId\":\"e\"}\n"
+            ),
             ("/nms/mobile/1/registerAndroid.jssp", "POST", androidVectorBody),
-            ("/nms/mobile/1/registerIOS.jssp", "POST", "registrationToken=aa&mobileAppUuid=k&userKey=&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22x%22%20value%3D%22%26amp%3B%22%20%2F%3E%3C%2FadditionalParams%3E"),
+            (
+                "/nms/mobile/1/registerIOS.jssp", "POST",
+                "registrationToken=aa&mobileAppUuid=k&userKey=&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22x%22%20value%3D%22%26amp%3B%22%20%2F%3E%3C%2FadditionalParams%3E"
+            ),
             ("/r/?id=", "GET", "hd828,f0190,1"),
         ]
         let seed = TestSeed.make(for: "HTTP fuzz")
@@ -244,7 +288,9 @@ struct ServerTests {
         await server.stop()
     }
 
-    @Test("Idempotency-Key after a crash: the retry finds its own events by the identity stored with them, never an identical batch of another client; a client cannot set that identity")
+    @Test(
+        "Idempotency-Key after a crash: the retry finds its own events by the identity stored with them, never an identical batch of another client; a client cannot set that identity"
+    )
     func idempotencyByStoredIdentity() async throws {
         let server = try await RunningServer.start()
         let http = TestHTTPClient()
@@ -281,7 +327,9 @@ struct ServerTests {
             #expect(try await http.get(server.url + path, headers: [("Authorization", "Bearer wrong")]).status == 401, "\(path)")
         }
         #expect(try await http.get(server.url + "/metrics", headers: [("Authorization", "Bearer a-long-enough-admin-token")]).status == 200)
-        #expect(try await http.get(server.url + "/v1/deadletters", headers: [("Authorization", "Bearer a-long-enough-admin-token")]).body == #"{"deadLetters":[]}"#)
+        #expect(
+            try await http.get(server.url + "/v1/deadletters", headers: [("Authorization", "Bearer a-long-enough-admin-token")]).body
+                == #"{"deadLetters":[]}"#)
         #expect(try await http.get(server.url + "/healthz").status == 200)
         await http.shutdown()
         await server.stop()
@@ -299,9 +347,15 @@ extension ServerTests {
         var refusal: TestHTTPClient.Answer?
         var accepted = 0
         for batch in 0..<200 {
-            let body = (0..<5).map { #"{"kind":"track","action":"open","messageId":"\#(batch * 5 + $0 + 1)","deliveryId":"full"}"# }.joined(separator: "\n")
+            let body = (0..<5).map { #"{"kind":"track","action":"open","messageId":"\#(batch * 5 + $0 + 1)","deliveryId":"full"}"# }.joined(
+                separator: "\n")
             let answer = try await http.post(server.url + "/v1/events", body)
-            if answer.status == 200 { accepted += 5 } else { refusal = answer; break }
+            if answer.status == 200 {
+                accepted += 5
+            } else {
+                refusal = answer
+                break
+            }
         }
         let answer = try #require(refusal)
         #expect(answer.status == 503)
@@ -312,7 +366,9 @@ extension ServerTests {
         await server.stop()
     }
 
-    @Test("a failing fdatasync or a full disk answers 503 with Retry-After, for JSON and SDK requests; nothing of them is stored; intake resumes when the disk does")
+    @Test(
+        "a failing fdatasync or a full disk answers 503 with Retry-After, for JSON and SDK requests; nothing of them is stored; intake resumes when the disk does"
+    )
     func diskFailure() async throws {
         let fileSystem = FailingFileSystem()
         let server = try await RunningServer.start(fileSystem: fileSystem) { $0.aggregates = false }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import Synchronization
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// TLS on the listener, checked with clients the relay did not write (Python's `ssl`, curl), and
 /// forwarding to an `https` host trusted through `--ca-file`.
@@ -41,11 +42,14 @@ struct TLSTests {
         FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)").path
     }
 
-    @Test("Python's ssl reaches /healthz, a registration and a hit over TLS 1.3 and 1.2; plain HTTP gets no 200; SIGHUP serves a new certificate without failing a request under way; the uploader trusts --ca-file")
+    @Test(
+        "Python's ssl reaches /healthz, a registration and a hit over TLS 1.3 and 1.2; plain HTTP gets no 200; SIGHUP serves a new certificate without failing a request under way; the uploader trusts --ca-file"
+    )
     func listenerAndReload() async throws {
         let binary = try RelayBinary.path()
         let certificates = try Self.makeCertificates()
-        let emulator = try ChildProcess(binary, ["emulate", "--bind", "127.0.0.1:0", "--tls-cert", "\(certificates)/b.pem", "--tls-key", "\(certificates)/b.key"])
+        let emulator = try ChildProcess(
+            binary, ["emulate", "--bind", "127.0.0.1:0", "--tls-cert", "\(certificates)/b.pem", "--tls-key", "\(certificates)/b.key"])
         defer { emulator.stop() }
         let emulatorPort = try await emulator.await(#"https://127\.0\.0\.1:(\d+)"#)
         let relay = try ChildProcess(
@@ -86,7 +90,9 @@ struct TLSTests {
         var delivered = ""
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
-            delivered = try await RelayBinary.run("/usr/bin/curl", ["-s", "--cacert", "\(certificates)/ca.pem", "https://127.0.0.1:\(emulatorPort)/emulator/requests"]).stdout
+            delivered = try await RelayBinary.run(
+                "/usr/bin/curl", ["-s", "--cacert", "\(certificates)/ca.pem", "https://127.0.0.1:\(emulatorPort)/emulator/requests"]
+            ).stdout
             if delivered.contains("h05,tls,1"), delivered.contains("tls-token"), delivered.contains("h7,tls,2") { break }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -109,7 +115,8 @@ struct TLSTests {
         defer { relay.stop() }
         let port = try await relay.await(#"address=127\.0\.0\.1:(\d+) scheme=https"#)
         let outcome = try await RelayBinary.run(
-            "/usr/bin/env", ["python3", Self.script("mtls_client.py"), port, "\(certificates)/ca.pem", "\(certificates)/client.pem", "\(certificates)/client.key"]
+            "/usr/bin/env",
+            ["python3", Self.script("mtls_client.py"), port, "\(certificates)/ca.pem", "\(certificates)/client.pem", "\(certificates)/client.key"]
         )
         try #require(outcome.status == 0, "the Python client failed: \(outcome.stderr)")
         let seen = try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any], "\(outcome.stdout)")
@@ -122,13 +129,20 @@ struct TLSTests {
         let binary = try RelayBinary.path()
         let certificates = try Self.makeCertificates()
         let missing = try RelayBinary.run(
-            binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", Self.temporaryDataDirectory("tls-bad"), "--tls-cert", "/nonexistent.pem", "--tls-key", "\(certificates)/a.key"]
+            binary,
+            [
+                "serve", "--bind", "127.0.0.1:0", "--data-dir", Self.temporaryDataDirectory("tls-bad"), "--tls-cert", "/nonexistent.pem", "--tls-key",
+                "\(certificates)/a.key",
+            ]
         )
         #expect(missing.status != 0)
         #expect(missing.stderr.contains("--tls-cert /nonexistent.pem: cannot read a PEM certificate chain"), "\(missing.stderr)")
         let mismatched = try RelayBinary.run(
             binary,
-            ["serve", "--bind", "127.0.0.1:0", "--data-dir", Self.temporaryDataDirectory("tls-bad"), "--tls-cert", "\(certificates)/a.pem", "--tls-key", "\(certificates)/b.key"]
+            [
+                "serve", "--bind", "127.0.0.1:0", "--data-dir", Self.temporaryDataDirectory("tls-bad"), "--tls-cert", "\(certificates)/a.pem",
+                "--tls-key", "\(certificates)/b.key",
+            ]
         )
         #expect(mismatched.status != 0)
         #expect(mismatched.stderr.contains("check that the key belongs to the certificate"), "\(mismatched.stderr)")

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import RelayTestSupport
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A real `campaign-relay upload --until-drained` child process, SIGKILLed while it drains a
 /// backlog to the emulator. After restarts nothing is lost, and duplicates stay within the bound
@@ -22,7 +23,8 @@ struct UploaderKillTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var text = ""
         for id in 1...Self.events { text += #"{"kind":"track","action":"impression","messageId":"\#(id)","deliveryId":"d\#(id % 5)"}"# + "\n" }
-        let ingest = try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", directory, "--json", "--batch-bytes", "65536"], input: Data(text.utf8))
+        let ingest = try await RelayBinary.run(
+            binary, ["ingest", "-", "--data-dir", directory, "--json", "--batch-bytes", "65536"], input: Data(text.utf8))
         try #require(ingest.status == 0, "\(ingest.stderr)")
 
         let arguments = [

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
 import RelayAggregator
 import RelayCore
@@ -8,6 +5,10 @@ import RelayLog
 import RelaySQLite
 import RelayTestSupport
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("Aggregator")
 struct AggregatorTests {
@@ -105,7 +106,11 @@ struct AggregatorTests {
         let first = try await Aggregator(log: log, dataDirectory: directory, logger: quietLogger)
         #expect(try await first.catchUp().events == 300)
         await first.close()
-        #expect(try await { let (d, r) = try await read(directory); return expected.difference(from: d, r) }() == nil)
+        #expect(
+            try await {
+                let (d, r) = try await read(directory)
+                return expected.difference(from: d, r)
+            }() == nil)
 
         // Unreadable: garbage where the database was.
         let path = Aggregator.databasePath(dataDirectory: directory)
@@ -123,7 +128,11 @@ struct AggregatorTests {
         #expect(await log.durableSequence == 301)
         let summary = try await Aggregator.rebuild(log: log, dataDirectory: directory, logger: quietLogger)
         #expect(summary.events == 300)
-        #expect(try await { let (d, r) = try await read(directory); return expected.difference(from: d, r) }() == nil)
+        #expect(
+            try await {
+                let (d, r) = try await read(directory)
+                return expected.difference(from: d, r)
+            }() == nil)
         let quarantined = try PosixFileSystem().listDirectory("\(directory)/quarantine")
         #expect(quarantined.contains { $0.hasPrefix("aggregates.sqlite.") })
         await log.close()
@@ -133,7 +142,8 @@ struct AggregatorTests {
     func trimmedLog() async throws {
         let directory = temporaryDirectory("trimmed")
         defer { removeTree(directory) }
-        let log = try await WriteAheadLog.open(dataDirectory: directory, configuration: LogConfiguration(segmentBytes: 4096, compressionLevel: 0), logger: quietLogger)
+        let log = try await WriteAheadLog.open(
+            dataDirectory: directory, configuration: LogConfiguration(segmentBytes: 4096, compressionLevel: 0), logger: quietLogger)
         for _ in 0..<10 { _ = try await log.append(try MixedEvents.make(count: 100, seed: 5)) }
         try await log.commitCursor("uploader", to: 1001)
         #expect(await log.oldestSequence > 1)

@@ -69,7 +69,9 @@ struct ExpectedCounts: Equatable {
             )
             if actual != expected { return "delivery \(row.deliveryId): \(actual), expected \(expected)" }
         }
-        guard registrations.count == self.registrations.count else { return "\(registrations.count) registration rows, expected \(self.registrations.count)" }
+        guard registrations.count == self.registrations.count else {
+            return "\(registrations.count) registration rows, expected \(self.registrations.count)"
+        }
         for row in registrations {
             let key = "\(row.integrationKey)|\(row.platform.rawValue)"
             guard let expected = self.registrations[key] else { return "unexpected registrations \(key)" }
@@ -98,7 +100,9 @@ enum MixedEvents {
             let time = EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000 + Int64(next(10_000_000)) * 1_000_000, fractionDigits: 3)
             if next(20) == 0 {
                 let platform: Platform = next(2) == 0 ? .ios : .android
-                events.append(.registration(Registration(platform: platform, integrationKey: "app\(next(3))", registrationToken: "token\(next(40))", time: time)))
+                events.append(
+                    .registration(
+                        Registration(platform: platform, integrationKey: "app\(next(3))", registrationToken: "token\(next(40))", time: time)))
                 continue
             }
             // Small id space, so the same message is hit several times (duplicates).

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RelayCore
 
 /// `EventDecoder`: the relay's JSON event format, every field, and the exact rejection messages.
@@ -52,7 +53,10 @@ struct EventDecoderTests {
         let expected = TrackingEvent(
             action: .click, messageId: try MessageID("55336"), deliveryId: "f0190", integrationKey: "key-1",
             time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_250_000_000, utcOffsetMinutes: 120, fractionDigits: 3))
-        #expect(try decode(#"{"kind":"track","action":"click","messageId":"55336","deliveryId":"f0190","integrationKey":"key-1","time":"2026-11-21T12:00:00.250+02:00"}"#) == .tracking(expected))
+        #expect(
+            try decode(
+                #"{"kind":"track","action":"click","messageId":"55336","deliveryId":"f0190","integrationKey":"key-1","time":"2026-11-21T12:00:00.250+02:00"}"#
+            ) == .tracking(expected))
     }
 
     @Test(arguments: TrackingAction.allCases)
@@ -71,13 +75,18 @@ struct EventDecoderTests {
 
     @Test func minimalTrackingUsesTheDefaultTime() throws {
         let hit = try tracking(#"{"kind":"track","action":"open","messageId":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","deliveryId":"f0190"}"#)
-        #expect(hit == TrackingEvent(action: .open, messageId: try MessageID("6b6499a8-9d43-4bc5-acf0-b6aeb96846f6"), deliveryId: "f0190", integrationKey: nil, time: Self.defaultTime))
+        #expect(
+            hit
+                == TrackingEvent(
+                    action: .open, messageId: try MessageID("6b6499a8-9d43-4bc5-acf0-b6aeb96846f6"), deliveryId: "f0190", integrationKey: nil,
+                    time: Self.defaultTime))
         #expect(hit.time == Self.defaultTime)
         #expect(hit.integrationKey == nil)
     }
 
     @Test func aliasesGiveTheSameEvent() throws {
-        let canonical = try decode(#"{"kind":"track","action":"impression","messageId":"-1709416000","deliveryId":"f0190","time":"2026-11-21T10:00:00Z"}"#)
+        let canonical = try decode(
+            #"{"kind":"track","action":"impression","messageId":"-1709416000","deliveryId":"f0190","time":"2026-11-21T10:00:00Z"}"#)
         let aliases = try decode(#"{"kind":"track","action":"impression","_mId":"-1709416000","_dId":"f0190","time":"2026-11-21T10:00:00Z"}"#)
         let mixed1 = try decode(#"{"_dId":"f0190","time":"2026-11-21T10:00:00Z","kind":"track","messageId":"-1709416000","action":"impression"}"#)
         let mixed2 = try decode(#"{"kind":"track","_mId":"-1709416000","action":"impression","deliveryId":"f0190","time":"2026-11-21T10:00:00Z"}"#)
@@ -128,27 +137,75 @@ struct EventDecoderTests {
         (#"{"kind":"track","action":"open","messageId":null,"deliveryId":"d"}"#, "messageId", "messageId must be a string, found null"),
         (#"{"kind":"track","action":"open","messageId":{},"deliveryId":"d"}"#, "messageId", "messageId must be a string, found an object"),
         (#"{"kind":"track","action":"open","messageId":"1","deliveryId":190}"#, "deliveryId", "deliveryId must be a string, found a number"),
-        (#"{"kind":"track","action":"open","messageId":"a8a","deliveryId":"d"}"#, "messageId", #"messageId "a8a" is neither a UUID nor a decimal integer"#),
-        (#"{"kind":"track","action":"open","messageId":"1-1-1-1-1","deliveryId":"d"}"#, "messageId", #"messageId "1-1-1-1-1" is neither a UUID nor a decimal integer"#),
+        (
+            #"{"kind":"track","action":"open","messageId":"a8a","deliveryId":"d"}"#, "messageId",
+            #"messageId "a8a" is neither a UUID nor a decimal integer"#
+        ),
+        (
+            #"{"kind":"track","action":"open","messageId":"1-1-1-1-1","deliveryId":"d"}"#, "messageId",
+            #"messageId "1-1-1-1-1" is neither a UUID nor a decimal integer"#
+        ),
         (#"{"kind":"track","action":"open","messageId":"","deliveryId":"d"}"#, "messageId", "messageId is empty"),
-        (#"{"kind":"track","action":"open","messageId":"99999999999999999999","deliveryId":"d"}"#, "messageId", #"messageId "99999999999999999999" is a decimal integer outside the 64-bit range"#),
+        (
+            #"{"kind":"track","action":"open","messageId":"99999999999999999999","deliveryId":"d"}"#, "messageId",
+            #"messageId "99999999999999999999" is a decimal integer outside the 64-bit range"#
+        ),
         (#"{"kind":"track","action":"open","messageId":"1","deliveryId":""}"#, "deliveryId", "deliveryId is empty"),
-        (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"f0190,2"}"#, "deliveryId", #"deliveryId "f0190,2" contains "," (allowed: letters, digits, '-', '.', '_', '~')"#),
-        (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"f0 190"}"#, "deliveryId", #"deliveryId "f0 190" contains " " (allowed: letters, digits, '-', '.', '_', '~')"#),
-        (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"a&b=c"}"#, "deliveryId", #"deliveryId "a&b=c" contains "&" (allowed: letters, digits, '-', '.', '_', '~')"#),
-        (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d\n"}"#, "deliveryId", #"deliveryId "d\n" contains "\n" (allowed: letters, digits, '-', '.', '_', '~')"#),
-        (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"dé"}"#, "deliveryId", #"deliveryId "dé" contains "é" (allowed: letters, digits, '-', '.', '_', '~')"#),
+        (
+            #"{"kind":"track","action":"open","messageId":"1","deliveryId":"f0190,2"}"#, "deliveryId",
+            #"deliveryId "f0190,2" contains "," (allowed: letters, digits, '-', '.', '_', '~')"#
+        ),
+        (
+            #"{"kind":"track","action":"open","messageId":"1","deliveryId":"f0 190"}"#, "deliveryId",
+            #"deliveryId "f0 190" contains " " (allowed: letters, digits, '-', '.', '_', '~')"#
+        ),
+        (
+            #"{"kind":"track","action":"open","messageId":"1","deliveryId":"a&b=c"}"#, "deliveryId",
+            #"deliveryId "a&b=c" contains "&" (allowed: letters, digits, '-', '.', '_', '~')"#
+        ),
+        (
+            #"{"kind":"track","action":"open","messageId":"1","deliveryId":"d\n"}"#, "deliveryId",
+            #"deliveryId "d\n" contains "\n" (allowed: letters, digits, '-', '.', '_', '~')"#
+        ),
+        (
+            #"{"kind":"track","action":"open","messageId":"1","deliveryId":"dé"}"#, "deliveryId",
+            #"deliveryId "dé" contains "é" (allowed: letters, digits, '-', '.', '_', '~')"#
+        ),
         (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","integrationKey":""}"#, "integrationKey", "integrationKey is empty"),
-        (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","integrationKey":"a b"}"#, "integrationKey", #"integrationKey "a b" contains a space or control character (U+20)"#),
-        (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","integrationKey":7}"#, "integrationKey", "integrationKey must be a string, found a number"),
+        (
+            #"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","integrationKey":"a b"}"#, "integrationKey",
+            #"integrationKey "a b" contains a space or control character (U+20)"#
+        ),
+        (
+            #"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","integrationKey":7}"#, "integrationKey",
+            "integrationKey must be a string, found a number"
+        ),
         (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","time":""}"#, "time", "time is empty"),
         (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","time":1795255200}"#, "time", "time must be a string, found a number"),
-        (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","time":"2026-11-21T10:00:00"}"#, "time", #"time "2026-11-21T10:00:00" is not an RFC 3339 timestamp: expected 'Z' or an offset ±HH:MM after the time"#),
-        (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","time":"2023-02-29T10:00:00Z"}"#, "time", #"time "2023-02-29T10:00:00Z" is not an RFC 3339 timestamp: day 29 does not exist in that month"#),
-        (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","foo":1}"#, "foo", #"unknown field "foo" for kind "track" (allowed: \#(trackingAllowed))"#),
-        (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","platform":"ios"}"#, "platform", #"unknown field "platform" for kind "track" (allowed: \#(trackingAllowed))"#),
-        (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","seq":1}"#, "seq", #"unknown field "seq" for kind "track" (allowed: \#(trackingAllowed))"#),
-        (#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","MessageId":"1"}"#, "MessageId", #"unknown field "MessageId" for kind "track" (allowed: \#(trackingAllowed))"#),
+        (
+            #"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","time":"2026-11-21T10:00:00"}"#, "time",
+            #"time "2026-11-21T10:00:00" is not an RFC 3339 timestamp: expected 'Z' or an offset ±HH:MM after the time"#
+        ),
+        (
+            #"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","time":"2023-02-29T10:00:00Z"}"#, "time",
+            #"time "2023-02-29T10:00:00Z" is not an RFC 3339 timestamp: day 29 does not exist in that month"#
+        ),
+        (
+            #"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","foo":1}"#, "foo",
+            #"unknown field "foo" for kind "track" (allowed: \#(trackingAllowed))"#
+        ),
+        (
+            #"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","platform":"ios"}"#, "platform",
+            #"unknown field "platform" for kind "track" (allowed: \#(trackingAllowed))"#
+        ),
+        (
+            #"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","seq":1}"#, "seq",
+            #"unknown field "seq" for kind "track" (allowed: \#(trackingAllowed))"#
+        ),
+        (
+            #"{"kind":"track","action":"open","messageId":"1","deliveryId":"d","MessageId":"1"}"#, "MessageId",
+            #"unknown field "MessageId" for kind "track" (allowed: \#(trackingAllowed))"#
+        ),
     ])
     func trackingRejections(json: String, field: String, message: String) throws {
         let error = try rejection(json)
@@ -212,13 +269,14 @@ struct EventDecoderTests {
         #expect(registration.osName == "android")
         #expect(registration.osVersion == "mockOSName mockOSVersion")
         #expect(registration.osLanguage == "mocklocale")
-        #expect(registration.additionalParams == [
-            AdditionalParameter(name: "key", value: .string("value")),
-            AdditionalParameter(name: "points", value: .number("3233")),
-            AdditionalParameter(name: "vip", value: .bool(true)),
-            AdditionalParameter(name: "ratio", value: .number("1.5e3")),
-            AdditionalParameter(name: "off", value: .bool(false)),
-        ])
+        #expect(
+            registration.additionalParams == [
+                AdditionalParameter(name: "key", value: .string("value")),
+                AdditionalParameter(name: "points", value: .number("3233")),
+                AdditionalParameter(name: "vip", value: .bool(true)),
+                AdditionalParameter(name: "ratio", value: .number("1.5e3")),
+                AdditionalParameter(name: "off", value: .bool(false)),
+            ])
         #expect(registration.time == EventTime(nanosecondsSinceEpoch: 1_795_255_200_123_456_000, utcOffsetMinutes: -330, fractionDigits: 6))
         let expected = Registration(
             platform: .android, integrationKey: "testIntegrationKey", registrationToken: "testToken", userKey: "testUser",
@@ -239,15 +297,17 @@ struct EventDecoderTests {
         let registration = try registration(
             #"{"kind":"register","platform":"ios","integrationKey":"key","registrationToken":"70757368546f6b656e","userKey":"","deviceName":"iPhone de Zoé","deviceModel":"iPhone15,2","deviceBrand":"Apple","deviceManufacturer":"Apple","osName":"iOS","osVersion":"iOS 17.2","osLanguage":"fr-FR","additionalParams":{"email":"email@email.com","userPoints":3233},"time":"2026-11-21T10:00:00Z"}"#
         )
-        #expect(registration == Registration(
-            platform: .ios, integrationKey: "key", registrationToken: "70757368546f6b656e", userKey: "", deviceImei: nil,
-            deviceName: "iPhone de Zoé", deviceModel: "iPhone15,2", deviceBrand: "Apple", deviceManufacturer: "Apple", osName: "iOS",
-            osVersion: "iOS 17.2", osLanguage: "fr-FR",
-            additionalParams: [
-                AdditionalParameter(name: "email", value: .string("email@email.com")),
-                AdditionalParameter(name: "userPoints", value: .number("3233")),
-            ],
-            time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000, utcOffsetMinutes: nil, fractionDigits: 0)))
+        #expect(
+            registration
+                == Registration(
+                    platform: .ios, integrationKey: "key", registrationToken: "70757368546f6b656e", userKey: "", deviceImei: nil,
+                    deviceName: "iPhone de Zoé", deviceModel: "iPhone15,2", deviceBrand: "Apple", deviceManufacturer: "Apple", osName: "iOS",
+                    osVersion: "iOS 17.2", osLanguage: "fr-FR",
+                    additionalParams: [
+                        AdditionalParameter(name: "email", value: .string("email@email.com")),
+                        AdditionalParameter(name: "userPoints", value: .number("3233")),
+                    ],
+                    time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000, utcOffsetMinutes: nil, fractionDigits: 0)))
         // An empty userKey (anonymous user) is kept apart from a missing one.
         #expect(registration.userKey == "")
         #expect(registration.deviceImei == nil)
@@ -274,66 +334,124 @@ struct EventDecoderTests {
         let registration = try registration(
             #"{"kind":"register","platform":"android","integrationKey":"k","registrationToken":"t","additionalParams":{"z":"last?","a":-0.5,"m":false,"b":"","n":10,"y":true,"e":"a\"b"}}"#
         )
-        #expect(registration.additionalParams == [
-            AdditionalParameter(name: "z", value: .string("last?")),
-            AdditionalParameter(name: "a", value: .number("-0.5")),
-            AdditionalParameter(name: "m", value: .bool(false)),
-            AdditionalParameter(name: "b", value: .string("")),
-            AdditionalParameter(name: "n", value: .number("10")),
-            AdditionalParameter(name: "y", value: .bool(true)),
-            AdditionalParameter(name: "e", value: .string("a\"b")),
-        ])
+        #expect(
+            registration.additionalParams == [
+                AdditionalParameter(name: "z", value: .string("last?")),
+                AdditionalParameter(name: "a", value: .number("-0.5")),
+                AdditionalParameter(name: "m", value: .bool(false)),
+                AdditionalParameter(name: "b", value: .string("")),
+                AdditionalParameter(name: "n", value: .number("10")),
+                AdditionalParameter(name: "y", value: .bool(true)),
+                AdditionalParameter(name: "e", value: .string("a\"b")),
+            ])
         #expect(registration.additionalParams?.map(\.value.wireText) == ["last?", "-0.5", "false", "", "10", "true", "a\"b"])
     }
 
     @Test func additionalParamsLimits() throws {
         let sixtyFour = (1...64).map { #""p\#($0)":\#($0)"# }.joined(separator: ",")
-        let accepted = try registration(#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{\#(sixtyFour)}}"#)
+        let accepted = try registration(
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{\#(sixtyFour)}}"#)
         #expect(accepted.additionalParams?.count == 64)
         #expect(accepted.additionalParams?.last == AdditionalParameter(name: "p64", value: .number("64")))
-        let error = try rejection(#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{\#(sixtyFour),"p65":65}}"#)
+        let error = try rejection(
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{\#(sixtyFour),"p65":65}}"#)
         #expect(error.field == "additionalParams")
         #expect(error.message == "additionalParams has more than 64 entries")
     }
 
     @Test func fieldLengthLimit() throws {
         let longest = String(repeating: "u", count: 4096)
-        #expect(try registration(#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","userKey":"\#(longest)"}"#).userKey == longest)
+        #expect(
+            try registration(#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","userKey":"\#(longest)"}"#).userKey
+                == longest)
         let error = try rejection(#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","userKey":"\#(longest)u"}"#)
         #expect(error.field == "userKey")
         #expect(error.message == "userKey is longer than 4096 bytes")
-        let param = try rejection(#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{"x":"\#(longest)u"}}"#)
+        let param = try rejection(
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{"x":"\#(longest)u"}}"#)
         #expect(param.field == "additionalParams.x")
         #expect(param.message == "additionalParams.x is longer than 4096 bytes")
-        let name = try rejection(#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{"\#(longest)u":"x"}}"#)
+        let name = try rejection(
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{"\#(longest)u":"x"}}"#)
         #expect(name.field == "additionalParams")
         #expect(name.message == "an additionalParams name is longer than 4096 bytes")
     }
 
     @Test(arguments: [
         (#"{"kind":"register","integrationKey":"k","registrationToken":"t"}"#, "platform", #"platform is required ("ios" or "android")"#),
-        (#"{"kind":"register","platform":"windows","integrationKey":"k","registrationToken":"t"}"#, "platform", #"platform "windows" is not "ios" or "android""#),
-        (#"{"kind":"register","platform":"iOS","integrationKey":"k","registrationToken":"t"}"#, "platform", #"platform "iOS" is not "ios" or "android""#),
+        (
+            #"{"kind":"register","platform":"windows","integrationKey":"k","registrationToken":"t"}"#, "platform",
+            #"platform "windows" is not "ios" or "android""#
+        ),
+        (
+            #"{"kind":"register","platform":"iOS","integrationKey":"k","registrationToken":"t"}"#, "platform",
+            #"platform "iOS" is not "ios" or "android""#
+        ),
         (#"{"kind":"register","platform":1,"integrationKey":"k","registrationToken":"t"}"#, "platform", "platform must be a string, found a number"),
         (#"{"kind":"register","platform":"ios","registrationToken":"t"}"#, "integrationKey", "integrationKey is required for a registration"),
         (#"{"kind":"register","platform":"ios","integrationKey":"k"}"#, "registrationToken", "registrationToken is required for a registration"),
         (#"{"kind":"register","platform":"ios","integrationKey":"","registrationToken":"t"}"#, "integrationKey", "integrationKey is empty"),
         (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":""}"#, "registrationToken", "registrationToken is empty"),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":["t"]}"#, "registrationToken", "registrationToken must be a string, found an array"),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","userKey":null}"#, "userKey", "userKey must be a string, found null"),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","osVersion":17.2}"#, "osVersion", "osVersion must be a string, found a number"),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","deviceName":false}"#, "deviceName", "deviceName must be a string, found a boolean"),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{"x":{"y":1}}}"#, "additionalParams.x", "additionalParams.x must be a string, number or boolean, found an object"),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{"a":"1","x":[1]}}"#, "additionalParams.x", "additionalParams.x must be a string, number or boolean, found an array"),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{"x":null}}"#, "additionalParams.x", "additionalParams.x must be a string, number or boolean, found null"),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{"":"v"}}"#, "additionalParams", "additionalParams has an entry with an empty name"),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":"a=b"}"#, "additionalParams", "additionalParams must be an object, found a string"),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":[]}"#, "additionalParams", "additionalParams must be an object, found an array"),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":null}"#, "additionalParams", "additionalParams must be an object, found null"),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","time":"2026-11-21T10:00:00+01"}"#, "time", #"time "2026-11-21T10:00:00+01" is not an RFC 3339 timestamp: expected the offset as ±HH:MM"#),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","messageId":"1"}"#, "messageId", #"unknown field "messageId" for kind "register" (allowed: \#(registrationAllowed))"#),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","imei":"1"}"#, "imei", #"unknown field "imei" for kind "register" (allowed: \#(registrationAllowed))"#),
-        (#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","mobileAppUuid":"k"}"#, "mobileAppUuid", #"unknown field "mobileAppUuid" for kind "register" (allowed: \#(registrationAllowed))"#),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":["t"]}"#, "registrationToken",
+            "registrationToken must be a string, found an array"
+        ),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","userKey":null}"#, "userKey",
+            "userKey must be a string, found null"
+        ),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","osVersion":17.2}"#, "osVersion",
+            "osVersion must be a string, found a number"
+        ),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","deviceName":false}"#, "deviceName",
+            "deviceName must be a string, found a boolean"
+        ),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{"x":{"y":1}}}"#,
+            "additionalParams.x", "additionalParams.x must be a string, number or boolean, found an object"
+        ),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{"a":"1","x":[1]}}"#,
+            "additionalParams.x", "additionalParams.x must be a string, number or boolean, found an array"
+        ),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{"x":null}}"#, "additionalParams.x",
+            "additionalParams.x must be a string, number or boolean, found null"
+        ),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{"":"v"}}"#, "additionalParams",
+            "additionalParams has an entry with an empty name"
+        ),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":"a=b"}"#, "additionalParams",
+            "additionalParams must be an object, found a string"
+        ),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":[]}"#, "additionalParams",
+            "additionalParams must be an object, found an array"
+        ),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":null}"#, "additionalParams",
+            "additionalParams must be an object, found null"
+        ),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","time":"2026-11-21T10:00:00+01"}"#, "time",
+            #"time "2026-11-21T10:00:00+01" is not an RFC 3339 timestamp: expected the offset as ±HH:MM"#
+        ),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","messageId":"1"}"#, "messageId",
+            #"unknown field "messageId" for kind "register" (allowed: \#(registrationAllowed))"#
+        ),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","imei":"1"}"#, "imei",
+            #"unknown field "imei" for kind "register" (allowed: \#(registrationAllowed))"#
+        ),
+        (
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","mobileAppUuid":"k"}"#, "mobileAppUuid",
+            #"unknown field "mobileAppUuid" for kind "register" (allowed: \#(registrationAllowed))"#
+        ),
     ])
     func registrationRejections(json: String, field: String, message: String) throws {
         let error = try rejection(json)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RelayCore
 
 /// `EventEncoder`: the JSON the log prints (`wal dump`), and that `EventDecoder` reads it back unchanged.
@@ -56,12 +57,23 @@ struct EventEncoderTests {
         ]
         for (index, time) in times.enumerated() {
             let action = TrackingAction.allCases[index % 3]
-            events.append(.tracking(TrackingEvent(action: action, messageId: MessageID(decimal: Int64(index) - 3), deliveryId: "d\(index)", integrationKey: index.isMultiple(of: 2) ? "key" : nil, time: time)))
-            events.append(.registration(Registration(
-                platform: index.isMultiple(of: 2) ? .ios : .android, integrationKey: "k\(index)", registrationToken: "t\(index)",
-                userKey: index == 0 ? "" : "u", deviceImei: index.isMultiple(of: 2) ? nil : "35\(index)",
-                additionalParams: index == 1 ? nil : [AdditionalParameter(name: "i", value: .number(String(index))), AdditionalParameter(name: "s", value: .string("v\(index)"))],
-                time: time)))
+            events.append(
+                .tracking(
+                    TrackingEvent(
+                        action: action, messageId: MessageID(decimal: Int64(index) - 3), deliveryId: "d\(index)",
+                        integrationKey: index.isMultiple(of: 2) ? "key" : nil, time: time)))
+            events.append(
+                .registration(
+                    Registration(
+                        platform: index.isMultiple(of: 2) ? .ios : .android, integrationKey: "k\(index)", registrationToken: "t\(index)",
+                        userKey: index == 0 ? "" : "u", deviceImei: index.isMultiple(of: 2) ? nil : "35\(index)",
+                        additionalParams: index == 1
+                            ? nil
+                            : [
+                                AdditionalParameter(name: "i", value: .number(String(index))),
+                                AdditionalParameter(name: "s", value: .string("v\(index)")),
+                            ],
+                        time: time)))
         }
         return events
     }()
@@ -101,9 +113,15 @@ struct EventEncoderTests {
                 == #"{"seq":1,"kind":"register","platform":"android","integrationKey":"testIntegrationKey","registrationToken":"testToken","userKey":"","deviceImei":"12345","deviceName":"mockDevice","deviceModel":"mockDeviceName","deviceBrand":"mockDeviceBrand","deviceManufacturer":"mockDeviceManufacturer","osName":"android","osVersion":"mockOSName mockOSVersion","osLanguage":"mocklocale","additionalParams":{"key":"value","points":3233,"vip":true,"off":false},"time":"2026-11-21T04:30:00.000123-05:30"}"#
         )
         let minimal = try decode(#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","time":"2026-11-21T10:00:00Z"}"#)
-        #expect(EventEncoder.json(minimal) == #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","time":"2026-11-21T10:00:00Z"}"#)
-        let empty = try decode(#"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{},"time":"2026-11-21T10:00:00Z"}"#)
-        #expect(EventEncoder.json(empty) == #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{},"time":"2026-11-21T10:00:00Z"}"#)
+        #expect(
+            EventEncoder.json(minimal)
+                == #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","time":"2026-11-21T10:00:00Z"}"#)
+        let empty = try decode(
+            #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{},"time":"2026-11-21T10:00:00Z"}"#)
+        #expect(
+            EventEncoder.json(empty)
+                == #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","additionalParams":{},"time":"2026-11-21T10:00:00Z"}"#
+        )
     }
 
     @Test func stringsAreEscaped() throws {

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RelayCore
 
 /// `EventLines`: JSONL input, line numbers of rejections, line endings and blank lines.
@@ -23,10 +24,11 @@ struct EventLinesTests {
         let decoded = decodeLines(text)
         #expect(decoded.events == [try event(Self.track1), try event(Self.register), try event(Self.track2)])
         #expect(decoded.rejections.map(\.line) == [3, 7])
-        #expect(decoded.rejections.map(\.description) == [
-            #"line 3: messageId "a8a" is neither a UUID nor a decimal integer"#,
-            "line 7: invalid JSON at byte 1: expected a member name in double quotes",
-        ])
+        #expect(
+            decoded.rejections.map(\.description) == [
+                #"line 3: messageId "a8a" is neither a UUID nor a decimal integer"#,
+                "line 7: invalid JSON at byte 1: expected a member name in double quotes",
+            ])
         #expect(decoded.rejections[0].error == EventInputError(field: "messageId", #"messageId "a8a" is neither a UUID nor a decimal integer"#))
         #expect(decoded.rejections[1].error.field == nil)
         #expect(decoded.lines == 8)
@@ -93,10 +95,11 @@ struct EventLinesTests {
         let decoded = decodeLines(Self.track1 + "\n" + Self.badMessageId + "\n\n" + Self.badMessageId + "\n", firstLine: 101)
         #expect(decoded.events == [try event(Self.track1)])
         #expect(decoded.rejections.map(\.line) == [102, 104])
-        #expect(decoded.rejections.map(\.description) == [
-            #"line 102: messageId "a8a" is neither a UUID nor a decimal integer"#,
-            #"line 104: messageId "a8a" is neither a UUID nor a decimal integer"#,
-        ])
+        #expect(
+            decoded.rejections.map(\.description) == [
+                #"line 102: messageId "a8a" is neither a UUID nor a decimal integer"#,
+                #"line 104: messageId "a8a" is neither a UUID nor a decimal integer"#,
+            ])
         #expect(decoded.lines == 4)
     }
 
@@ -110,11 +113,12 @@ struct EventLinesTests {
         let decoded = decodeLines(Self.track1 + Self.track2 + "\n{\"kind\":\"track\",\n\"action\":\"open\"}\n" + Self.register)
         #expect(decoded.events == [try event(Self.register)])
         #expect(decoded.rejections.map(\.line) == [1, 2, 3])
-        #expect(decoded.rejections.map(\.error.message) == [
-            "invalid JSON at byte \(Self.track1.utf8.count): unexpected text after the JSON value",
-            "invalid JSON at byte 16: unexpected end of input in an object",
-            "invalid JSON at byte 8: unexpected text after the JSON value",
-        ])
+        #expect(
+            decoded.rejections.map(\.error.message) == [
+                "invalid JSON at byte \(Self.track1.utf8.count): unexpected text after the JSON value",
+                "invalid JSON at byte 16: unexpected end of input in an object",
+                "invalid JSON at byte 8: unexpected text after the JSON value",
+            ])
     }
 
     @Test func overlongLineIsRefusedWithoutStoppingTheRest() throws {
@@ -130,7 +134,10 @@ struct EventLinesTests {
         let bytes = Array((Self.track1 + "\n" + Self.badMessageId + "\n").utf8)
         let decoded = bytes.withUnsafeBufferPointer { EventLines.decode($0, firstLine: 5, defaultTime: Self.defaultTime) }
         #expect(decoded.events == [try event(Self.track1)])
-        #expect(decoded.rejections == [EventLines.Rejection(line: 6, error: EventInputError(field: "messageId", #"messageId "a8a" is neither a UUID nor a decimal integer"#))])
+        #expect(
+            decoded.rejections == [
+                EventLines.Rejection(line: 6, error: EventInputError(field: "messageId", #"messageId "a8a" is neither a UUID nor a decimal integer"#))
+            ])
         #expect(decoded.lines == 2)
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RelayCore
 
 /// `EventTime`: RFC 3339 parsing, the instant it denotes, and the exact text it prints back.
@@ -166,8 +167,12 @@ struct EventTimeTests {
         #expect(EventTime(nanosecondsSinceEpoch: base, utcOffsetMinutes: 0, fractionDigits: 0).rfc3339 == "2026-11-21T10:00:00+00:00")
         #expect(EventTime(nanosecondsSinceEpoch: base).rfc3339 == "2026-11-21T10:00:00.123Z")
         // Offsets that move the local date across midnight, both ways.
-        #expect(EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000, utcOffsetMinutes: 14 * 60, fractionDigits: 0).rfc3339 == "2026-11-22T00:00:00+14:00")
-        #expect(EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000, utcOffsetMinutes: -11 * 60, fractionDigits: 0).rfc3339 == "2026-11-20T23:00:00-11:00")
+        #expect(
+            EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000, utcOffsetMinutes: 14 * 60, fractionDigits: 0).rfc3339
+                == "2026-11-22T00:00:00+14:00")
+        #expect(
+            EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000, utcOffsetMinutes: -11 * 60, fractionDigits: 0).rfc3339
+                == "2026-11-20T23:00:00-11:00")
         #expect(EventTime(nanosecondsSinceEpoch: -1, utcOffsetMinutes: nil, fractionDigits: 9).rfc3339 == "1969-12-31T23:59:59.999999999Z")
         #expect(EventTime(nanosecondsSinceEpoch: Int64.min, utcOffsetMinutes: nil, fractionDigits: 9).rfc3339 == "1677-09-21T00:12:43.145224192Z")
     }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RelayCore
 
 /// `JSONParser`: a strict RFC 8259 parser that keeps member order and number literals.
@@ -43,8 +44,10 @@ struct JSONParserTests {
         #expect(members.map(\.value) == [.number("1"), .number("2"), .number("3"), .number("4")])
     }
 
-    @Test(arguments: ["0", "-0", "1", "-1", "1.5e3", "1.5E3", "1E+10", "-12.5e-3", "0.25", "0e0", "10", "3233",
-                      "123456789012345678901234567890", "1.000000000000000000001", "-0.0"])
+    @Test(arguments: [
+        "0", "-0", "1", "-1", "1.5e3", "1.5E3", "1E+10", "-12.5e-3", "0.25", "0e0", "10", "3233",
+        "123456789012345678901234567890", "1.000000000000000000001", "-0.0",
+    ])
     func numbersKeepTheirLiteralText(literal: String) throws {
         #expect(try parse(literal) == .number(literal))
         #expect(try parse(#"{"n":\#(literal)}"#) == .object([JSONMember(name: "n", value: .number(literal))]))
@@ -62,10 +65,12 @@ struct JSONParserTests {
 
     @Test func whiteSpaceAroundAndInside() throws {
         let value = try parse(" \t\r\n{ \"a\" :\n[ 1 ,\t2 ] , \"b\"\r\n: \"c\" } \n")
-        #expect(value == .object([
-            JSONMember(name: "a", value: .array([.number("1"), .number("2")])),
-            JSONMember(name: "b", value: .string("c")),
-        ]))
+        #expect(
+            value
+                == .object([
+                    JSONMember(name: "a", value: .array([.number("1"), .number("2")])),
+                    JSONMember(name: "b", value: .string("c")),
+                ]))
     }
 
     @Test(arguments: [
@@ -104,7 +109,8 @@ struct JSONParserTests {
         let objects = String(repeating: #"{"a":"#, count: 31) + "{}" + String(repeating: "}", count: 31)
         _ = try parse(objects)
         // Depth is about nesting, not about how many containers a document has.
-        let wide = "[" + Array(repeating: String(repeating: "[", count: 31) + String(repeating: "]", count: 31), count: 10).joined(separator: ",") + "]"
+        let wide =
+            "[" + Array(repeating: String(repeating: "[", count: 31) + String(repeating: "]", count: 31), count: 10).joined(separator: ",") + "]"
         _ = try parse(wide)
     }
 
@@ -204,28 +210,29 @@ struct JSONParserTests {
         #expect(error.description == "invalid JSON at byte \(offset): \(reason)")
     }
 
-    @Test(arguments: [
-        // A raw line feed, tab and NUL inside strings (fast path, escaped path, member name).
-        ([0x22, 0x61, 0x0A, 0x22], 2, "a raw control character (byte 0xa) in a string; escape it"),
-        ([0x22, 0x5C, 0x6E, 0x09, 0x22], 3, "a raw control character (byte 0x9) in a string; escape it"),
-        ([0x7B, 0x22, 0x00, 0x22, 0x3A, 0x31, 0x7D], 2, "a raw control character (byte 0x0) in a string; escape it"),
-        ([0x22, 0x1F, 0x22], 1, "a raw control character (byte 0x1f) in a string; escape it"),
-        // Invalid UTF-8: the offset is the string's first byte after the quote.
-        ([0x22, 0x61, 0xFF, 0x22], 1, "a string is not valid UTF-8"),
-        ([0x22, 0xC0, 0xAF, 0x22], 1, "a string is not valid UTF-8"),
-        ([0x22, 0xED, 0xA0, 0x80, 0x22], 1, "a string is not valid UTF-8"),
-        ([0x22, 0xE2, 0x82, 0x22], 1, "a string is not valid UTF-8"),
-        ([0x22, 0x80, 0x22], 1, "a string is not valid UTF-8"),
-        ([0x22, 0xF4, 0x90, 0x80, 0x80, 0x22], 1, "a string is not valid UTF-8"),
-        ([0x22, 0x5C, 0x6E, 0xFF, 0x22], 1, "a string is not valid UTF-8"),
-        ([0x7B, 0x22, 0xFE, 0x22, 0x3A, 0x31, 0x7D], 2, "a string is not valid UTF-8"),
-        ([0x5B, 0x31, 0x2C, 0x22, 0x61, 0xC3, 0x22, 0x5D], 4, "a string is not valid UTF-8"),
-        // Bytes outside any token.
-        ([0x01], 0, "unexpected character byte 0x1, expected a value"),
-        ([0xEF, 0xBB, 0xBF, 0x7B, 0x7D], 0, "unexpected character byte 0xef, expected a value"),
-        ([0x31, 0x00], 1, "unexpected text after the JSON value"),
-        ([0x0C, 0x31], 0, "unexpected character byte 0xc, expected a value"),
-    ] as [([UInt8], Int, String)])
+    @Test(
+        arguments: [
+            // A raw line feed, tab and NUL inside strings (fast path, escaped path, member name).
+            ([0x22, 0x61, 0x0A, 0x22], 2, "a raw control character (byte 0xa) in a string; escape it"),
+            ([0x22, 0x5C, 0x6E, 0x09, 0x22], 3, "a raw control character (byte 0x9) in a string; escape it"),
+            ([0x7B, 0x22, 0x00, 0x22, 0x3A, 0x31, 0x7D], 2, "a raw control character (byte 0x0) in a string; escape it"),
+            ([0x22, 0x1F, 0x22], 1, "a raw control character (byte 0x1f) in a string; escape it"),
+            // Invalid UTF-8: the offset is the string's first byte after the quote.
+            ([0x22, 0x61, 0xFF, 0x22], 1, "a string is not valid UTF-8"),
+            ([0x22, 0xC0, 0xAF, 0x22], 1, "a string is not valid UTF-8"),
+            ([0x22, 0xED, 0xA0, 0x80, 0x22], 1, "a string is not valid UTF-8"),
+            ([0x22, 0xE2, 0x82, 0x22], 1, "a string is not valid UTF-8"),
+            ([0x22, 0x80, 0x22], 1, "a string is not valid UTF-8"),
+            ([0x22, 0xF4, 0x90, 0x80, 0x80, 0x22], 1, "a string is not valid UTF-8"),
+            ([0x22, 0x5C, 0x6E, 0xFF, 0x22], 1, "a string is not valid UTF-8"),
+            ([0x7B, 0x22, 0xFE, 0x22, 0x3A, 0x31, 0x7D], 2, "a string is not valid UTF-8"),
+            ([0x5B, 0x31, 0x2C, 0x22, 0x61, 0xC3, 0x22, 0x5D], 4, "a string is not valid UTF-8"),
+            // Bytes outside any token.
+            ([0x01], 0, "unexpected character byte 0x1, expected a value"),
+            ([0xEF, 0xBB, 0xBF, 0x7B, 0x7D], 0, "unexpected character byte 0xef, expected a value"),
+            ([0x31, 0x00], 1, "unexpected text after the JSON value"),
+            ([0x0C, 0x31], 0, "unexpected character byte 0xc, expected a value"),
+        ] as [([UInt8], Int, String)])
     func refusedBytes(bytes: [UInt8], offset: Int, reason: String) throws {
         let error = try syntaxError(bytes)
         #expect(error.offset == offset)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import RelayCore
 
 /// `MessageID`: the Campaign rules for `_mId` and its wire form in `id=h{messageId},…`.

@@ -19,7 +19,7 @@ struct SDKFormTests {
             #expect(id.identity == (try MessageID(canonical)).identity, "\(wire) ≡ \(canonical)")
         }
         #expect(try MessageID("h05").identity == .integer(5))
-        #expect(try MessageID("hffffffff9a1c61c0").identity == .integer(0x9a1c61c0))
+        #expect(try MessageID("hffffffff9a1c61c0").identity == .integer(0x9a1c_61c0))
         #expect(try MessageID("6B6499A8-9D43-4BC5-ACF0-B6AEB96846F6").identity == .uuid("6b6499a8-9d43-4bc5-acf0-b6aeb96846f6"))
         #expect(try MessageID("h05").identity != (try MessageID("h06")).identity)
         for invalid in ["h", "h12345678901234567", "hxyz", "H05", "h0x5", "h-5"] {
@@ -48,7 +48,8 @@ struct SDKFormTests {
 
     @Test("a registration form: known fields read, unknown ones reported, the body kept")
     func registrationForm() throws {
-        let body = "registrationToken=%7Blength+%3D+32%7D&mobileAppUuid=key&userKey=&deviceImei=35&newField=1&userKey=second&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22a%22%20value%3D%22b%22%20%2F%3E%3C%2FadditionalParams%3E&other"
+        let body =
+            "registrationToken=%7Blength+%3D+32%7D&mobileAppUuid=key&userKey=&deviceImei=35&newField=1&userKey=second&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22a%22%20value%3D%22b%22%20%2F%3E%3C%2FadditionalParams%3E&other"
         let form = try SDKRegistrationForm(body: body, platform: .ios, time: Self.time)
         #expect(form.unknownFields == ["newField", "other"])
         let registration = form.registration
@@ -60,18 +61,27 @@ struct SDKFormTests {
         #expect(registration.sdkForm == body)
         #expect(registration.platform == .ios)
         #expect(registration.time == Self.time)
-        let notXML = try SDKRegistrationForm(body: "registrationToken=t&mobileAppUuid=k&additionalParams=%3Cfoo%3E", platform: .android, time: Self.time)
+        let notXML = try SDKRegistrationForm(
+            body: "registrationToken=t&mobileAppUuid=k&additionalParams=%3Cfoo%3E", platform: .android, time: Self.time)
         #expect(notXML.registration.additionalParams == nil)
     }
 
-    @Test("a registration form is refused only when unusable", arguments: [
-        ("mobileAppUuid=k", "registrationToken", "registrationToken is missing or empty"),
-        ("registrationToken=&mobileAppUuid=k", "registrationToken", "registrationToken is missing or empty"),
-        ("registrationToken=t", "integrationKey", "mobileAppUuid (the integration key) is missing or empty (IntegrationKeyEmpty)"),
-        ("registrationToken=t&mobileAppUuid=", "integrationKey", "mobileAppUuid (the integration key) is missing or empty (IntegrationKeyEmpty)"),
-        ("registrationToken=%ZZ&mobileAppUuid=k", nil, #"the body is not form data: pair 1 ("registrationToken=%ZZ") is not valid percent-encoded UTF-8"#),
-        ("registrationToken=%FF&mobileAppUuid=k", nil, #"the body is not form data: pair 1 ("registrationToken=%FF") is not valid percent-encoded UTF-8"#),
-    ] as [(String, String?, String)])
+    @Test(
+        "a registration form is refused only when unusable",
+        arguments: [
+            ("mobileAppUuid=k", "registrationToken", "registrationToken is missing or empty"),
+            ("registrationToken=&mobileAppUuid=k", "registrationToken", "registrationToken is missing or empty"),
+            ("registrationToken=t", "integrationKey", "mobileAppUuid (the integration key) is missing or empty (IntegrationKeyEmpty)"),
+            ("registrationToken=t&mobileAppUuid=", "integrationKey", "mobileAppUuid (the integration key) is missing or empty (IntegrationKeyEmpty)"),
+            (
+                "registrationToken=%ZZ&mobileAppUuid=k", nil,
+                #"the body is not form data: pair 1 ("registrationToken=%ZZ") is not valid percent-encoded UTF-8"#
+            ),
+            (
+                "registrationToken=%FF&mobileAppUuid=k", nil,
+                #"the body is not form data: pair 1 ("registrationToken=%FF") is not valid percent-encoded UTF-8"#
+            ),
+        ] as [(String, String?, String)])
     func refusals(body: String, field: String?, message: String) throws {
         let error = try #require(throws: EventInputError.self) { try SDKRegistrationForm(body: body, platform: .android, time: Self.time) }
         #expect(error.field == field)
@@ -81,8 +91,12 @@ struct SDKFormTests {
     @Test("a token up to 4 KiB is taken, a longer one refused")
     func tokenLength() throws {
         let longest = String(repeating: "t", count: 4096)
-        #expect(try SDKRegistrationForm(body: "registrationToken=\(longest)&mobileAppUuid=k", platform: .android, time: Self.time).registration.registrationToken == longest)
-        #expect(throws: EventInputError.self) { try SDKRegistrationForm(body: "registrationToken=\(longest)t&mobileAppUuid=k", platform: .android, time: Self.time) }
+        #expect(
+            try SDKRegistrationForm(body: "registrationToken=\(longest)&mobileAppUuid=k", platform: .android, time: Self.time).registration
+                .registrationToken == longest)
+        #expect(throws: EventInputError.self) {
+            try SDKRegistrationForm(body: "registrationToken=\(longest)t&mobileAppUuid=k", platform: .android, time: Self.time)
+        }
     }
 
     @Test("sdkForm in the JSON format gives back the same registration, and nothing may stand beside it")
@@ -90,10 +104,14 @@ struct SDKFormTests {
         let body = "registrationToken=a+b&mobileAppUuid=key&x=1"
         let event = Event.registration(try SDKRegistrationForm(body: body, platform: .android, time: Self.time).registration)
         let json = EventEncoder.json(event)
-        #expect(json == #"{"kind":"register","platform":"android","sdkForm":"registrationToken=a+b&mobileAppUuid=key&x=1","time":"2026-11-21T10:00:00.000Z"}"#)
+        #expect(
+            json
+                == #"{"kind":"register","platform":"android","sdkForm":"registrationToken=a+b&mobileAppUuid=key&x=1","time":"2026-11-21T10:00:00.000Z"}"#
+        )
         #expect(try EventDecoder.decode(json, defaultTime: Self.time) == event)
         let mixed = try #require(throws: EventInputError.self) {
-            try EventDecoder.decode(#"{"kind":"register","platform":"android","sdkForm":"registrationToken=t&mobileAppUuid=k","userKey":"u"}"#, defaultTime: Self.time)
+            try EventDecoder.decode(
+                #"{"kind":"register","platform":"android","sdkForm":"registrationToken=t&mobileAppUuid=k","userKey":"u"}"#, defaultTime: Self.time)
         }
         #expect(mixed.field == "userKey")
         #expect(mixed.message == "userKey cannot be given with sdkForm (the form body holds every field)")

@@ -13,13 +13,15 @@ struct PoisonAndRedirectTests {
         faults.failingIntegrationKeys = ["poison"]
         let running = try await RunningEmulator.start(faults: faults)
         let directory = temporaryDirectory("poison")
-        let events = [registration(token: "p", key: "poison", time: .now())] + (1...40).map { registration(token: "t\($0)") } + (1...200).map { hit($0) }
+        let events =
+            [registration(token: "p", key: "poison", time: .now())] + (1...40).map { registration(token: "t\($0)") } + (1...200).map { hit($0) }
         let statistics = try await upload(
             // Ten attempts: nine full-jitter delays of up to 0.5 to 1 s add up to 4.75 s on average
             // and rarely under 2.5 s, longer than the others take even on a loaded machine. The
             // breaker threshold is above ten, or the poison's failures alone would read as an outage.
             events, to: running,
-            configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(500), cap: .seconds(1)), breakerThreshold: 20, maximumAttempts: 10),
+            configuration: UploadConfiguration(
+                backoff: Backoff(base: .milliseconds(500), cap: .seconds(1)), breakerThreshold: 20, maximumAttempts: 10),
             directory: directory
         )
         let requests = await running.emulator.recorder.lastRequests(10_000)
@@ -37,13 +39,17 @@ struct PoisonAndRedirectTests {
         let firstAttempt = try #require(poison.map(\.time).min())
         let othersDone = try #require(others.map(\.time).max())
         #expect(othersDone < lastAttempt, "a registration waited behind the poison")
-        print("poison registration: first attempt to dead letter \(Int((lastAttempt - firstAttempt) * 1000)) ms; the 40 others done \(Int((othersDone - firstAttempt) * 1000)) ms after its first attempt")
+        print(
+            "poison registration: first attempt to dead letter \(Int((lastAttempt - firstAttempt) * 1000)) ms; the 40 others done \(Int((othersDone - firstAttempt) * 1000)) ms after its first attempt"
+        )
         let letters = try await ForwardingStore(dataDirectory: directory).deadLetters()
         #expect(letters.count == 1)
         #expect(letters.first?.sequence == 1)
         #expect(letters.first?.status == 500)
         #expect(letters.first?.responseBody == "injected failure for integration key 'poison'\n")
-        #expect(letters.first?.reason.hasPrefix("10 failed attempts (the maximum) while the host answered others") == true, "\(letters.first?.reason ?? "")")
+        #expect(
+            letters.first?.reason.hasPrefix("10 failed attempts (the maximum) while the host answered others") == true,
+            "\(letters.first?.reason ?? "")")
         await running.stop()
     }
 
@@ -73,7 +79,8 @@ struct PoisonAndRedirectTests {
         faults.failingIntegrationKeys = ["poison"]
         let running = try await RunningEmulator.start(faults: faults)
         let events = [registration(token: "p", key: "poison", time: .now())] + (1...20).map { registration(token: "same", userKey: "user\($0)") }
-        _ = try await upload(events, to: running, configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(50), cap: .seconds(1)), maximumAttempts: 2))
+        _ = try await upload(
+            events, to: running, configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(50), cap: .seconds(1)), maximumAttempts: 2))
         let sent = await running.emulator.recorder.acceptedRegistrations
         #expect(sent.map { $0["userKey"] ?? "" } == (1...20).map { "user\($0)" })
         await running.stop()

@@ -1,8 +1,9 @@
 import CampaignEmulator
 import RelayCore
-@testable import RelayForwarding
 import RelayTestSupport
 import Testing
+
+@testable import RelayForwarding
 
 /// The wire format, byte for byte, with the vectors the SDKs' own tests use (shared/PROTOCOL.md).
 @Suite("Campaign protocol")
@@ -19,7 +20,9 @@ struct ProtocolTests {
 
     static let iosRegistration = Registration(
         platform: .ios, integrationKey: "testIntegrationKey", registrationToken: "70757368546f6b656e", userKey: "",
-        additionalParams: [AdditionalParameter(name: "userPoints", value: .number("3233")), AdditionalParameter(name: "email", value: .string("email@email.com"))],
+        additionalParams: [
+            AdditionalParameter(name: "userPoints", value: .number("3233")), AdditionalParameter(name: "email", value: .string("email@email.com")),
+        ],
         time: EventTime(nanosecondsSinceEpoch: 0)
     )
 
@@ -38,24 +41,35 @@ struct ProtocolTests {
         let request = CampaignRequest.registration(Self.iosRegistration, host: try CampaignHost(parsing: "m.example.com", role: "test"))
         let body = String(decoding: request.body ?? [], as: UTF8.self)
         #expect(body.hasPrefix("registrationToken=70757368546f6b656e&mobileAppUuid=testIntegrationKey&userKey=&deviceName=&"))
-        #expect(body.hasSuffix(
-            "&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22email%22%20value%3D%22email%40email.com%22%20%2F%3E%3Cparam%20name%3D%22userPoints%22%20value%3D%223233%22%20%2F%3E%3C%2FadditionalParams%3E"
-        ))
+        #expect(
+            body.hasSuffix(
+                "&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22email%22%20value%3D%22email%40email.com%22%20%2F%3E%3Cparam%20name%3D%22userPoints%22%20value%3D%223233%22%20%2F%3E%3C%2FadditionalParams%3E"
+            ))
         #expect(!body.contains("deviceImei"))
         #expect(request.url == "https://m.example.com/nms/mobile/1/registerIOS.jssp")
-        let empty = CampaignRequest.registration(Registration(platform: .ios, integrationKey: "k", registrationToken: "t", time: EventTime(nanosecondsSinceEpoch: 0)), host: try CampaignHost(parsing: "m", role: "t"))
+        let empty = CampaignRequest.registration(
+            Registration(platform: .ios, integrationKey: "k", registrationToken: "t", time: EventTime(nanosecondsSinceEpoch: 0)),
+            host: try CampaignHost(parsing: "m", role: "t"))
         #expect(String(decoding: empty.body ?? [], as: UTF8.self).hasSuffix("&additionalParams=%3CadditionalParams%3E%3C%2FadditionalParams%3E"))
     }
 
     @Test("XML escaping differs by platform and drops line breaks")
     func xmlEscaping() {
         let params = [AdditionalParameter(name: "a'b", value: .string("<x & \"y\">\r\n'z'"))]
-        #expect(AdditionalParamsXML.xml(params, platform: .ios) == "<additionalParams><param name=\"a&#x27;b\" value=\"&lt;x &amp; &quot;y&quot;&gt;&#x27;z&#x27;\" /></additionalParams>")
-        #expect(AdditionalParamsXML.xml(params, platform: .android) == "<additionalParameters><param name=\"a&#39;b\" value=\"&lt;x &amp; &quot;y&quot;&gt;&#39;z&#39;\"/></additionalParameters>")
+        #expect(
+            AdditionalParamsXML.xml(params, platform: .ios)
+                == "<additionalParams><param name=\"a&#x27;b\" value=\"&lt;x &amp; &quot;y&quot;&gt;&#x27;z&#x27;\" /></additionalParams>")
+        #expect(
+            AdditionalParamsXML.xml(params, platform: .android)
+                == "<additionalParameters><param name=\"a&#39;b\" value=\"&lt;x &amp; &quot;y&quot;&gt;&#39;z&#39;\"/></additionalParameters>")
         // Android keeps the given order, iOS sorts by name.
         let two = [AdditionalParameter(name: "b", value: .bool(true)), AdditionalParameter(name: "a", value: .number("1.5"))]
-        #expect(AdditionalParamsXML.xml(two, platform: .android) == "<additionalParameters><param name=\"b\" value=\"true\"/><param name=\"a\" value=\"1.5\"/></additionalParameters>")
-        #expect(AdditionalParamsXML.xml(two, platform: .ios) == "<additionalParams><param name=\"a\" value=\"1.5\" /><param name=\"b\" value=\"true\" /></additionalParams>")
+        #expect(
+            AdditionalParamsXML.xml(two, platform: .android)
+                == "<additionalParameters><param name=\"b\" value=\"true\"/><param name=\"a\" value=\"1.5\"/></additionalParameters>")
+        #expect(
+            AdditionalParamsXML.xml(two, platform: .ios)
+                == "<additionalParams><param name=\"a\" value=\"1.5\" /><param name=\"b\" value=\"true\" /></additionalParams>")
     }
 
     @Test("percent-encoding keeps only unreserved characters, upper-case hex, %20 for space")
@@ -66,13 +80,15 @@ struct ProtocolTests {
         #expect(FormEncoding.decode("%FF") == nil)
     }
 
-    @Test("tracking hits: wire message id, tags 1 and 2", arguments: [
-        ("55336", TrackingAction.impression, "/r/?id=hd828,f0190,1"),
-        ("12345", .open, "/r/?id=h3039,f0190,2"),
-        ("673096100", .click, "/r/?id=h281ea1a4,f0190,2"),
-        ("-1709416000", .open, "/r/?id=h9a1c61c0,f0190,2"),
-        ("6b6499a8-9d43-4bc5-acf0-b6aeb96846f6", .impression, "/r/?id=h6b6499a8-9d43-4bc5-acf0-b6aeb96846f6,f0190,1"),
-    ])
+    @Test(
+        "tracking hits: wire message id, tags 1 and 2",
+        arguments: [
+            ("55336", TrackingAction.impression, "/r/?id=hd828,f0190,1"),
+            ("12345", .open, "/r/?id=h3039,f0190,2"),
+            ("673096100", .click, "/r/?id=h281ea1a4,f0190,2"),
+            ("-1709416000", .open, "/r/?id=h9a1c61c0,f0190,2"),
+            ("6b6499a8-9d43-4bc5-acf0-b6aeb96846f6", .impression, "/r/?id=h6b6499a8-9d43-4bc5-acf0-b6aeb96846f6,f0190,1"),
+        ])
     func trackingVectors(messageId: String, action: TrackingAction, expected: String) throws {
         let hit = TrackingEvent(action: action, messageId: try MessageID(messageId), deliveryId: "f0190", time: EventTime(nanosecondsSinceEpoch: 0))
         let request = CampaignRequest.tracking(hit, host: try CampaignHost(parsing: "trackserver", role: "test"))
@@ -88,7 +104,9 @@ struct ProtocolTests {
         #expect(try CampaignHost(parsing: "http://127.0.0.1:9000", role: "t").url("/r/") == "http://127.0.0.1:9000/r/")
         #expect(try CampaignHost(parsing: "https://c.example.com:8443/campaign/", role: "t").url("/r/") == "https://c.example.com:8443/campaign/r/")
         #expect(try CampaignHost(parsing: "http://[::1]:8080", role: "t").url("/x") == "http://[::1]:8080/x")
-        #expect(throws: CampaignHost.ParseError(description: "--marketing-host is empty")) { try CampaignHost(parsing: " ", role: "--marketing-host") }
+        #expect(throws: CampaignHost.ParseError(description: "--marketing-host is empty")) {
+            try CampaignHost(parsing: " ", role: "--marketing-host")
+        }
         #expect(throws: CampaignHost.ParseError.self) { try CampaignHost(parsing: "ftp://x", role: "t") }
         #expect(throws: CampaignHost.ParseError.self) { try CampaignHost(parsing: "http://x:99999", role: "t") }
         #expect(throws: CampaignHost.ParseError.self) { try CampaignHost(parsing: "http://x/?q=1", role: "t") }
@@ -101,7 +119,8 @@ struct ProtocolTests {
         let transport = try HTTPClientTransport()
         let host = try CampaignHost(parsing: running.url, role: "test")
         #expect(await transport.send(.registration(Self.androidRegistration, host: host), timeout: .seconds(10)) == .delivered)
-        let hit = TrackingEvent(action: .impression, messageId: try MessageID("55336"), deliveryId: "deliveryId", time: EventTime(nanosecondsSinceEpoch: 0))
+        let hit = TrackingEvent(
+            action: .impression, messageId: try MessageID("55336"), deliveryId: "deliveryId", time: EventTime(nanosecondsSinceEpoch: 0))
         #expect(await transport.send(.tracking(hit, host: host), timeout: .seconds(10)) == .delivered)
         await transport.shutdown()
         let requests = await running.emulator.recorder.lastRequests(2)

@@ -1,21 +1,27 @@
-@testable import RelayForwarding
 import Testing
+
+@testable import RelayForwarding
 
 @Suite("Retry policy")
 struct RetryPolicyTests {
-    @Test("exactly 200 is success; the listed statuses retry; everything else is permanent", arguments: [200, 201, 204, 301, 400, 401, 404, 408, 425, 429, 500, 501, 502, 503, 504, 507])
+    @Test(
+        "exactly 200 is success; the listed statuses retry; everything else is permanent",
+        arguments: [200, 201, 204, 301, 400, 401, 404, 408, 425, 429, 500, 501, 502, 503, 504, 507])
     func classification(status: Int) {
         let outcome = DeliveryOutcome.classify(status: status, retryAfter: nil, body: "b", now: 0)
         switch status {
         case 200: #expect(outcome == .delivered)
-        case 408, 425, 429, 500, 502, 503, 504, 507: #expect(outcome == .retryable(reason: "HTTP \(status)", retryAfter: nil, status: status, body: "b"))
+        case 408, 425, 429, 500, 502, 503, 504, 507:
+            #expect(outcome == .retryable(reason: "HTTP \(status)", retryAfter: nil, status: status, body: "b"))
         default: #expect(outcome == .rejected(status: status, body: "b"))
         }
     }
 
     @Test("--retry-status replaces the retried set: 501 retried, 500 then permanent")
     func configuredRetryStatuses() {
-        #expect(DeliveryOutcome.classify(status: 501, retryAfter: nil, body: "x", now: 0, retryStatuses: [501]) == .retryable(reason: "HTTP 501", retryAfter: nil, status: 501, body: "x"))
+        #expect(
+            DeliveryOutcome.classify(status: 501, retryAfter: nil, body: "x", now: 0, retryStatuses: [501])
+                == .retryable(reason: "HTTP 501", retryAfter: nil, status: 501, body: "x"))
         #expect(DeliveryOutcome.classify(status: 500, retryAfter: nil, body: "x", now: 0, retryStatuses: [501]) == .rejected(status: 500, body: "x"))
     }
 

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CampaignEmulator
 import Foundation
 import Logging
@@ -10,14 +7,23 @@ import RelayLog
 import RelayTestSupport
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 func hit(_ id: Int, delivery: String = "f0190", action: TrackingAction = .impression) -> Event {
-    .tracking(TrackingEvent(action: action, messageId: MessageID(decimal: Int64(id)), deliveryId: delivery, time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)))
+    .tracking(
+        TrackingEvent(
+            action: action, messageId: MessageID(decimal: Int64(id)), deliveryId: delivery,
+            time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)))
 }
 
 func registration(
-    token: String, userKey: String = "ada", key: String = "app", params: [AdditionalParameter]? = nil, time: EventTime = EventTime(nanosecondsSinceEpoch: 0)
+    token: String, userKey: String = "ada", key: String = "app", params: [AdditionalParameter]? = nil,
+    time: EventTime = EventTime(nanosecondsSinceEpoch: 0)
 ) -> Event {
-    .registration(Registration(platform: .android, integrationKey: key, registrationToken: token, userKey: userKey, additionalParams: params, time: time))
+    .registration(
+        Registration(platform: .android, integrationKey: key, registrationToken: token, userKey: userKey, additionalParams: params, time: time))
 }
 
 /// Appends `events` to a new log, runs an uploader against `running` until drained, and returns its statistics.
@@ -137,7 +143,8 @@ struct UploaderTests {
         let directory = temporaryDirectory("retried-\(status)")
         let statistics = try await upload(
             (1...100).map { hit($0) } + (1...10).map { registration(token: "t\($0)", time: .now()) }, to: running,
-            configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(5), cap: .milliseconds(50)), breakerThreshold: 50), directory: directory
+            configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(5), cap: .milliseconds(50)), breakerThreshold: 50),
+            directory: directory
         )
         #expect(await running.emulator.recorder.distinctHits == 100)
         #expect(await running.emulator.recorder.acceptedRegistrations.count == 10)
@@ -187,4 +194,3 @@ struct UploaderTests {
         await running.stop()
     }
 }
-

@@ -1,7 +1,8 @@
 import RelayCore
-@testable import RelayLog
 import RelayTestSupport
 import Testing
+
+@testable import RelayLog
 
 /// Seeded simulated power losses at every kind of moment: during appends (torn frames, lost
 /// unsynced writes), segment rolls (lost creates and renames), cursor writes and segment
@@ -67,9 +68,11 @@ struct CrashSimulationTests {
         }
 
         var description: String {
-            let transitions = "after an acknowledgement \(afterAcknowledgement), segment roll \(segmentRoll), "
+            let transitions =
+                "after an acknowledgement \(afterAcknowledgement), segment roll \(segmentRoll), "
                 + "cursor commit \(cursorCommit), segment deletion \(segmentDeletion)"
-            let writes = "unsynced sectors kept \(powerLoss.sectorsKept), dropped \(powerLoss.sectorsDropped), "
+            let writes =
+                "unsynced sectors kept \(powerLoss.sectorsKept), dropped \(powerLoss.sectorsDropped), "
                 + "torn \(powerLoss.sectorsTorn), trashed \(powerLoss.sectorsTrashed), "
                 + "kept after a lost one \(powerLoss.sectorsKeptAfterALostOne)"
             return "\(transitions); \(writes)"
@@ -107,7 +110,9 @@ struct CrashSimulationTests {
         var committedCursor: UInt64 = 0
         var attemptedCursor: UInt64 = 0
         var nextId: Int64 = 1
-        if let log = try? await WriteAheadLog.open(dataDirectory: dataDirectory, configuration: configuration, fileSystem: fileSystem, logger: quietLogger) {
+        if let log = try? await WriteAheadLog.open(
+            dataDirectory: dataDirectory, configuration: configuration, fileSystem: fileSystem, logger: quietLogger)
+        {
             work: for step in 0..<40 {
                 // Two or three concurrent appenders share group commits.
                 let appenders = Int.random(in: 1...3, using: &random)
@@ -170,7 +175,9 @@ struct CrashSimulationTests {
             return crash
         }
         let cursor = await log.cursorPosition("consumer") ?? 0
-        #expect(cursor >= committedCursor && cursor <= max(attemptedCursor, committedCursor), "seed \(seed): cursor \(cursor) outside \(committedCursor)...\(attemptedCursor)")
+        #expect(
+            cursor >= committedCursor && cursor <= max(attemptedCursor, committedCursor),
+            "seed \(seed): cursor \(cursor) outside \(committedCursor)...\(attemptedCursor)")
         let durable = await log.durableSequence
         let (events, _) = try readAll(dataDirectory, fileSystem: recovered)
 
@@ -207,7 +214,8 @@ struct CrashSimulationTests {
         await log.close()
 
         // Recovery left nothing stale behind the new frame: a second open finds a clean tail and the same events.
-        let reopened = try await WriteAheadLog.open(dataDirectory: dataDirectory, configuration: configuration, fileSystem: recovered, logger: quietLogger)
+        let reopened = try await WriteAheadLog.open(
+            dataDirectory: dataDirectory, configuration: configuration, fileSystem: recovered, logger: quietLogger)
         #expect(reopened.recoveryReport.truncatedBytes == 0, "seed \(seed): the second open cut \(reopened.recoveryReport.truncatedBytes) bytes")
         #expect(await reopened.durableSequence == range.upperBound)
         await reopened.close()

@@ -1,7 +1,8 @@
 import RelayCore
-@testable import RelayLog
 import RelayTestSupport
 import Testing
+
+@testable import RelayLog
 
 /// Every field of every event survives the binary encoding and a frame, bit for bit.
 @Suite("Binary event encoding")
@@ -125,7 +126,9 @@ struct EventBinaryCodecTests {
         #expect(header.frameSize == frame.count)
         let stored = Array(frame[FrameHeader.size...])
         #expect(Zlib.crc32(stored) == header.payloadCRC)
-        let decoded = try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in try Frame.decodeEvents(header, stored: buffer) }
+        let decoded = try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in
+            try Frame.decodeEvents(header, stored: buffer)
+        }
         #expect(decoded == events)
     }
 
@@ -153,7 +156,9 @@ struct EventBinaryCodecTests {
             lengths.append(Int(header.uncompressedLength))
             let stored = Array(bytes[(offset + FrameHeader.size)..<(offset + header.frameSize)])
             // Each frame decodes on its own: its first time delta is from 0.
-            decoded += try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in try Frame.decodeEvents(header, stored: buffer) }
+            decoded += try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in
+                try Frame.decodeEvents(header, stored: buffer)
+            }
             next = header.endSequence
             offset += header.frameSize
             frames += 1
@@ -221,10 +226,16 @@ struct WireFormCodecTests {
         ]
         let decoded = try EventBinaryCodec.decode(EventBinaryCodec.encode(events), count: events.count)
         #expect(decoded == events)
-        guard case .registration(let registration) = decoded[0] else { Issue.record("not a registration"); return }
+        guard case .registration(let registration) = decoded[0] else {
+            Issue.record("not a registration")
+            return
+        }
         #expect(registration.sdkForm == "registrationToken=%7Bx+y%7D&mobileAppUuid=key&unknown=1&userKey=u")
         #expect(registration.registrationToken == "{x y}")
-        guard case .tracking(let hit) = decoded[2] else { Issue.record("not a hit"); return }
+        guard case .tracking(let hit) = decoded[2] else {
+            Issue.record("not a hit")
+            return
+        }
         #expect(hit.messageId.wireForm == "05")
     }
 }

@@ -1,10 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import RelayCore
-@testable import RelayLog
 import RelayTestSupport
 import Testing
+
+@testable import RelayLog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Injected fdatasync failures, disk-full writes and the size limit: no acknowledgement, no
 /// corruption, and appends work again afterwards.
@@ -13,7 +15,9 @@ struct FaultInjectionTests {
     let dataDirectory = "/data"
 
     /// 64 KiB segments keep the in-memory file system's copies cheap; they are preallocated like real ones.
-    func open(_ fileSystem: SimulatedFileSystem, _ configuration: LogConfiguration = LogConfiguration(segmentBytes: 64 << 10)) async throws -> WriteAheadLog {
+    func open(_ fileSystem: SimulatedFileSystem, _ configuration: LogConfiguration = LogConfiguration(segmentBytes: 64 << 10)) async throws
+        -> WriteAheadLog
+    {
         try await WriteAheadLog.open(dataDirectory: dataDirectory, configuration: configuration, fileSystem: fileSystem, logger: quietLogger)
     }
 

@@ -1,9 +1,11 @@
 import RelayCore
-@testable import RelayLog
 import RelayTestSupport
 
+@testable import RelayLog
+
 /// Reads every event of the log in `dataDirectory` from `position` on.
-func readAll(_ dataDirectory: String, fileSystem: any FileSystem, from position: UInt64 = 1) throws -> (events: [SequencedEvent], damage: [LogDamage]) {
+func readAll(_ dataDirectory: String, fileSystem: any FileSystem, from position: UInt64 = 1) throws -> (events: [SequencedEvent], damage: [LogDamage])
+{
     var reader = LogReader(walDirectory: LogLayout(dataDirectory: dataDirectory).walDirectory, fileSystem: fileSystem, from: position)
     var events: [SequencedEvent] = []
     var damage: [LogDamage] = []

@@ -1,10 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import RelayCore
-@testable import RelayLog
 import RelayTestSupport
 import Testing
+
+@testable import RelayLog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Damage on a real on-disk log: torn tails, bit flips, damaged cursors, leftover temporary files.
 @Suite("Recovery of a damaged log on disk")

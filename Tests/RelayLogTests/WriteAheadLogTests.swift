@@ -1,7 +1,8 @@
 import RelayCore
-@testable import RelayLog
 import RelayTestSupport
 import Testing
+
+@testable import RelayLog
 
 /// Appending, group commit, segment rolls, cursors and segment deletion.
 @Suite("Write-ahead log")
@@ -93,7 +94,9 @@ struct WriteAheadLogTests {
     @Test("segments are deleted only when every cursor has passed them")
     func retentionFollowsCursors() async throws {
         let fileSystem = SimulatedFileSystem()
-        let log = try await WriteAheadLog.open(dataDirectory: "/d", configuration: LogConfiguration(segmentBytes: 1200, compressionLevel: 0), fileSystem: fileSystem, logger: quietLogger)
+        let log = try await WriteAheadLog.open(
+            dataDirectory: "/d", configuration: LogConfiguration(segmentBytes: 1200, compressionLevel: 0), fileSystem: fileSystem, logger: quietLogger
+        )
         try await log.registerCursor("aggregator")
         try await log.registerCursor("uploader")
         for batch in 0..<12 { _ = try await log.append((1...20).map { TestEvents.tracking(Int64(batch * 20) + $0) }) }

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 public import RelayLog
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The real file system with failures switched on and off at run time: while a failure is on,
 /// every call of that operation fails with its errno (EIO from fdatasync, ENOSPC from write), as

@@ -17,7 +17,8 @@ public final class RunningEmulator: Sendable {
         let emulator = CampaignEmulator(faults: faults)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let task = Task {
-            try await emulator.run(host: "127.0.0.1", port: 0, logger: Logger(label: "emulator", factory: { _ in SwiftLogNoOpLogHandler() })) { port in
+            try await emulator.run(host: "127.0.0.1", port: 0, logger: Logger(label: "emulator", factory: { _ in SwiftLogNoOpLogHandler() })) {
+                port in
                 continuation.yield(port)
                 continuation.finish()
             }

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 public import RelayLog
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// An in-memory file system that models what a crash or power loss does to a real one.
 ///
@@ -432,7 +433,11 @@ public final class SimulatedFileSystem: FileSystem {
             if content.count < offset + bytes.count { content.append(contentsOf: repeatElement(0, count: offset + bytes.count - content.count)) }
             content.replaceSubrange(offset..<(offset + bytes.count), with: bytes)
         case .truncate(let size):
-            if content.count > size { content.removeSubrange(size...) } else { content.append(contentsOf: repeatElement(0, count: size - content.count)) }
+            if content.count > size {
+                content.removeSubrange(size...)
+            } else {
+                content.append(contentsOf: repeatElement(0, count: size - content.count))
+            }
         }
     }
 
@@ -451,7 +456,8 @@ public final class SimulatedFileSystem: FileSystem {
         }
         if let failure = state.failures[operation], failure.remaining > 0 {
             state.failures[operation] = (failure.errno, failure.remaining - 1)
-            throw FileSystemError(operation: operation.rawValue, path: path, errno: failure.errno, reason: "injected \(String(cString: strerror(failure.errno)))")
+            throw FileSystemError(
+                operation: operation.rawValue, path: path, errno: failure.errno, reason: "injected \(String(cString: strerror(failure.errno)))")
         }
     }
 

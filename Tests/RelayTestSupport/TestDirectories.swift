@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 public import Logging
 import RelayLog
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A logger that drops everything (tests assert on behaviour, not on log lines).
 public let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })

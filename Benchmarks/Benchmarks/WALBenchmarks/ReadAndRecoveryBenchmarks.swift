@@ -44,7 +44,8 @@ let readAndRecoveryBenchmarks: @Sendable () -> Void = {
     for megabytes in [1, 16, 64] {
         Benchmark("Recovery: open a log whose active segment holds \(megabytes) MiB", configuration: timing) { benchmark, directory in
             for _ in benchmark.scaledIterations {
-                let log = try await WriteAheadLog.open(dataDirectory: directory, configuration: LogConfiguration(segmentBytes: 128 << 20), logger: quiet)
+                let log = try await WriteAheadLog.open(
+                    dataDirectory: directory, configuration: LogConfiguration(segmentBytes: 128 << 20), logger: quiet)
                 blackHole(log.recoveryReport.verifiedBytes)
                 await log.close()
             }

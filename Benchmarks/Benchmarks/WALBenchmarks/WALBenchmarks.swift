@@ -42,7 +42,8 @@ let appendBenchmarks: @Sendable () -> Void = {
                 try queue.append(batch)
             }
             try queue.checkpoint()
-            benchmark.measurement(.custom("bytes per event"), Int((Double(DiskUsage.fileBytes(queue.path)) / Double(max(queue.appendedEvents, 1))).rounded()))
+            benchmark.measurement(
+                .custom("bytes per event"), Int((Double(DiskUsage.fileBytes(queue.path)) / Double(max(queue.appendedEvents, 1))).rounded()))
         } setup: {
             try SQLiteEventQueue(path: scratchDirectory("sqlite-\(size)") + "/queue.sqlite")
         }

@@ -49,7 +49,8 @@ struct AckLatency: AsyncParsableCommand {
 
             let configuration = LogConfiguration(preallocateSegments: preallocationStep > 0, preallocationStep: max(1, preallocationStep))
             let log = try await WriteAheadLog.open(
-                dataDirectory: scratch + "/wal", configuration: configuration, logger: Logger(label: "ack-latency", factory: { _ in SwiftLogNoOpLogHandler() })
+                dataDirectory: scratch + "/wal", configuration: configuration,
+                logger: Logger(label: "ack-latency", factory: { _ in SwiftLogNoOpLogHandler() })
             )
             let walLoad = Load(append: { _ = try await log.append(batches[$0 % batches.count]) }, batchSize: size)
             rows.append(try await measure("wal", walLoad, size))
@@ -75,7 +76,8 @@ struct AckLatency: AsyncParsableCommand {
         FileHandle.standardError.write(Data("\(store), batch \(size): saturating for \(seconds) s…\n".utf8))
         let maximum = try await load.saturate(concurrency: concurrency, seconds: seconds)
         let offered = maximum * self.load
-        FileHandle.standardError.write(Data("\(store), batch \(size): \(Int(maximum)) events/s at most; offering \(Int(offered))/s for \(seconds) s…\n".utf8))
+        FileHandle.standardError.write(
+            Data("\(store), batch \(size): \(Int(maximum)) events/s at most; offering \(Int(offered))/s for \(seconds) s…\n".utf8))
         let (latency, achieved) = try await load.paced(eventsPerSecond: offered, seconds: seconds)
         return Row(store: store, batch: size, maximum: maximum, offered: offered, achieved: achieved, latency: latency)
     }
@@ -96,7 +98,9 @@ struct AckLatency: AsyncParsableCommand {
         print("|---|---|---|---|---|---|---|---|")
         for row in rows {
             let latency = row.latency
-            print("| \(row.store) | \(row.batch) | \(Int(row.maximum)) | \(Int(row.achieved)) | \(ms(latency.p50)) | \(ms(latency.p99)) | \(ms(latency.p999)) | \(ms(latency.max)) |")
+            print(
+                "| \(row.store) | \(row.batch) | \(Int(row.maximum)) | \(Int(row.achieved)) | \(ms(latency.p50)) | \(ms(latency.p99)) | \(ms(latency.p999)) | \(ms(latency.max)) |"
+            )
         }
         for size in Set(rows.map(\.batch)).sorted() {
             guard let wal = rows.first(where: { $0.batch == size && $0.store == "wal" }),

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import BenchmarkSupport
 import RelayCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `IngestBaseline FILE DATABASE [BATCH_BYTES]`: what `campaign-relay ingest` does — read JSONL in
 /// batches of about BATCH_BYTES (default 4 MiB, the relay's default), decode and validate each line

@@ -64,7 +64,8 @@ struct AggregateCommand: AsyncParsableCommand {
 extension AggregationSummary {
     var text: String {
         if events == 0, skippedSequences == 0 { return "nothing to aggregate: every event up to sequence \(endPosition - 1) is already counted" }
-        return "aggregated \(events) events (sequences \(startPosition) to \(endPosition - 1 < startPosition ? startPosition : endPosition - 1)) in \(transactions) transactions, \(String(format2: seconds)) s (\(Int(eventsPerSecond)) events/s)"
+        return
+            "aggregated \(events) events (sequences \(startPosition) to \(endPosition - 1 < startPosition ? startPosition : endPosition - 1)) in \(transactions) transactions, \(String(format2: seconds)) s (\(Int(eventsPerSecond)) events/s)"
             + (skippedSequences > 0 ? "; \(skippedSequences) sequence numbers skipped (damaged or missing in the log)" : "")
     }
 

@@ -30,11 +30,12 @@ struct DeadLetterListCommand: AsyncParsableCommand {
         var output = StandardOutput.output()
         if common.json {
             output.line(
-                "{\"deadLetters\":[" + letters.map { letter in
-                    "{\"id\":\(letter.id),\"sequence\":\(letter.sequence),\"status\":\(letter.status),\"url\":\(JSONText.quoted(letter.url)),\"deadLetteredAt\":\"\(letter.deadLetteredAt)\""
-                        + ",\"responseBody\":\(JSONText.quoted(letter.responseBody)),\"reason\":\(JSONText.quoted(letter.reason)),\"event\":\(letter.eventJSON)"
-                        + (letter.requeued.map { ",\"requeuedAt\":\"\($0.at)\",\"requeuedSequence\":\($0.sequence)" } ?? "") + "}"
-                }.joined(separator: ",") + "]}"
+                "{\"deadLetters\":["
+                    + letters.map { letter in
+                        "{\"id\":\(letter.id),\"sequence\":\(letter.sequence),\"status\":\(letter.status),\"url\":\(JSONText.quoted(letter.url)),\"deadLetteredAt\":\"\(letter.deadLetteredAt)\""
+                            + ",\"responseBody\":\(JSONText.quoted(letter.responseBody)),\"reason\":\(JSONText.quoted(letter.reason)),\"event\":\(letter.eventJSON)"
+                            + (letter.requeued.map { ",\"requeuedAt\":\"\($0.at)\",\"requeuedSequence\":\($0.sequence)" } ?? "") + "}"
+                    }.joined(separator: ",") + "]}"
             )
         } else if letters.isEmpty {
             output.line("no dead letters")
@@ -45,7 +46,8 @@ struct DeadLetterListCommand: AsyncParsableCommand {
                     rows: letters.map { letter in
                         let answer = letter.responseBody.replacing("\n", with: " ")
                         return [
-                            "\(letter.id)", "\(letter.sequence)", "\(letter.status)", letter.deadLetteredAt + (letter.requeued != nil ? " (re-queued)" : ""),
+                            "\(letter.id)", "\(letter.sequence)", "\(letter.status)",
+                            letter.deadLetteredAt + (letter.requeued != nil ? " (re-queued)" : ""),
                             letter.url, String(letter.reason.prefix(60)), String(answer.prefix(60)),
                         ]
                     },
@@ -61,7 +63,8 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "retry",
         abstract: "Append dead letters to the log again, so the uploader sends them anew.",
-        discussion: "Each one gets a new sequence number and keeps its original event time and identity (the aggregates count it once). Next to a running `serve`, they are handed to it."
+        discussion:
+            "Each one gets a new sequence number and keeps its original event time and identity (the aggregates count it once). Next to a running `serve`, they are handed to it."
     )
 
     @Option(name: .long, parsing: .upToNextOption, help: ArgumentHelp("Dead letters to re-queue.", valueName: "id"))
@@ -83,7 +86,10 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
         let chosen = all ? pending : pending.filter { id.contains($0.id) }
         if !all {
             let missing = Set(id).subtracting(chosen.map(\.id))
-            if !missing.isEmpty { throw RuntimeFailure("no pending dead letter with id \(missing.sorted().map(String.init).joined(separator: ", ")); see campaign-relay deadletter list") }
+            if !missing.isEmpty {
+                throw RuntimeFailure(
+                    "no pending dead letter with id \(missing.sorted().map(String.init).joined(separator: ", ")); see campaign-relay deadletter list")
+            }
         }
         let logger = common.logger("campaign-relay.deadletter")
         // A `serve` holding the data directory takes the events through its API instead.
@@ -96,7 +102,8 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             log = nil
             handoff = ServerHandoff(record: server)
-            logger.notice("the log is held by a running server; handing the events to it", metadata: ["server": "\(server.url)", "pid": "\(server.pid)"])
+            logger.notice(
+                "the log is held by a running server; handing the events to it", metadata: ["server": "\(server.url)", "pid": "\(server.pid)"])
         }
         var requeued: [(Int64, UInt64)] = []
         do {
@@ -110,7 +117,8 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
                 } else if let handoff {
                     switch await handoff.send([event]) {
                     case .stored(let range): sequence = range.lowerBound
-                    case .refused(let problems): throw RuntimeFailure("\(handoff.name) refused dead letter \(letter.id): \(problems.first?.message ?? "")")
+                    case .refused(let problems):
+                        throw RuntimeFailure("\(handoff.name) refused dead letter \(letter.id): \(problems.first?.message ?? "")")
                     case .failed(let message): throw RuntimeFailure(message)
                     }
                 } else {
@@ -130,7 +138,9 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
         if common.json {
             output.line("{\"requeued\":[" + requeued.map { "{\"id\":\($0.0),\"sequence\":\($0.1)}" }.joined(separator: ",") + "]}")
         } else {
-            output.line("re-queued \(counted(requeued.count, "dead letter"))" + (requeued.isEmpty ? "" : " as sequences \(requeued.map { String($0.1) }.joined(separator: ", "))"))
+            output.line(
+                "re-queued \(counted(requeued.count, "dead letter"))"
+                    + (requeued.isEmpty ? "" : " as sequences \(requeued.map { String($0.1) }.joined(separator: ", "))"))
         }
         output.flush()
     }

@@ -1,7 +1,7 @@
 import ArgumentParser
-import RelayCore
 import CampaignEmulator
 import Logging
+import RelayCore
 import RelayTLS
 
 /// `campaign-relay emulate`: an emulator of the Campaign hosts, for tests and staging.
@@ -45,13 +45,18 @@ struct EmulateCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Milliseconds to wait before each answer.", valueName: "ms"))
     var latencyMs: Int = 0
 
-    @Option(name: .long, help: ArgumentHelp("Accept registrations only for this integration key (repeatable); others get 400 (UnknownUUID).", valueName: "key"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Accept registrations only for this integration key (repeatable); others get 400 (UnknownUUID).", valueName: "key"))
     var integrationKey: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("Answer registrations of this integration key 500, every time (a poison request; repeatable).", valueName: "key"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Answer registrations of this integration key 500, every time (a poison request; repeatable).", valueName: "key"))
     var failIntegrationKey: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("Answer each tracking hit with this many 302 redirections before the 200 that records it.", valueName: "n"))
+    @Option(
+        name: .long, help: ArgumentHelp("Answer each tracking hit with this many 302 redirections before the 200 that records it.", valueName: "n"))
     var redirectHits: Int = 0
 
     @OptionGroup(title: "TLS") var tls: TLSOptions
@@ -66,7 +71,9 @@ struct EmulateCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        guard (0...1).contains(failureRate), (0...1).contains(dropRate) else { throw ValidationError("--failure-rate and --drop-rate are probabilities from 0 to 1") }
+        guard (0...1).contains(failureRate), (0...1).contains(dropRate) else {
+            throw ValidationError("--failure-rate and --drop-rate are probabilities from 0 to 1")
+        }
         _ = try BindAddress(bind)
         guard redirectHits >= 0, redirectHits <= 10 else { throw ValidationError("--redirect-hits must be 0 to 10") }
         guard (100...599).contains(failureStatus) else { throw ValidationError("--failure-status must be an HTTP status from 100 to 599") }

@@ -20,10 +20,17 @@ struct IngestCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("JSONL file to ingest, or - for standard input.", valueName: "file"))
     var input: String = "-"
 
-    @Option(name: .long, help: ArgumentHelp("Read and commit the input in batches of about this many bytes (larger: faster; smaller: earlier acknowledgements).", valueName: "bytes"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Read and commit the input in batches of about this many bytes (larger: faster; smaller: earlier acknowledgements).", valueName: "bytes"))
     var batchBytes: Int = 4 << 20
 
-    @Flag(name: .long, help: ArgumentHelp("Print a JSON line on standard output each time a batch is durable: {\"ack\":{\"lines\":[a,b],\"sequences\":[c,d]}} (lines a to b, stored as c to d). For producers that pipe events in and must know what is stored."))
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "Print a JSON line on standard output each time a batch is durable: {\"ack\":{\"lines\":[a,b],\"sequences\":[c,d]}} (lines a to b, stored as c to d). For producers that pipe events in and must know what is stored."
+        ))
     var acks = false
 
     @OptionGroup var common: CommonOptions
@@ -52,7 +59,8 @@ struct IngestCommand: AsyncParsableCommand {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             wal = nil
             handoff = ServerHandoff(record: server)
-            logger.notice("the log is held by a running server; handing the events to it", metadata: ["server": "\(server.url)", "pid": "\(server.pid)"])
+            logger.notice(
+                "the log is held by a running server; handing the events to it", metadata: ["server": "\(server.url)", "pid": "\(server.pid)"])
         }
         var summary = IngestSummary()
         var progress = ProgressLine(enabled: !common.json)
@@ -90,7 +98,8 @@ struct IngestCommand: AsyncParsableCommand {
                         // them, send the rest again.
                         let before = events.count
                         for problem in problems.sorted(by: { $0.index > $1.index }) where problem.index < events.count {
-                            summary.reject(EventLines.Rejection(line: lines[problem.index], error: EventInputError(field: problem.field, problem.message)))
+                            summary.reject(
+                                EventLines.Rejection(line: lines[problem.index], error: EventInputError(field: problem.field, problem.message)))
                             if !common.json { errors.line("line \(lines[problem.index]): \(problem.message)") }
                             events.remove(at: problem.index)
                             lines.remove(at: problem.index)
@@ -112,7 +121,8 @@ struct IngestCommand: AsyncParsableCommand {
                 summary.accept(range)
                 summary.linesDone = chunk.firstLine + chunk.lineCount - 1
                 if acks {
-                    output.line("{\"ack\":{\"lines\":[\(chunk.firstLine),\(summary.linesDone)],\"sequences\":[\(range.lowerBound),\(range.upperBound - 1)]}}")
+                    output.line(
+                        "{\"ack\":{\"lines\":[\(chunk.firstLine),\(summary.linesDone)],\"sequences\":[\(range.lowerBound),\(range.upperBound - 1)]}}")
                     output.flush()
                 }
                 return

@@ -48,7 +48,9 @@ struct IngestSummary {
         out += ",\"lastSequence\":" + (lastSequence.map { String($0) } ?? "null")
         out += ",\"seconds\":\(formatted(seconds)),\"eventsPerSecond\":\(Int(eventsPerSecond))"
         out += ",\"rejections\":["
-        out += rejections.map { "{\"line\":\($0.line),\"field\":\($0.error.field.map(JSONText.quoted) ?? "null"),\"error\":\(JSONText.quoted($0.error.message))}" }.joined(separator: ",")
+        out += rejections.map {
+            "{\"line\":\($0.line),\"field\":\($0.error.field.map(JSONText.quoted) ?? "null"),\"error\":\(JSONText.quoted($0.error.message))}"
+        }.joined(separator: ",")
         out += "]"
         if let line = stoppedAtLine { out += ",\"stoppedAtLine\":\(line)" }
         if let error { out += ",\"error\":\(JSONText.quoted(error))" }

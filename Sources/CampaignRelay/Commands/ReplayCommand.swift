@@ -71,16 +71,23 @@ struct ReplayCommand: AsyncParsableCommand {
         let store = try await ForwardingStore(dataDirectory: common.dataDir)
         let configuration = try upstream.configuration(maximumRate: maxRate)
         let transport = try HTTPClientTransport(
-            connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses, maximumRedirects: configuration.maximumRedirects,
+            connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses,
+            maximumRedirects: configuration.maximumRedirects,
             caFile: configuration.trustedCertificateAuthorities
         )
         var lanes: [UploadLane] = []
         let source = UploadLane.Source.range(walDirectory: walDirectory, sequences: sequences, times: times)
         if let tracking {
-            lanes.append(UploadLane(kind: .tracking, host: tracking, transport: transport, store: store, source: source, configuration: configuration, deduplicates: false, logger: logger))
+            lanes.append(
+                UploadLane(
+                    kind: .tracking, host: tracking, transport: transport, store: store, source: source, configuration: configuration,
+                    deduplicates: false, logger: logger))
         }
         if let marketing {
-            lanes.append(UploadLane(kind: .marketing, host: marketing, transport: transport, store: store, source: source, configuration: configuration, deduplicates: false, logger: logger))
+            lanes.append(
+                UploadLane(
+                    kind: .marketing, host: marketing, transport: transport, store: store, source: source, configuration: configuration,
+                    deduplicates: false, logger: logger))
         }
         let started = SystemClock.monotonicNanoseconds()
         let allLanes = lanes
@@ -114,7 +121,9 @@ struct ReplayCommand: AsyncParsableCommand {
             finished.end = stats.position
             return finished
         }
-        let summary = UploadSummary(lanes: statistics, seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9, pendingDeadLetters: (try? await store.pendingDeadLetterCount()) ?? 0)
+        let summary = UploadSummary(
+            lanes: statistics, seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9,
+            pendingDeadLetters: (try? await store.pendingDeadLetterCount()) ?? 0)
         var output = StandardOutput.output()
         output.line(common.json ? summary.json : "replayed: " + summary.text)
         output.flush()

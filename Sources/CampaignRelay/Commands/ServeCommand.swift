@@ -36,7 +36,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Address and port to listen on; a non-loopback address needs --admin-token.", valueName: "host:port"))
     var bind: String = "127.0.0.1:8080"
 
-    @Option(name: .long, help: ArgumentHelp("Accept only these integration keys (repeatable); others are refused (UnknownUUID). Default: any.", valueName: "key"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Accept only these integration keys (repeatable); others are refused (UnknownUUID). Default: any.", valueName: "key"))
     var integrationKey: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Bearer token the admin endpoints require (env CAMPAIGN_RELAY_ADMIN_TOKEN).", valueName: "token"))
@@ -71,8 +73,12 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try BindAddress(bind)
-        guard maxBodyBytes >= 1024, maxBatchEvents >= 1 else { throw ValidationError("--max-body-bytes must be at least 1024 and --max-batch-events at least 1") }
-        guard idempotencyWindowHours > 0, shutdownTimeout > 0 else { throw ValidationError("--idempotency-window-hours and --shutdown-timeout must be positive") }
+        guard maxBodyBytes >= 1024, maxBatchEvents >= 1 else {
+            throw ValidationError("--max-body-bytes must be at least 1024 and --max-batch-events at least 1")
+        }
+        guard idempotencyWindowHours > 0, shutdownTimeout > 0 else {
+            throw ValidationError("--idempotency-window-hours and --shutdown-timeout must be positive")
+        }
         guard shutdownDelay >= 0, shutdownDelay <= 3600 else { throw ValidationError("--shutdown-delay must be between 0 and 3600 seconds") }
         if let adminToken, adminToken.count < 16 { throw ValidationError("--admin-token must be at least 16 characters") }
     }

@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
-import RelayServer
 import RelayAggregator
 import RelayCore
 import RelayLog
+import RelayServer
 
 /// `campaign-relay stats`: prints the aggregates.
 struct StatsCommand: AsyncParsableCommand {
@@ -66,7 +66,8 @@ struct StatsCommand: AsyncParsableCommand {
             do {
                 let progress = ProgressLine.aggregationReporter(enabled: !common.json)
                 if rebuild {
-                    let summary = try await Aggregator.rebuild(log: log, dataDirectory: common.dataDir, allowPartial: allowPartial, logger: logger, progress: progress)
+                    let summary = try await Aggregator.rebuild(
+                        log: log, dataDirectory: common.dataDir, allowPartial: allowPartial, logger: logger, progress: progress)
                     if !common.json { errors.line("rebuilt: \(summary.text)") }
                 } else {
                     // Counting only: segments stay for consumers that have not run yet.
@@ -83,7 +84,9 @@ struct StatsCommand: AsyncParsableCommand {
         }
         let path = Aggregator.databasePath(dataDirectory: common.dataDir)
         if let server, !server.aggregates, !FileManager.default.fileExists(atPath: path) {
-            throw RuntimeFailure("the server (pid \(server.pid)) at \(server.url) runs with --no-aggregates and no counts were kept: restart it without --no-aggregates, or stop it and run stats")
+            throw RuntimeFailure(
+                "the server (pid \(server.pid)) at \(server.url) runs with --no-aggregates and no counts were kept: restart it without --no-aggregates, or stop it and run stats"
+            )
         }
         let queries: AggregateQueries
         do {
@@ -107,7 +110,8 @@ struct StatsCommand: AsyncParsableCommand {
             var json = Self.json(covered: covered, deliveries: deliveries, registrations: registrations)
             if let lag {
                 json.removeLast()
-                json += ",\"server\":{\"pid\":\(lag.server.pid),\"url\":\(JSONText.quoted(lag.server.url)),\"lastDurableSequence\":\(lag.lastDurable)}}"
+                json +=
+                    ",\"server\":{\"pid\":\(lag.server.pid),\"url\":\(JSONText.quoted(lag.server.url)),\"lastDurableSequence\":\(lag.lastDurable)}}"
             }
             output.line(json)
         } else {
@@ -145,7 +149,10 @@ struct StatsCommand: AsyncParsableCommand {
     static func table(covered: Range<UInt64>, deliveries: [DeliveryCounts], registrations: [RegistrationCounts]) -> String {
         var text = "aggregated log sequences \(covered.lowerBound) to \(covered.upperBound - 1)\n\n"
         let deliveryRows = deliveries.map { row in
-            [row.deliveryId, "\(row.impressions)", "\(row.opens)", "\(row.clicks)", "\(row.uniqueImpressions)", "\(row.uniqueOpens)", "\(row.uniqueClicks)", row.firstEvent.rfc3339, row.lastEvent.rfc3339]
+            [
+                row.deliveryId, "\(row.impressions)", "\(row.opens)", "\(row.clicks)", "\(row.uniqueImpressions)", "\(row.uniqueOpens)",
+                "\(row.uniqueClicks)", row.firstEvent.rfc3339, row.lastEvent.rfc3339,
+            ]
         }
         text += TextTable.render(
             header: ["delivery", "impressions", "opens", "clicks", "unique impr.", "unique opens", "unique clicks", "first event", "last event"],
@@ -156,7 +163,12 @@ struct StatsCommand: AsyncParsableCommand {
             text += "\n"
             text += TextTable.render(
                 header: ["integration key", "platform", "registrations", "distinct tokens", "first event", "last event"],
-                rows: registrations.map { [$0.integrationKey, $0.platform.rawValue, "\($0.registrations)", "\($0.distinctTokens)", $0.firstEvent.rfc3339, $0.lastEvent.rfc3339] },
+                rows: registrations.map {
+                    [
+                        $0.integrationKey, $0.platform.rawValue, "\($0.registrations)", "\($0.distinctTokens)", $0.firstEvent.rfc3339,
+                        $0.lastEvent.rfc3339,
+                    ]
+                },
                 rightAligned: [2, 3]
             )
         }

@@ -45,7 +45,9 @@ struct UploadCommand: AsyncParsableCommand {
                 )
             }
             var output = StandardOutput.output()
-            output.line("the server (pid \(server.pid)) at \(server.url) holds the log and forwards its \(forwards.joined(separator: " and ")) itself; nothing to do")
+            output.line(
+                "the server (pid \(server.pid)) at \(server.url) holds the log and forwards its \(forwards.joined(separator: " and ")) itself; nothing to do"
+            )
             output.flush()
             return
         }
@@ -58,7 +60,8 @@ struct UploadCommand: AsyncParsableCommand {
         }
         let uploader: Uploader
         do {
-            uploader = try Uploader(log: log, trackingHost: tracking, marketingHost: marketing, store: store, configuration: try upstream.configuration(), logger: logger)
+            uploader = try Uploader(
+                log: log, trackingHost: tracking, marketingHost: marketing, store: store, configuration: try upstream.configuration(), logger: logger)
         } catch {
             await log.close()
             throw error

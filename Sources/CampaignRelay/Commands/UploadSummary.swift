@@ -19,7 +19,8 @@ struct UploadSummary {
         if total(\.rejected) > 0 { text += ", rejected \(total(\.rejected)) (not stored)" }
         text += ", backlog \(backlog), in \(String(format2: seconds)) s (\(seconds > 0 ? Int(Double(delivered) / seconds) : 0) events/s)"
         if pendingDeadLetters > 0 {
-            text += "\n\(counted(pendingDeadLetters, "dead letter")) \(pendingDeadLetters == 1 ? "waits" : "wait") in the store: campaign-relay deadletter list"
+            text +=
+                "\n\(counted(pendingDeadLetters, "dead letter")) \(pendingDeadLetters == 1 ? "waits" : "wait") in the store: campaign-relay deadletter list"
         }
         return text
     }
@@ -28,6 +29,7 @@ struct UploadSummary {
         let laneJSON = lanes.sorted { $0.key.rawValue < $1.key.rawValue }.map { kind, stats in
             "\"\(kind.rawValue)\":{\"delivered\":\(stats.delivered),\"skippedDuplicates\":\(stats.skippedDuplicates),\"deadLettered\":\(stats.deadLettered),\"rejected\":\(stats.rejected),\"retries\":\(stats.retries),\"position\":\(stats.position),\"backlog\":\(stats.backlog)}"
         }.joined(separator: ",")
-        return "{\"delivered\":\(delivered),\"skippedDuplicates\":\(total(\.skippedDuplicates)),\"deadLettered\":\(total(\.deadLettered)),\"rejected\":\(total(\.rejected)),\"retries\":\(total(\.retries)),\"backlog\":\(backlog),\"pendingDeadLetters\":\(pendingDeadLetters),\"seconds\":\(seconds),\"lanes\":{\(laneJSON)}}"
+        return
+            "{\"delivered\":\(delivered),\"skippedDuplicates\":\(total(\.skippedDuplicates)),\"deadLettered\":\(total(\.deadLettered)),\"rejected\":\(total(\.rejected)),\"retries\":\(total(\.retries)),\"backlog\":\(backlog),\"pendingDeadLetters\":\(pendingDeadLetters),\"seconds\":\(seconds),\"lanes\":{\(laneJSON)}}"
     }
 }

@@ -28,9 +28,11 @@ struct WALVerifyCommand: AsyncParsableCommand {
             json += ",\"missingSequences\":\(report.missingSequences)"
             json += ",\"firstSequence\":" + (report.firstSequence.map { String($0) } ?? "null")
             json += ",\"lastSequence\":" + (report.lastSequence.map { String($0) } ?? "null")
-            json += ",\"damage\":[" + report.damage.map {
-                "{\"kind\":\"\($0.kind.rawValue)\",\"segment\":\"\($0.segment)\",\"offset\":\($0.range.lowerBound),\"bytes\":\($0.range.count),\"reason\":\(JSONText.quoted($0.reason))}"
-            }.joined(separator: ",") + "]"
+            json +=
+                ",\"damage\":["
+                + report.damage.map {
+                    "{\"kind\":\"\($0.kind.rawValue)\",\"segment\":\"\($0.segment)\",\"offset\":\($0.range.lowerBound),\"bytes\":\($0.range.count),\"reason\":\(JSONText.quoted($0.reason))}"
+                }.joined(separator: ",") + "]"
             json += ",\"clean\":\(report.isClean)}"
             output.line(json)
         } else {

@@ -1,7 +1,8 @@
 import ArgumentParser
 import Logging
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Options every command takes.
@@ -19,7 +20,8 @@ struct CommonOptions: ParsableArguments {
     func requireDataDirectory() throws {
         var status = stat()
         guard stat(dataDir, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
-            throw RuntimeFailure("no data directory at \(dataDir): nothing was stored there yet; give --data-dir the directory `serve` or `ingest` use")
+            throw RuntimeFailure(
+                "no data directory at \(dataDir): nothing was stored there yet; give --data-dir the directory `serve` or `ingest` use")
         }
     }
 

@@ -23,7 +23,10 @@ struct JSONLogHandler: LogHandler {
         line += ",\"message\":\(JSONText.quoted("\(event.message)"))"
         let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
         if !merged.isEmpty {
-            line += ",\"metadata\":{" + merged.sorted { $0.key < $1.key }.map { "\(JSONText.quoted($0.key)):\(JSONText.quoted("\($0.value)"))" }.joined(separator: ",") + "}"
+            line +=
+                ",\"metadata\":{"
+                + merged.sorted { $0.key < $1.key }.map { "\(JSONText.quoted($0.key)):\(JSONText.quoted("\($0.value)"))" }.joined(separator: ",")
+                + "}"
         }
         line += ",\"source\":\(JSONText.quoted(event.source))}\n"
         FileHandle.standardError.write(Data(line.utf8))

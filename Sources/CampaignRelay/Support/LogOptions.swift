@@ -14,7 +14,9 @@ struct LogOptions: ParsableArguments {
 
     @Flag(
         inversion: .prefixedNo,
-        help: ArgumentHelp("Fill the active segment with zeros 4 MiB ahead of its frames, so most fdatasyncs overwrite allocated blocks instead of growing the file (faster, steadier acknowledgements; pointless on copy-on-write file systems).")
+        help: ArgumentHelp(
+            "Fill the active segment with zeros 4 MiB ahead of its frames, so most fdatasyncs overwrite allocated blocks instead of growing the file (faster, steadier acknowledgements; pointless on copy-on-write file systems)."
+        )
     )
     var preallocate = true
 

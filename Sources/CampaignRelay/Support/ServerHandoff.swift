@@ -73,7 +73,8 @@ final class ServerHandoff: Sendable {
     func lastDurableSequence() async -> UInt64? {
         guard let response = try? await client.execute(HTTPClientRequest(url: record.url + "/readyz"), timeout: .seconds(10)),
             let body = try? await response.body.collect(upTo: 1 << 16),
-            let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any], let last = object["lastDurableSequence"] as? Int
+            let object = try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any],
+            let last = object["lastDurableSequence"] as? Int
         else { return nil }
         return UInt64(last)
     }

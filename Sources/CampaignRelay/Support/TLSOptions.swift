@@ -3,13 +3,18 @@ import RelayTLS
 
 /// TLS on a listener: `--tls-cert`, `--tls-key`, `--tls-client-ca` (or the environment).
 struct TLSOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("PEM certificate chain (leaf first) to serve HTTPS with; needs --tls-key (env CAMPAIGN_RELAY_TLS_CERT). Reloaded on SIGHUP.", valueName: "pem"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "PEM certificate chain (leaf first) to serve HTTPS with; needs --tls-key (env CAMPAIGN_RELAY_TLS_CERT). Reloaded on SIGHUP.",
+            valueName: "pem"))
     var tlsCert: String?
 
     @Option(name: .long, help: ArgumentHelp("PEM private key of --tls-cert (env CAMPAIGN_RELAY_TLS_KEY).", valueName: "pem"))
     var tlsKey: String?
 
-    @Option(name: .long, help: ArgumentHelp("Require client certificates issued by these PEM CAs (env CAMPAIGN_RELAY_TLS_CLIENT_CA).", valueName: "pem"))
+    @Option(
+        name: .long, help: ArgumentHelp("Require client certificates issued by these PEM CAs (env CAMPAIGN_RELAY_TLS_CLIENT_CA).", valueName: "pem"))
     var tlsClientCa: String?
 
     func validate() throws {

@@ -1,16 +1,19 @@
 import ArgumentParser
 import RelayCore
 import RelayForwarding
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The Campaign hosts to forward to, from options or the environment.
 struct UpstreamOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Campaign tracking host URL (https:// unless given; env CAMPAIGN_RELAY_TRACKING_HOST).", valueName: "url"))
+    @Option(
+        name: .long, help: ArgumentHelp("Campaign tracking host URL (https:// unless given; env CAMPAIGN_RELAY_TRACKING_HOST).", valueName: "url"))
     var trackingHost: String?
 
-    @Option(name: .long, help: ArgumentHelp("Campaign marketing host URL (https:// unless given; env CAMPAIGN_RELAY_MARKETING_HOST).", valueName: "url"))
+    @Option(
+        name: .long, help: ArgumentHelp("Campaign marketing host URL (https:// unless given; env CAMPAIGN_RELAY_MARKETING_HOST).", valueName: "url"))
     var marketingHost: String?
 
     @Option(name: .long, help: ArgumentHelp("Requests in flight at once to each host.", valueName: "n"))
@@ -28,22 +31,38 @@ struct UpstreamOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Retryable failures in a row after which a host is only probed until it answers again.", valueName: "n"))
     var breakerThreshold: Int = 5
 
-    @Option(name: .long, help: ArgumentHelp("Most events sent beyond the saved position: after a crash at most this many are sent twice.", valueName: "n"))
+    @Option(
+        name: .long, help: ArgumentHelp("Most events sent beyond the saved position: after a crash at most this many are sent twice.", valueName: "n")
+    )
     var maxUnsynced: Int = 4096
 
-    @Option(name: .long, help: ArgumentHelp("Failed attempts after which an event goes to the dead letters with its last answer; only failures while the host answers other events count.", valueName: "n"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Failed attempts after which an event goes to the dead letters with its last answer; only failures while the host answers other events count.",
+            valueName: "n"))
     var maxAttempts: Int = 20
 
-    @Option(name: .long, help: ArgumentHelp("An event older than this when an attempt fails goes to the dead letters (e.g. 7d, 12h, 90m).", valueName: "duration"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("An event older than this when an attempt fails goes to the dead letters (e.g. 7d, 12h, 90m).", valueName: "duration"))
     var maxEventAge: String = "7d"
 
-    @Option(name: .long, help: ArgumentHelp("HTTP statuses retried, comma-separated; any other answer but 200 is a permanent rejection.", valueName: "list"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("HTTP statuses retried, comma-separated; any other answer but 200 is a permanent rejection.", valueName: "list"))
     var retryStatus: String = DeliveryOutcome.defaultRetryStatuses.sorted().map(String.init).joined(separator: ",")
 
-    @Option(name: .long, help: ArgumentHelp("How long a delivered JSON/file registration suppresses an identical one for its token (SDK registrations are always forwarded).", valueName: "duration"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "How long a delivered JSON/file registration suppresses an identical one for its token (SDK registrations are always forwarded).",
+            valueName: "duration"))
     var registrationDedupTtl: String = "7d"
 
-    @Option(name: .long, help: ArgumentHelp("PEM file of CA certificates trusted for https hosts, besides the system's (a private CA).", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("PEM file of CA certificates trusted for https hosts, besides the system's (a private CA).", valueName: "path"))
     var caFile: String?
 
     func validate() throws {
@@ -65,7 +84,9 @@ struct UpstreamOptions: ParsableArguments {
             let parsedTracking = try tracking.map { try CampaignHost(parsing: $0, role: "--tracking-host") }
             let parsedMarketing = try marketing.map { try CampaignHost(parsing: $0, role: "--marketing-host") }
             if requireOne, parsedTracking == nil, parsedMarketing == nil {
-                throw RuntimeFailure("no Campaign host to send to: give --tracking-host and/or --marketing-host (or CAMPAIGN_RELAY_TRACKING_HOST / CAMPAIGN_RELAY_MARKETING_HOST)")
+                throw RuntimeFailure(
+                    "no Campaign host to send to: give --tracking-host and/or --marketing-host (or CAMPAIGN_RELAY_TRACKING_HOST / CAMPAIGN_RELAY_MARKETING_HOST)"
+                )
             }
             return (parsedTracking, parsedMarketing)
         } catch let error as CampaignHost.ParseError {
@@ -90,7 +111,8 @@ struct UpstreamOptions: ParsableArguments {
         for part in retryStatus.split(separator: ",", omittingEmptySubsequences: false) {
             let text = part.trimmingCharacters(in: " ")
             guard let status = Int(text), (100...599).contains(status), status != 200 else {
-                throw ValidationError("--retry-status: \(text.isEmpty ? "an empty entry" : "\"\(text)\"") is not an HTTP status from 100 to 599 other than 200")
+                throw ValidationError(
+                    "--retry-status: \(text.isEmpty ? "an empty entry" : "\"\(text)\"") is not an HTTP status from 100 to 599 other than 200")
             }
             statuses.insert(status)
         }

@@ -13,11 +13,15 @@ public enum AdditionalParamsXML {
         case .ios:
             let sorted = entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
             return "<additionalParams>"
-                + sorted.map { "<param name=\"\(escape($0.name, apostrophe: "&#x27;"))\" value=\"\(escape($0.value.wireText, apostrophe: "&#x27;"))\" />" }.joined()
+                + sorted.map {
+                    "<param name=\"\(escape($0.name, apostrophe: "&#x27;"))\" value=\"\(escape($0.value.wireText, apostrophe: "&#x27;"))\" />"
+                }.joined()
                 + "</additionalParams>"
         case .android:
             return "<additionalParameters>"
-                + entries.map { "<param name=\"\(escape($0.name, apostrophe: "&#39;"))\" value=\"\(escape($0.value.wireText, apostrophe: "&#39;"))\"/>" }.joined()
+                + entries.map {
+                    "<param name=\"\(escape($0.name, apostrophe: "&#39;"))\" value=\"\(escape($0.value.wireText, apostrophe: "&#39;"))\"/>"
+                }.joined()
                 + "</additionalParameters>"
         }
     }

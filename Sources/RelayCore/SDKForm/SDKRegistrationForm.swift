@@ -38,7 +38,8 @@ public struct SDKRegistrationForm: Sendable {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard let name = FormEncoding.decode(parts[0]), let value = FormEncoding.decode(parts.count == 2 ? parts[1] : "") else {
                 throw EventInputError(
-                    field: nil, "the body is not form data: pair \(index) (\(String(pair.prefix(40)).quotedForMessage)) is not valid percent-encoded UTF-8"
+                    field: nil,
+                    "the body is not form data: pair \(index) (\(String(pair.prefix(40)).quotedForMessage)) is not valid percent-encoded UTF-8"
                 )
             }
             if !Self.knownFields.contains(name), !unknown.contains(name) { unknown.append(name) }

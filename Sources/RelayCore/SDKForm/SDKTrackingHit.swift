@@ -11,7 +11,9 @@ public enum SDKTrackingHit {
     ///   other than 1 or 2, a message id that is neither a UUID nor 1 to 16 hex digits, or a
     ///   delivery id Campaign could not take.
     public static func event(id: String, time: EventTime) throws(EventInputError) -> TrackingEvent {
-        guard id.hasPrefix("h") else { throw EventInputError(field: "id", "id \(id.quotedForMessage) must start with h: h{messageId},{deliveryId},{tag}") }
+        guard id.hasPrefix("h") else {
+            throw EventInputError(field: "id", "id \(id.quotedForMessage) must start with h: h{messageId},{deliveryId},{tag}")
+        }
         let parts = id.dropFirst().split(separator: ",", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw EventInputError(field: "id", "id \(id.quotedForMessage) must be h{messageId},{deliveryId},{tag}") }
         let action: TrackingAction

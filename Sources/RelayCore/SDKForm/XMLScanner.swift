@@ -20,7 +20,9 @@ struct XMLScanner {
 
     mutating func name() -> String? {
         let start = index
-        while index < bytes.count, bytes[index] != 0x20, bytes[index] != UInt8(ascii: ">"), bytes[index] != UInt8(ascii: "/"), bytes[index] != UInt8(ascii: "=") {
+        while index < bytes.count, bytes[index] != 0x20, bytes[index] != UInt8(ascii: ">"), bytes[index] != UInt8(ascii: "/"),
+            bytes[index] != UInt8(ascii: "=")
+        {
             index += 1
         }
         return index > start ? String(decoding: bytes[start..<index], as: UTF8.self) : nil
@@ -28,7 +30,9 @@ struct XMLScanner {
 
     mutating func openTag() -> Tag? {
         let start = index
-        guard index < bytes.count, bytes[index] == UInt8(ascii: "<"), index + 1 < bytes.count, bytes[index + 1] != UInt8(ascii: "/") else { return nil }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "<"), index + 1 < bytes.count, bytes[index + 1] != UInt8(ascii: "/") else {
+            return nil
+        }
         index += 1
         guard let tagName = name() else {
             index = start

@@ -1,6 +1,6 @@
 public import RelayCore
-public import RelaySQLite
 import RelayIO
+public import RelaySQLite
 
 /// `<data-dir>/forwarding.sqlite`: the dead-letter store and the last registration delivered per
 /// device token (for the SDKs' "skip an unchanged registration" rule).
@@ -97,7 +97,8 @@ public actor ForwardingStore {
 
     /// Dead letters, oldest first; re-queued ones too when `includeRequeued`.
     public func deadLetters(includeRequeued: Bool = false, limit: Int? = nil) throws(SQLiteError) -> [DeadLetter] {
-        var sql = "SELECT id, sequence, event_json, url, status, response_body, dead_lettered_at, requeued_at, requeued_sequence, reason FROM dead_letters"
+        var sql =
+            "SELECT id, sequence, event_json, url, status, response_body, dead_lettered_at, requeued_at, requeued_sequence, reason FROM dead_letters"
         if !includeRequeued { sql += " WHERE requeued_at IS NULL" }
         sql += " ORDER BY id"
         if let limit { sql += " LIMIT \(max(0, limit))" }

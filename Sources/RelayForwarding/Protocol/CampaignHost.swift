@@ -36,7 +36,9 @@ public struct CampaignHost: Sendable, Hashable, CustomStringConvertible {
         } else {
             scheme = "https"
         }
-        guard !rest.contains("?"), !rest.contains("#") else { throw ParseError(description: "\(role) \(text): a host may not have a query or fragment") }
+        guard !rest.contains("?"), !rest.contains("#") else {
+            throw ParseError(description: "\(role) \(text): a host may not have a query or fragment")
+        }
         let authority: Substring
         if let slash = rest.firstIndex(of: "/") {
             authority = rest[..<slash]
@@ -53,7 +55,9 @@ public struct CampaignHost: Sendable, Hashable, CustomStringConvertible {
             guard let close = authority.firstIndex(of: "]") else { throw ParseError(description: "\(role) \(text): unterminated IPv6 address") }
             hostPart = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
-            if after.hasPrefix(":") { portPart = after.dropFirst() } else if !after.isEmpty {
+            if after.hasPrefix(":") {
+                portPart = after.dropFirst()
+            } else if !after.isEmpty {
                 throw ParseError(description: "\(role) \(text): unexpected text after the IPv6 address")
             }
         } else if let colon = authority.lastIndex(of: ":") {
@@ -66,7 +70,9 @@ public struct CampaignHost: Sendable, Hashable, CustomStringConvertible {
         }
         host = String(hostPart)
         if let portPart {
-            guard let value = Int(portPart), (1...65535).contains(value) else { throw ParseError(description: "\(role) \(text): port \(portPart) is not 1 to 65535") }
+            guard let value = Int(portPart), (1...65535).contains(value) else {
+                throw ParseError(description: "\(role) \(text): port \(portPart) is not 1 to 65535")
+            }
             port = value
         } else {
             port = nil

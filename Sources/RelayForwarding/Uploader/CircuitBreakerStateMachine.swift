@@ -63,7 +63,9 @@ public struct CircuitBreakerStateMachine: Sendable {
 
     /// A retryable failure. Returns the time the breaker opened until, if it opened.
     @discardableResult
-    public mutating func recordFailure(now: ContinuousClock.Instant, retryAfter: Duration?, using generator: inout some RandomNumberGenerator) -> ContinuousClock.Instant? {
+    public mutating func recordFailure(now: ContinuousClock.Instant, retryAfter: Duration?, using generator: inout some RandomNumberGenerator)
+        -> ContinuousClock.Instant?
+    {
         switch state {
         case .closed(let failures):
             // A host that says when to come back is believed at once.
@@ -77,7 +79,9 @@ public struct CircuitBreakerStateMachine: Sendable {
         }
     }
 
-    private mutating func open(now: ContinuousClock.Instant, trips: Int, retryAfter: Duration?, using generator: inout some RandomNumberGenerator) -> ContinuousClock.Instant {
+    private mutating func open(now: ContinuousClock.Instant, trips: Int, retryAfter: Duration?, using generator: inout some RandomNumberGenerator)
+        -> ContinuousClock.Instant
+    {
         if failingSince == nil { failingSince = now }
         // At least a tenth of the ceiling, so a probe never follows the previous failure at once.
         let jitter = backoff.delay(attempt: trips, using: &generator)

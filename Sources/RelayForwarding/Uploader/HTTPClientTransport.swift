@@ -44,7 +44,8 @@ public final class HTTPClientTransport: CampaignTransport {
             let outcome = await attempt(request, url: url, timeout: timeout)
             guard case .redirected(let status, let location) = outcome else { return outcome }
             guard redirects < maximumRedirects, let next = Self.resolve(location, against: url) else {
-                return .rejected(status: status, body: "redirected to \(location) after \(redirects) redirections (at most \(maximumRedirects) are followed)")
+                return .rejected(
+                    status: status, body: "redirected to \(location) after \(redirects) redirections (at most \(maximumRedirects) are followed)")
             }
             redirects += 1
             url = next

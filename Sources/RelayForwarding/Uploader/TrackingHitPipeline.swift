@@ -242,7 +242,9 @@ final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .head(let response):
             head = response
         case .body(var buffer):
-            if body.count < HTTPClientTransport.keptBodyBytes, let bytes = buffer.readBytes(length: min(buffer.readableBytes, HTTPClientTransport.keptBodyBytes - body.count)) {
+            if body.count < HTTPClientTransport.keptBodyBytes,
+                let bytes = buffer.readBytes(length: min(buffer.readableBytes, HTTPClientTransport.keptBodyBytes - body.count))
+            {
                 body += bytes
             }
         case .end:

@@ -2,8 +2,9 @@ import AsyncHTTPClient
 import NIOCore
 import NIOPosix
 import NIOSSL
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Transport errors in words an operator reads ("connection refused"), instead of SwiftNIO's

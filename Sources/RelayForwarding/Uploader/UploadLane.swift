@@ -1,9 +1,10 @@
 public import Logging
 import RelayCore
-public import RelayLog
 import RelayIO
+public import RelayLog
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Forwards one kind of event (tracking hits, or registrations) from the log to its Campaign host.
@@ -405,7 +406,9 @@ public actor UploadLane {
             case .redirected(let status, let location):
                 // Only a sender that does not follow redirections returns this: a final answer.
                 hostAnswered()
-                if await giveUp(event, url: request.url, status: status, body: "redirected to \(location)", reason: "redirected, not followed (HTTP \(status))") {
+                if await giveUp(
+                    event, url: request.url, status: status, body: "redirected to \(location)", reason: "redirected, not followed (HTTP \(status))")
+                {
                     return .done(event.sequence)
                 }
                 try? await Task.sleep(for: .seconds(1))
@@ -465,7 +468,8 @@ public actor UploadLane {
             // the uploader's; a replay's rejections are reported, never stored a second time.
             statistics.rejected += 1
             logger.warning(
-                "replay: gave up on an event; reported, not stored", metadata: ["sequence": "\(event.sequence)", "reason": "\(reason)", "url": "\(url)"]
+                "replay: gave up on an event; reported, not stored",
+                metadata: ["sequence": "\(event.sequence)", "reason": "\(reason)", "url": "\(url)"]
             )
             return true
         }
@@ -477,7 +481,8 @@ public actor UploadLane {
         }
         statistics.deadLettered += 1
         logger.warning(
-            "gave up on an event; it is in the dead-letter store", metadata: ["sequence": "\(event.sequence)", "reason": "\(reason)", "url": "\(url)"]
+            "gave up on an event; it is in the dead-letter store",
+            metadata: ["sequence": "\(event.sequence)", "reason": "\(reason)", "url": "\(url)"]
         )
         return true
     }

@@ -22,7 +22,8 @@ public actor Uploader {
         let tls = try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities)
         let upstream = UpstreamEventLoop(priority: configuration.threadPriority)
         let transport = try HTTPClientTransport(
-            connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses, maximumRedirects: configuration.maximumRedirects,
+            connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses,
+            maximumRedirects: configuration.maximumRedirects,
             caFile: configuration.trustedCertificateAuthorities, eventLoopGroup: upstream.group
         )
         var lanes: [UploadLane] = []

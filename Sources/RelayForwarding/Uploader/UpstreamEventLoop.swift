@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import NIOCore
 import NIOPosix
 import RelayIO
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The event loop the uploader's connections to Campaign run on: a thread of its own (at
 /// ``UploadConfiguration/threadPriority``), apart from the event loops that answer the relay's

@@ -44,7 +44,9 @@ public struct CursorFile: Sendable, Hashable {
     public static func decode(_ bytes: [UInt8]) -> CursorFile? {
         guard bytes.count == size, Array(bytes[0..<4]) == magic, bytes[4] == 1, bytes[5] == 0 else { return nil }
         return bytes.withUnsafeBufferPointer { buffer -> CursorFile? in
-            guard Zlib.crc32(UnsafeBufferPointer(rebasing: buffer[0..<24])) == UInt32(buffer[24]) | UInt32(buffer[25]) << 8 | UInt32(buffer[26]) << 16 | UInt32(buffer[27]) << 24
+            guard
+                Zlib.crc32(UnsafeBufferPointer(rebasing: buffer[0..<24])) == UInt32(buffer[24]) | UInt32(buffer[25]) << 8 | UInt32(buffer[26]) << 16
+                    | UInt32(buffer[27]) << 24
             else { return nil }
             var reader = BinaryReader(UnsafeBufferPointer(rebasing: buffer[8..<24]))
             guard let position = try? reader.u64(), let written = try? reader.u64() else { return nil }

@@ -1,4 +1,5 @@
 import RelayCore
+
 /// Named, durable consumer positions in `<data-dir>/wal/cursors/<name>.cursor`.
 ///
 /// A segment is deleted only when every cursor here has passed it. A damaged cursor file is
@@ -19,8 +20,11 @@ public struct CursorStore: Sendable {
 
     /// Checks a cursor name: 1 to 64 letters, digits, `-` or `_`.
     public static func validate(_ name: String) throws(LogError) {
-        let ok = !name.isEmpty && name.utf8.count <= 64
-            && name.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F }
+        let ok =
+            !name.isEmpty && name.utf8.count <= 64
+            && name.utf8.allSatisfy {
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F
+            }
         guard ok else { throw .invalidCursorName(name) }
     }
 
@@ -50,7 +54,8 @@ public struct CursorStore: Sendable {
             if let cursor = CursorFile.decode(bytes) {
                 positions[name] = cursor.position
             } else {
-                let damage = LogDamage(kind: .corruptFrame, segment: "cursor-\(name)", range: 0..<Int64(bytes.count), reason: "cursor file damaged; reset to 0")
+                let damage = LogDamage(
+                    kind: .corruptFrame, segment: "cursor-\(name)", range: 0..<Int64(bytes.count), reason: "cursor file damaged; reset to 0")
                 do {
                     try quarantine.keep(bytes, damage: damage, now: now)
                     try write(name, position: 0)

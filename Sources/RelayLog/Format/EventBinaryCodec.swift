@@ -207,7 +207,9 @@ public enum EventBinaryCodec {
             }
             let paramCount = try reader.varint()
             if paramCount > 0 {
-                guard paramCount - 1 <= UInt64(reader.bytes.count - reader.offset) else { throw reader.failure("parameter count \(paramCount - 1) is too large") }
+                guard paramCount - 1 <= UInt64(reader.bytes.count - reader.offset) else {
+                    throw reader.failure("parameter count \(paramCount - 1) is too large")
+                }
                 var params: [AdditionalParameter] = []
                 params.reserveCapacity(Int(paramCount - 1))
                 for _ in 0..<(paramCount - 1) {

@@ -119,7 +119,9 @@ public struct FrameHeader: Sendable, Hashable {
             guard version == Self.version else { return .failure(.unsupported("frame version \(version)")) }
             guard let codec = Codec(rawValue: codecByte) else { return .failure(.unsupported("codec \(codecByte)")) }
             guard flagsLow == 0, flagsHigh == 0 else { return .failure(.unsupported("flags")) }
-            guard count > 0, first > 0, first <= UInt64.max - UInt64(count) else { return .failure(.implausible("sequence \(first), count \(count)")) }
+            guard count > 0, first > 0, first <= UInt64.max - UInt64(count) else {
+                return .failure(.implausible("sequence \(first), count \(count)"))
+            }
             guard Int(stored) <= maximumPayloadBytes, Int(uncompressed) <= maximumPayloadBytes else {
                 return .failure(.implausible("payload of \(stored) bytes"))
             }

@@ -68,7 +68,10 @@ public struct LogReader: Sendable {
             case .frame(let header, let offset, let stored):
                 if let boundary = nextSegmentStart, header.firstSequence >= boundary {
                     // Written before an fdatasync failure, never acknowledged, rewritten in the next segment.
-                    batch.damage.append(LogDamage(kind: .superseded, segment: name, range: offset..<(offset + Int64(header.frameSize)), reason: "frame \(header.firstSequence) is superseded by segment \(boundary)"))
+                    batch.damage.append(
+                        LogDamage(
+                            kind: .superseded, segment: name, range: offset..<(offset + Int64(header.frameSize)),
+                            reason: "frame \(header.firstSequence) is superseded by segment \(boundary)"))
                     continue
                 }
                 guard header.endSequence > position else { continue }
@@ -78,7 +81,8 @@ public struct LogReader: Sendable {
                         try Frame.decodeEvents(header, stored: buffer)
                     }
                 } catch {
-                    batch.damage.append(LogDamage(kind: .undecodable, segment: name, range: offset..<(offset + Int64(header.frameSize)), reason: error.description))
+                    batch.damage.append(
+                        LogDamage(kind: .undecodable, segment: name, range: offset..<(offset + Int64(header.frameSize)), reason: error.description))
                     continue
                 }
                 buffered = []
@@ -130,7 +134,7 @@ public struct LogReader: Sendable {
         let handle: any FileHandle
         do {
             handle = try fileSystem.open("\(walDirectory)/\(name)", create: false)
-        } catch where error.errno == LogLayout.noSuchFileErrno {
+        } catch  where error.errno == LogLayout.noSuchFileErrno {
             // Deleted after its consumers passed it: list again and carry on from the next one.
             walker = nil
             segments = try listSegments()

@@ -53,7 +53,10 @@ public enum LogVerifier {
                 let size = try handle.size()
                 let header = try handle.read(at: 0, count: SegmentHeader.size)
                 if SegmentHeader.decode(header) == nil {
-                    report.damage.append(LogDamage(kind: .corruptFrame, segment: name, range: 0..<Int64(min(header.count, SegmentHeader.size)), reason: "segment header damaged (the file name still places it)"))
+                    report.damage.append(
+                        LogDamage(
+                            kind: .corruptFrame, segment: name, range: 0..<Int64(min(header.count, SegmentHeader.size)),
+                            reason: "segment header damaged (the file name still places it)"))
                 }
                 var walker = try FrameWalker(handle: handle)
                 var dataEnd = Int64(min(size, Int64(SegmentHeader.size)))
@@ -67,7 +70,8 @@ public enum LogVerifier {
                         let range = offset..<(offset + Int64(frame.frameSize))
                         dataEnd = range.upperBound
                         if let boundary, frame.firstSequence >= boundary {
-                            report.damage.append(LogDamage(kind: .superseded, segment: name, range: range, reason: "superseded by segment \(boundary)"))
+                            report.damage.append(
+                                LogDamage(kind: .superseded, segment: name, range: range, reason: "superseded by segment \(boundary)"))
                             continue
                         }
                         do {

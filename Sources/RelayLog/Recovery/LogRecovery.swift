@@ -1,4 +1,5 @@
 import RelayCore
+
 /// Opening the log after any kind of stop: finds the segments, verifies the active one, cuts a
 /// torn tail back to the last valid frame (after copying it to the quarantine), and works out the
 /// next sequence number. It never refuses to open and never needs a person to delete files.
@@ -71,7 +72,8 @@ enum LogRecovery {
                 try quarantine.keep(try handle.read(at: 0, count: Int(size)), damage: damage, now: now)
                 report.damage.append(damage)
                 try handle.truncate(to: 0)
-                try handle.write(SegmentHeader(firstSequence: segment.firstSequence, createdAtNanoseconds: SystemClock.wallNanoseconds()).encoded(), at: 0)
+                try handle.write(
+                    SegmentHeader(firstSequence: segment.firstSequence, createdAtNanoseconds: SystemClock.wallNanoseconds()).encoded(), at: 0)
                 try handle.synchronizeData()
                 size = Int64(SegmentHeader.size)
             }
@@ -111,7 +113,8 @@ enum LogRecovery {
                 }
             }
             report.verifiedBytes = durableEnd
-            let active = SegmentWriter.Active(handle: handle, firstSequence: segment.firstSequence, offset: durableEnd, allocated: max(size, durableEnd))
+            let active = SegmentWriter.Active(
+                handle: handle, firstSequence: segment.firstSequence, offset: durableEnd, allocated: max(size, durableEnd))
             return (active, end)
         } catch {
             throw .fileSystem(error, context: "recovering segment \(name)")

@@ -1,4 +1,5 @@
 import RelayCore
+
 /// The log's on-disk writing: frames into the active segment, rolls, the size limit, and segment
 /// deletion. Synchronous, and owned by one flush at a time (``WriteAheadLog`` moves it to its I/O
 /// thread and back), so it needs no lock.

@@ -208,7 +208,9 @@ public actor WriteAheadLog {
                 wakeDurableWaiters()
             case .failure(let error):
                 statistics.failedCommits += 1
-                logger.error("group commit failed; nothing in it was acknowledged", metadata: ["error": "\(error)", "events": "\(batches.reduce(0) { $0 + $1.count })"])
+                logger.error(
+                    "group commit failed; nothing in it was acknowledged",
+                    metadata: ["error": "\(error)", "events": "\(batches.reduce(0) { $0 + $1.count })"])
                 for append in group { append.continuation.resume(returning: .failure(error)) }
             }
         }
@@ -291,7 +293,9 @@ public actor WriteAheadLog {
         try CursorStore.validate(name)
         let (fileSystem, path) = (fileSystem, cursors.path(name))
         let result = await cursorIO.run { () -> Result<Void, FileSystemError> in
-            do throws(FileSystemError) { try fileSystem.remove(path) } catch { return error.errno == LogLayout.noSuchFileErrno ? .success(()) : .failure(error) }
+            do throws(FileSystemError) { try fileSystem.remove(path) } catch {
+                return error.errno == LogLayout.noSuchFileErrno ? .success(()) : .failure(error)
+            }
             return .success(())
         }
         if case .failure(let error) = result { throw .fileSystem(error, context: "removing cursor \(name)") }

@@ -22,7 +22,9 @@ struct EventsRoute: Sendable {
     }
 
     /// The body media types taken: a JSON array, or NDJSON (one event per line).
-    static let mediaTypes: Set<String> = ["application/json", "application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines"]
+    static let mediaTypes: Set<String> = [
+        "application/json", "application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines",
+    ]
 
     func handle(_ request: Request) async -> Response {
         if let type = request.mediaType, !Self.mediaTypes.contains(type) {
@@ -43,12 +45,16 @@ struct EventsRoute: Sendable {
         do {
             switch try await idempotency.entry(key) {
             case .completed(let recorded, let status, let answer):
-                guard recorded == digest else { return Responses.error(.unprocessableContent, "Idempotency-Key was used for a different request body") }
+                guard recorded == digest else {
+                    return Responses.error(.unprocessableContent, "Idempotency-Key was used for a different request body")
+                }
                 var response = Responses.json(HTTPResponse.Status(code: status), answer)
                 response.headers[Self.replayed] = "true"
                 return response
             case .pending(let recorded, let start, let timeNanoseconds):
-                guard recorded == digest else { return Responses.error(.unprocessableContent, "Idempotency-Key was used for a different request body") }
+                guard recorded == digest else {
+                    return Responses.error(.unprocessableContent, "Idempotency-Key was used for a different request body")
+                }
                 let time = EventTime(nanosecondsSinceEpoch: timeNanoseconds, fractionDigits: 3)
                 return await finish(key, ingest(body, defaultTime: time, key: key, resumingAfterCrashFrom: start))
             case nil:
@@ -95,7 +101,8 @@ struct EventsRoute: Sendable {
         }
         for (index, event) in events.enumerated() where event.request != nil {
             problems.append(
-                EventBatchDecoder.Problem(index: index, field: "request", message: "request is set by the relay for a request with an Idempotency-Key; leave it out")
+                EventBatchDecoder.Problem(
+                    index: index, field: "request", message: "request is set by the relay for a request with an Idempotency-Key; leave it out")
             )
         }
         if !problems.isEmpty { return refused(problems.sorted { ($0.index ?? -1) < ($1.index ?? -1) }) }
@@ -141,7 +148,8 @@ struct EventsRoute: Sendable {
 
     /// One append stores a request's events next to each other, so the search ends at the first
     /// entry of another request after the request's own.
-    private static func find(_ key: String, walDirectory: String, fileSystem: any FileSystem, from start: UInt64, below end: UInt64) -> [Int: UInt64] {
+    private static func find(_ key: String, walDirectory: String, fileSystem: any FileSystem, from start: UInt64, below end: UInt64) -> [Int: UInt64]
+    {
         var reader = LogReader(walDirectory: walDirectory, fileSystem: fileSystem, from: start)
         defer { reader.close() }
         var found: [Int: UInt64] = [:]

@@ -20,9 +20,11 @@ enum Responses {
     static func errorJSON(_ message: String, problems: [EventBatchDecoder.Problem] = []) -> String {
         var body = "{\"error\":\(JSONText.quoted(message))"
         if !problems.isEmpty {
-            body += ",\"problems\":[" + problems.map { problem in
-                "{\"index\":\(problem.index.map(String.init) ?? "null"),\"field\":\(problem.field.map(JSONText.quoted) ?? "null"),\"message\":\(JSONText.quoted(problem.message))}"
-            }.joined(separator: ",") + "]"
+            body +=
+                ",\"problems\":["
+                + problems.map { problem in
+                    "{\"index\":\(problem.index.map(String.init) ?? "null"),\"field\":\(problem.field.map(JSONText.quoted) ?? "null"),\"message\":\(JSONText.quoted(problem.message))}"
+                }.joined(separator: ",") + "]"
         }
         return body + "}"
     }

@@ -22,7 +22,8 @@ struct RouteMetricsMiddleware: RouterMiddleware {
 
     private func record(_ request: Request, _ context: Context, status: Int, started: ContinuousClock.Instant) {
         // Hummingbird names no route, or "NotFound", when nothing matched: one label for all of those.
-        let route = context.endpointPath.flatMap { $0 == "NotFound" || $0 == "/NotFound" ? nil : ($0.hasPrefix("/") ? $0 : "/" + $0) } ?? "(unmatched)"
+        let route =
+            context.endpointPath.flatMap { $0 == "NotFound" || $0 == "/NotFound" ? nil : ($0.hasPrefix("/") ? $0 : "/" + $0) } ?? "(unmatched)"
         metrics.recordRequest(route: route, method: request.method.rawValue, status: status, duration: ContinuousClock.now - started)
     }
 }

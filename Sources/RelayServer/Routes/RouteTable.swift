@@ -56,7 +56,8 @@ final class RouteTable {
             let shown = "/" + path.replacing(":id", with: "{id}")
             for method in candidates where !allowed.contains(method) {
                 router.on(RouterPath(path), method: method) { request, _ in
-                    var response = Responses.error(.methodNotAllowed, "\(request.method.rawValue) is not allowed on \(shown); allowed: \(allowHeader)")
+                    var response = Responses.error(
+                        .methodNotAllowed, "\(request.method.rawValue) is not allowed on \(shown); allowed: \(allowHeader)")
                     response.headers[.allow] = allowHeader
                     return response
                 }

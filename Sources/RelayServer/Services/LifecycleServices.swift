@@ -68,7 +68,8 @@ struct MetricsSampler: Service {
                     let lanes = await uploader.statistics()
                     metrics.uploadBacklogTracking.set(Int64(lanes[.tracking]?.backlog ?? 0))
                     metrics.uploadBacklogMarketing.set(Int64(lanes[.marketing]?.backlog ?? 0))
-                    metrics.recordUploadTotals(retries: lanes.values.reduce(0) { $0 + $1.retries }, delivered: lanes.values.reduce(0) { $0 + $1.delivered })
+                    metrics.recordUploadTotals(
+                        retries: lanes.values.reduce(0) { $0 + $1.retries }, delivered: lanes.values.reduce(0) { $0 + $1.delivered })
                 }
                 metrics.deadLetters.set(Int64((try? await store.pendingDeadLetterCount()) ?? 0))
                 metrics.process.sample()
