@@ -1,15 +1,19 @@
-import RelayCore
-import RelayLog
+public import RelayCore
+public import RelayLog
 import Synchronization
 
-/// Appends validated events durably and says what to answer; shared by every ingest endpoint.
-final class EventIngestor: Sendable {
+/// Appends validated events durably and says what to answer: the one ingest path, shared by every
+/// endpoint of `serve` and by `campaign-relay ingest`, so the integration-key rule and the
+/// metrics apply to files too.
+public final class EventIngestor: Sendable {
     let log: WriteAheadLog
     let metrics: RelayMetrics
     let integrationKeys: Set<String>
     private let shuttingDown = Atomic<Bool>(false)
 
-    init(log: WriteAheadLog, metrics: RelayMetrics, integrationKeys: Set<String>) {
+    /// An ingestor appending to `log`, counting in `metrics`, refusing events whose integration key
+    /// is not in `integrationKeys` (empty: any key).
+    public init(log: WriteAheadLog, metrics: RelayMetrics, integrationKeys: Set<String>) {
         self.log = log
         self.metrics = metrics
         self.integrationKeys = integrationKeys
@@ -22,13 +26,24 @@ final class EventIngestor: Sendable {
     var isShuttingDown: Bool { shuttingDown.load(ordering: .relaxed) }
 
     /// Why events were not stored.
-    enum Refusal: Error {
+    public enum Refusal: Error, CustomStringConvertible {
         /// The relay cannot store now (log full, disk error, shutting down): retry later.
         case unavailable(String, retryAfterSeconds: Int)
+
+        public var description: String {
+            switch self {
+            case .unavailable(let message, _): message
+            }
+        }
     }
 
     /// The integration-key rule (`--integration-key`), for one event; `nil` when allowed.
-    func keyProblem(_ event: Event) -> EventInputError? {
+    public func keyProblem(_ event: Event) -> EventInputError? {
+        Self.keyProblem(event, allowed: integrationKeys)
+    }
+
+    /// The integration-key rule for one event against the keys `allowed` (empty: any key).
+    public static func keyProblem(_ event: Event, allowed integrationKeys: Set<String>) -> EventInputError? {
         guard !integrationKeys.isEmpty else { return nil }
         let key: String?
         switch event {
@@ -40,7 +55,7 @@ final class EventIngestor: Sendable {
     }
 
     /// Appends `events` durably; returns their sequence numbers once fdatasync'ed.
-    func append(_ events: [Event]) async throws(Refusal) -> Range<UInt64> {
+    public func append(_ events: [Event]) async throws(Refusal) -> Range<UInt64> {
         guard !isShuttingDown else {
             metrics.requestsUnavailable.increment()
             throw .unavailable("the relay is shutting down; retry shortly (on another instance)", retryAfterSeconds: 1)

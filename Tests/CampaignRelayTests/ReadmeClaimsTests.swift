@@ -54,6 +54,27 @@ struct ReadmeClaimsTests {
         #expect(dump.stdout.split(separator: "\n").count == accepted, "exactly the acknowledged events are stored")
     }
 
+    @Test("ingest --integration-key refuses lines of other keys, as serve does, and stores the rest")
+    func ingestIntegrationKeys() async throws {
+        let binary = try RelayBinary.path()
+        let data = Self.directory("keys")
+        let input = """
+            {"kind":"register","platform":"ios","integrationKey":"good","registrationToken":"t1"}
+            {"kind":"register","platform":"ios","integrationKey":"bad","registrationToken":"t2"}
+            {"kind":"track","action":"open","messageId":"7","deliveryId":"d","integrationKey":"bad"}
+            {"kind":"track","action":"open","messageId":"8","deliveryId":"d"}
+
+            """
+        let run = try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", data, "--integration-key", "good"], input: Data(input.utf8))
+        #expect(run.status == 2, "some lines refused: exit 2; \(run.stdout) \(run.stderr)")
+        #expect(run.stderr.contains(#"line 2: integration key "bad" is not known to this relay (UnknownUUID)"#), "\(run.stderr)")
+        #expect(run.stderr.contains(#"line 3: integration key "bad" is not known to this relay (UnknownUUID)"#), "\(run.stderr)")
+        let dump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", data])
+        let stored = dump.stdout.split(separator: "\n")
+        #expect(stored.count == 2, "\(dump.stdout)")
+        #expect(stored.first?.contains(#""registrationToken":"t1""#) == true && stored.last?.contains(#""messageId":"8""#) == true, "\(dump.stdout)")
+    }
+
     @Test("--no-preallocate: segments hold only their frames")
     func noPreallocate() async throws {
         let binary = try RelayBinary.path()

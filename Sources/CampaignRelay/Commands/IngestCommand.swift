@@ -1,6 +1,7 @@
 import ArgumentParser
 import RelayCore
 import RelayLog
+import RelayServer
 
 /// `campaign-relay ingest`: appends JSONL events durably to the log.
 struct IngestCommand: AsyncParsableCommand {
@@ -33,6 +34,13 @@ struct IngestCommand: AsyncParsableCommand {
         ))
     var acks = false
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Accept only events of these integration keys (repeatable), as serve --integration-key does; lines with another key are refused. Default: any.",
+            valueName: "key"))
+    var integrationKey: [String] = []
+
     @OptionGroup var common: CommonOptions
     @OptionGroup var log: LogOptions
 
@@ -62,6 +70,9 @@ struct IngestCommand: AsyncParsableCommand {
             logger.notice(
                 "the log is held by a running server; handing the events to it", metadata: ["server": "\(server.url)", "pid": "\(server.pid)"])
         }
+        // The one ingest path: the same appends, key rule and counters as serve's endpoints.
+        let allowedKeys = Set(integrationKey)
+        let ingestor = wal.map { EventIngestor(log: $0, metrics: RelayMetrics(version: RelayVersion.current), integrationKeys: allowedKeys) }
         var summary = IngestSummary()
         var progress = ProgressLine(enabled: !common.json)
         var errors = StandardOutput.error()
@@ -77,13 +88,23 @@ struct IngestCommand: AsyncParsableCommand {
             }
             errors.flush()
             guard failure == nil, !decoded.events.isEmpty else { return }
-            var events = decoded.events
-            var lines = decoded.eventLines
+            var events: [Event] = []
+            var lines: [Int] = []
+            for (event, line) in zip(decoded.events, decoded.eventLines) {
+                if let problem = EventIngestor.keyProblem(event, allowed: allowedKeys) {
+                    summary.reject(EventLines.Rejection(line: line, error: problem))
+                    if !common.json { errors.line("line \(line): \(problem.message)") }
+                    continue
+                }
+                events.append(event)
+                lines.append(line)
+            }
+            errors.flush()
             while !events.isEmpty {
                 let range: Range<UInt64>
-                if let wal {
+                if let ingestor {
                     do {
-                        range = try await wal.append(events)
+                        range = try await ingestor.append(events)
                     } catch {
                         failure = error.description
                         summary.stoppedAtLine = chunk.firstLine
