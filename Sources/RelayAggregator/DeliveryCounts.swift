@@ -1,7 +1,7 @@
 public import RelayCore
 
 /// What the aggregates say about one delivery.
-public struct DeliveryCounts: Sendable, Hashable {
+public struct DeliveryCounts: Sendable, Hashable, Encodable {
     /// The delivery identifier (`_dId`).
     public var deliveryId: String
     /// Every impression hit.
@@ -39,7 +39,7 @@ public struct DeliveryCounts: Sendable, Hashable {
 }
 
 /// What the aggregates say about the registrations of one app on one platform.
-public struct RegistrationCounts: Sendable, Hashable {
+public struct RegistrationCounts: Sendable, Hashable, Encodable {
     /// The app's integration key.
     public var integrationKey: String
     /// `ios` or `android`.
@@ -62,5 +62,42 @@ public struct RegistrationCounts: Sendable, Hashable {
         self.distinctTokens = distinctTokens
         self.firstEvent = firstEvent
         self.lastEvent = lastEvent
+    }
+}
+
+extension DeliveryCounts {
+    private enum CodingKeys: String, CodingKey {
+        case deliveryId, impressions, opens, clicks, uniqueImpressions, uniqueOpens, uniqueClicks, firstEvent, lastEvent
+    }
+
+    /// The fields as the API documents them.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(deliveryId, forKey: .deliveryId)
+        try container.encode(impressions, forKey: .impressions)
+        try container.encode(opens, forKey: .opens)
+        try container.encode(clicks, forKey: .clicks)
+        try container.encode(uniqueImpressions, forKey: .uniqueImpressions)
+        try container.encode(uniqueOpens, forKey: .uniqueOpens)
+        try container.encode(uniqueClicks, forKey: .uniqueClicks)
+        try container.encode(firstEvent, forKey: .firstEvent)
+        try container.encode(lastEvent, forKey: .lastEvent)
+    }
+}
+
+extension RegistrationCounts {
+    private enum CodingKeys: String, CodingKey {
+        case integrationKey, platform, registrations, distinctTokens, firstEvent, lastEvent
+    }
+
+    /// The fields as the API documents them.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(integrationKey, forKey: .integrationKey)
+        try container.encode(platform.rawValue, forKey: .platform)
+        try container.encode(registrations, forKey: .registrations)
+        try container.encode(distinctTokens, forKey: .distinctTokens)
+        try container.encode(firstEvent, forKey: .firstEvent)
+        try container.encode(lastEvent, forKey: .lastEvent)
     }
 }

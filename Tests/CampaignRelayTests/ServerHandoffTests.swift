@@ -142,4 +142,35 @@ struct ServerHandoffTests {
         #expect(try delivery(after.stdout)?["impressions"] as? Int == 2)
         #expect(try delivery(after.stdout)?["uniqueImpressions"] as? Int == 1)
     }
+
+    @Test("stats --json and GET /v1/deliveries answer with the same object, byte for byte")
+    func oneEnvelope() async throws {
+        let binary = try RelayBinary.path()
+        let data = Self.directory("envelope")
+        let lines = [
+            #"{"kind":"track","action":"impression","messageId":"1","deliveryId":"env","time":"2026-11-21T10:00:00Z"}"#,
+            #"{"kind":"track","action":"click","messageId":"1","deliveryId":"env","time":"2026-11-21T10:00:01.5+01:00"}"#,
+            #"{"kind":"register","platform":"android","integrationKey":"k","registrationToken":"t","time":"2026-11-21T10:00:02Z"}"#,
+        ]
+        let ingest = try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", data], input: Data((lines.joined(separator: "\n") + "\n").utf8))
+        #expect(ingest.status == 0, "\(ingest.stderr)")
+        let server = try ChildProcess(binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", data])
+        let port = try await server.await(#"address=127\.0\.0\.1:(\d+)"#)
+        let http = TestHTTPClient()
+        var answer = ""
+        try await waitUntil("the server to count the three events", seconds: 30) {
+            answer = (try? await http.get("http://127.0.0.1:\(port)/v1/deliveries"))?.body ?? ""
+            return answer.hasPrefix(#"{"aggregatedThrough":3,"#)
+        }
+        let one = try await http.get("http://127.0.0.1:\(port)/v1/deliveries/env")
+        await http.shutdown()
+        server.stop()
+        let stats = try await RelayBinary.run(binary, ["stats", "--no-catch-up", "--data-dir", data, "--json"])
+        #expect(stats.stdout == answer + "\n", "stats --json: \(stats.stdout)\nGET /v1/deliveries: \(answer)")
+        #expect(
+            one.body
+                == #"{"clicks":1,"deliveryId":"env","firstEvent":"2026-11-21T09:00:01.500Z","impressions":1,"lastEvent":"2026-11-21T10:00:00.000Z","opens":0,"uniqueClicks":1,"uniqueImpressions":1,"uniqueOpens":0}"#,
+            "\(one.body)")
+        #expect(answer.hasSuffix(#""sequences":{"first":1,"next":4}}"#), "\(answer)")
+    }
 }

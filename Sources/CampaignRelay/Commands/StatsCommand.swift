@@ -107,13 +107,10 @@ struct StatsCommand: AsyncParsableCommand {
         }
         var output = StandardOutput.output()
         if common.json {
-            var json = Self.json(covered: covered, deliveries: deliveries, registrations: registrations)
-            if let lag {
-                json.removeLast()
-                json +=
-                    ",\"server\":{\"pid\":\(lag.server.pid),\"url\":\(JSONText.quoted(lag.server.url)),\"lastDurableSequence\":\(lag.lastDurable)}}"
-            }
-            output.line(json)
+            let report = AggregatesReport(sequences: covered, deliveries: deliveries, registrations: registrations)
+            output.line(
+                APIJSON.text(
+                    StatsOutput(report: report, server: lag.map { StatsOutput.Server(record: $0.server, lastDurableSequence: $0.lastDurable) })))
         } else {
             if let lag {
                 output.line(
@@ -129,21 +126,6 @@ struct StatsCommand: AsyncParsableCommand {
             errors.flush()
             throw ExitCode(1)
         }
-    }
-
-    static func json(covered: Range<UInt64>, deliveries: [DeliveryCounts], registrations: [RegistrationCounts]) -> String {
-        var out = "{\"sequences\":{\"first\":\(covered.lowerBound),\"next\":\(covered.upperBound)},\"deliveries\":["
-        out += deliveries.map { row in
-            "{\"deliveryId\":\(JSONText.quoted(row.deliveryId)),\"impressions\":\(row.impressions),\"opens\":\(row.opens),\"clicks\":\(row.clicks)"
-                + ",\"uniqueImpressions\":\(row.uniqueImpressions),\"uniqueOpens\":\(row.uniqueOpens),\"uniqueClicks\":\(row.uniqueClicks)"
-                + ",\"firstEvent\":\"\(row.firstEvent.rfc3339)\",\"lastEvent\":\"\(row.lastEvent.rfc3339)\"}"
-        }.joined(separator: ",")
-        out += "],\"registrations\":["
-        out += registrations.map { row in
-            "{\"integrationKey\":\(JSONText.quoted(row.integrationKey)),\"platform\":\"\(row.platform.rawValue)\",\"registrations\":\(row.registrations),\"distinctTokens\":\(row.distinctTokens)"
-                + ",\"firstEvent\":\"\(row.firstEvent.rfc3339)\",\"lastEvent\":\"\(row.lastEvent.rfc3339)\"}"
-        }.joined(separator: ",")
-        return out + "]}"
     }
 
     static func table(covered: Range<UInt64>, deliveries: [DeliveryCounts], registrations: [RegistrationCounts]) -> String {

@@ -54,13 +54,13 @@ struct AdminRoutes: Sendable {
         }
         do {
             let rows = try await queries.deliveries(deliveryId: id, limit: limit)
-            if let id, rows.isEmpty { return Responses.error(.notFound, "no events counted for delivery \(id)") }
-            let covered = try await queries.coveredSequences()
-            let items = rows.map { row in
-                "{\"deliveryId\":\(JSONText.quoted(row.deliveryId)),\"impressions\":\(row.impressions),\"opens\":\(row.opens),\"clicks\":\(row.clicks),\"uniqueImpressions\":\(row.uniqueImpressions),\"uniqueOpens\":\(row.uniqueOpens),\"uniqueClicks\":\(row.uniqueClicks),\"firstEvent\":\"\(row.firstEvent.rfc3339)\",\"lastEvent\":\"\(row.lastEvent.rfc3339)\"}"
+            if let id {
+                guard let row = rows.first else { return Responses.error(.notFound, "no events counted for delivery \(id)") }
+                return Responses.json(.ok, APIJSON.text(row))
             }
-            if id != nil, let item = items.first { return Responses.json(.ok, item) }
-            return Responses.json(.ok, "{\"aggregatedThrough\":\(covered.upperBound - 1),\"deliveries\":[\(items.joined(separator: ","))]}")
+            let report = AggregatesReport(
+                sequences: try await queries.coveredSequences(), deliveries: rows, registrations: try await queries.registrations())
+            return Responses.json(.ok, APIJSON.text(report))
         } catch {
             return Responses.error(.internalServerError, "reading the aggregates failed: \(error)")
         }
