@@ -106,6 +106,18 @@ struct ForwardingCommandTests {
         #expect(letters.first?["status"] as? Int == 400)
         #expect(letters.first?["sequence"] as? Int == 1)
         #expect((letters.first?["responseBody"] as? String)?.contains("Unknown integration key 'later'") == true)
+        // The HTTP API shows the same object, byte for byte.
+        let server = try ChildProcess(binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", directory])
+        let port = try await server.await(#"address=127\.0\.0\.1:(\d+)"#)
+        let http = TestHTTPClient()
+        let served = try await http.get("http://127.0.0.1:\(port)/v1/deadletters")
+        await http.shutdown()
+        server.stop()
+        #expect(served.body + "\n" == list.stdout, "GET /v1/deadletters: \(served.body)\ndeadletter list --json: \(list.stdout)")
+        #expect(
+            list.stdout.contains(
+                #""event":{"integrationKey":"later","kind":"register","platform":"ios","registrationToken":"aa01","time":"2026-11-21T10:00:00Z"}"#),
+            "\(list.stdout)")
 
         // The app is set up in Campaign now; re-queue and deliver.
         running.emulator.currentFaults = EmulatorFaults()

@@ -2,6 +2,7 @@ import ArgumentParser
 import RelayCore
 import RelayForwarding
 import RelayLog
+import RelayServer
 
 /// `campaign-relay deadletter`: shows and re-queues events the Campaign hosts rejected.
 struct DeadLetterCommand: AsyncParsableCommand {
@@ -29,14 +30,7 @@ struct DeadLetterListCommand: AsyncParsableCommand {
         let letters = try await store.deadLetters(includeRequeued: all, limit: limit)
         var output = StandardOutput.output()
         if common.json {
-            output.line(
-                "{\"deadLetters\":["
-                    + letters.map { letter in
-                        "{\"id\":\(letter.id),\"sequence\":\(letter.sequence),\"status\":\(letter.status),\"url\":\(JSONText.quoted(letter.url)),\"deadLetteredAt\":\"\(letter.deadLetteredAt)\""
-                            + ",\"responseBody\":\(JSONText.quoted(letter.responseBody)),\"reason\":\(JSONText.quoted(letter.reason)),\"event\":\(letter.eventJSON)"
-                            + (letter.requeued.map { ",\"requeuedAt\":\"\($0.at)\",\"requeuedSequence\":\($0.sequence)" } ?? "") + "}"
-                    }.joined(separator: ",") + "]}"
-            )
+            output.line(APIJSON.text(DeadLetterList(letters)))
         } else if letters.isEmpty {
             output.line("no dead letters")
         } else {

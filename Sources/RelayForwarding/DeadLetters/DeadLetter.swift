@@ -1,3 +1,5 @@
+import RelayCore
+
 /// An event a Campaign host permanently rejected, kept with the reason.
 public struct DeadLetter: Sendable, Hashable {
     /// The dead letter's number in the store.
@@ -38,4 +40,44 @@ public struct DeadLetter: Sendable, Hashable {
 
     public static func == (lhs: DeadLetter, rhs: DeadLetter) -> Bool { lhs.id == rhs.id && lhs.requeued?.sequence == rhs.requeued?.sequence }
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+}
+
+extension DeadLetter: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case id, sequence, status, url, deadLetteredAt, responseBody, reason, event, requeuedAt, requeuedSequence
+    }
+
+    /// The dead letter as the HTTP API and `deadletter list --json` show it; `requeuedAt` and
+    /// `requeuedSequence` only once it was re-queued.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(sequence, forKey: .sequence)
+        try container.encode(status, forKey: .status)
+        try container.encode(url, forKey: .url)
+        try container.encode(deadLetteredAt, forKey: .deadLetteredAt)
+        try container.encode(responseBody, forKey: .responseBody)
+        try container.encode(reason, forKey: .reason)
+        // The event as an object; a stored text that no longer parses is shown as the text.
+        if let event = try? JSONParser.parse(eventJSON) {
+            try container.encode(event, forKey: .event)
+        } else {
+            try container.encode(eventJSON, forKey: .event)
+        }
+        if let requeued {
+            try container.encode(requeued.at, forKey: .requeuedAt)
+            try container.encode(requeued.sequence, forKey: .requeuedSequence)
+        }
+    }
+}
+
+/// `{"deadLetters":[…]}`: the envelope of `GET /v1/deadletters` and `deadletter list --json`.
+public struct DeadLetterList: Encodable, Sendable {
+    /// The dead letters, oldest first.
+    public var deadLetters: [DeadLetter]
+
+    /// A list of `deadLetters`.
+    public init(_ deadLetters: [DeadLetter]) {
+        self.deadLetters = deadLetters
+    }
 }

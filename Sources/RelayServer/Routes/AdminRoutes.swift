@@ -69,10 +69,7 @@ struct AdminRoutes: Sendable {
     func deadLetters(limit: Int?) async -> Response {
         do {
             let letters = try await store.deadLetters(limit: limit)
-            let items = letters.map { letter in
-                "{\"id\":\(letter.id),\"sequence\":\(letter.sequence),\"status\":\(letter.status),\"url\":\(JSONText.quoted(letter.url)),\"deadLetteredAt\":\"\(letter.deadLetteredAt)\",\"responseBody\":\(JSONText.quoted(letter.responseBody)),\"reason\":\(JSONText.quoted(letter.reason)),\"event\":\(letter.eventJSON)}"
-            }
-            return Responses.json(.ok, "{\"deadLetters\":[\(items.joined(separator: ","))]}")
+            return Responses.json(.ok, APIJSON.text(DeadLetterList(letters)))
         } catch {
             return Responses.error(.internalServerError, "reading the dead letters failed: \(error)")
         }
