@@ -318,6 +318,37 @@ struct ServerTests {
         await server.stop()
     }
 
+    @Test("Idempotency-Key after two crashes: the request's events stored in two places are all found, none stored again")
+    func idempotencyAfterTwoCrashes() async throws {
+        // A log as two crashes leave it: the first stored events 0 and 1 of the request, the retry
+        // stored the rest after another client's event, and its answer was lost too.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("twice-\(UUID().uuidString)").path
+        let event = { (id: Int) in #"{"kind":"track","action":"open","messageId":"\#(id)","deliveryId":"twice","time":"2026-11-21T10:00:00Z"}"# }
+        let stored =
+            [0, 1].map { event($0).dropLast() + #","request":{"key":"twice-1","index":\#($0)}}"# }
+            + [event(99)] + [2, 3, 4].map { event($0).dropLast() + #","request":{"key":"twice-1","index":\#($0)}}"# }
+        let ingest = try await RelayBinary.run(
+            try RelayBinary.path(), ["ingest", "-", "--data-dir", directory], input: Data((stored.joined(separator: "\n") + "\n").utf8))
+        #expect(ingest.status == 0, "\(ingest.stderr)")
+        let server = try await RunningServer.start { $0.dataDirectory = directory }
+        let body = (0...4).map(event).joined(separator: "\n")
+        let digest = Int64(bitPattern: IdempotencyStore.digest(Array(body.utf8)))
+        let path = directory + "/idempotency.sqlite"
+        try await BlockingExecutor(name: "test-sqlite").run { () throws(SQLiteError) in
+            let database = try SQLiteConnection(path: path)
+            try database.execute(
+                "INSERT INTO idempotency_keys (key, digest, start_sequence, default_time_ns, status, body, created_ns) VALUES ('twice-1', \(digest), 1, 0, NULL, NULL, \(Int64.max / 2))"
+            )
+            database.close()
+        }
+        let http = TestHTTPClient()
+        let retried = try await http.post(server.url + "/v1/events", body, headers: [("Idempotency-Key", "twice-1")])
+        #expect(retried.body == #"{"accepted":5,"firstSequence":1,"lastSequence":6}"#, "\(retried)")
+        #expect(try await http.nextSequence(server.url) == 7, "nothing of the request was stored again")
+        await http.shutdown()
+        await server.stop()
+    }
+
     @Test("admin endpoints need the bearer token when one is set; health answers without")
     func adminToken() async throws {
         let server = try await RunningServer.start { $0.adminToken = "a-long-enough-admin-token" }

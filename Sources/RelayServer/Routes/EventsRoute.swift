@@ -113,7 +113,7 @@ struct EventsRoute: Sendable {
         // After a crash between the append and the answer, some or all of the events may be in the log.
         var stored: [Int: UInt64] = [:]
         if let key, let start {
-            stored = await storedEvents(of: key, from: start)
+            stored = await storedEvents(of: key, count: total, from: start)
         }
         let missing = events.filter { event in event.request.map { stored[$0.index] == nil } ?? true }
         do {
@@ -137,28 +137,28 @@ struct EventsRoute: Sendable {
     }
 
     /// The sequence numbers, by index in the request, of the events stored for the request with
-    /// `key` at or after `start`; the log is read on ``logReads``.
-    private func storedEvents(of key: String, from start: UInt64) async -> [Int: UInt64] {
+    /// `key` (of `count` events) at or after `start`; the log is read on ``logReads``.
+    private func storedEvents(of key: String, count: Int, from start: UInt64) async -> [Int: UInt64] {
         let (walDirectory, fileSystem) = (ingestor.log.walDirectory, ingestor.log.fileSystem)
         let end = await ingestor.log.durableSequence
         return await logReads.run { () -> [Int: UInt64] in
-            Self.find(key, walDirectory: walDirectory, fileSystem: fileSystem, from: start, below: end)
+            Self.find(key, count: count, walDirectory: walDirectory, fileSystem: fileSystem, from: start, below: end)
         }
     }
 
-    /// One append stores a request's events next to each other, so the search ends at the first
-    /// entry of another request after the request's own.
-    private static func find(_ key: String, walDirectory: String, fileSystem: any FileSystem, from start: UInt64, below end: UInt64) -> [Int: UInt64]
-    {
+    /// Reads to the end of the log unless every index is found first: a request resumed after one
+    /// crash stores its missing events in another append, further on, and a second crash can
+    /// leave both parts for the next retry to find.
+    private static func find(
+        _ key: String, count: Int, walDirectory: String, fileSystem: any FileSystem, from start: UInt64, below end: UInt64
+    ) -> [Int: UInt64] {
         var reader = LogReader(walDirectory: walDirectory, fileSystem: fileSystem, from: start)
         defer { reader.close() }
         var found: [Int: UInt64] = [:]
-        while let batch = try? reader.read(maximumEvents: 4096, below: end), !batch.events.isEmpty {
+        while found.count < count, let batch = try? reader.read(maximumEvents: 4096, below: end), !batch.events.isEmpty {
             for logged in batch.events {
-                if let request = logged.event.request, request.key == key {
+                if let request = logged.event.request, request.key == key, found[request.index] == nil {
                     found[request.index] = logged.sequence
-                } else if !found.isEmpty {
-                    return found
                 }
             }
         }
