@@ -291,10 +291,11 @@ struct IngestDumpRoundTripTests {
             #expect(
                 summary["rejections"]
                     == .array([
+                        // Keys sorted, as every JSON answer of the relay (APIJSON).
                         .object([
-                            JSONMember(name: "line", value: .number("3")),
-                            JSONMember(name: "field", value: .string("messageId")),
                             JSONMember(name: "error", value: .string(#"messageId "a8a" is neither a UUID nor a decimal integer"#)),
+                            JSONMember(name: "field", value: .string("messageId")),
+                            JSONMember(name: "line", value: .number("3")),
                         ])
                     ]))
             #expect(!json.stderr.contains("line 3:"), "with --json rejections are in the summary only: \(json)")

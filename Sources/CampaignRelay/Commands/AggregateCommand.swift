@@ -1,6 +1,7 @@
 import ArgumentParser
 import RelayAggregator
 import RelayLog
+import RelayServer
 
 /// `campaign-relay aggregate`: catches the aggregates up with the log, then exits.
 struct AggregateCommand: AsyncParsableCommand {
@@ -69,9 +70,7 @@ extension AggregationSummary {
             + (skippedSequences > 0 ? "; \(skippedSequences) sequence numbers skipped (damaged or missing in the log)" : "")
     }
 
-    var json: String {
-        "{\"events\":\(events),\"transactions\":\(transactions),\"startPosition\":\(startPosition),\"endPosition\":\(endPosition),\"skippedSequences\":\(skippedSequences),\"seconds\":\(seconds),\"eventsPerSecond\":\(Int(eventsPerSecond))}"
-    }
+    var json: String { APIJSON.text(self) }
 }
 
 extension ProgressLine {

@@ -130,7 +130,7 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
         await handoff?.shutdown()
         var output = StandardOutput.output()
         if common.json {
-            output.line("{\"requeued\":[" + requeued.map { "{\"id\":\($0.0),\"sequence\":\($0.1)}" }.joined(separator: ",") + "]}")
+            output.line(APIJSON.text(Requeued(requeued: requeued.map { Requeued.Letter(id: $0.0, sequence: $0.1) })))
         } else {
             output.line(
                 "re-queued \(counted(requeued.count, "dead letter"))"
@@ -138,4 +138,15 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
         }
         output.flush()
     }
+}
+
+/// `deadletter retry --json`: `{"requeued":[{"id":…,"sequence":…}]}`, each letter and the sequence
+/// it was appended with.
+struct Requeued: Encodable {
+    struct Letter: Encodable {
+        var id: Int64
+        var sequence: UInt64
+    }
+
+    var requeued: [Letter]
 }

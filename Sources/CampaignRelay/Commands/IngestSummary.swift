@@ -1,4 +1,5 @@
 import RelayCore
+import RelayServer
 
 /// What an ingest run stored and refused.
 struct IngestSummary {
@@ -42,24 +43,43 @@ struct IngestSummary {
         return text
     }
 
-    var json: String {
-        var out = "{\"accepted\":\(accepted),\"rejected\":\(rejected)"
-        out += ",\"firstSequence\":" + (firstSequence.map { String($0) } ?? "null")
-        out += ",\"lastSequence\":" + (lastSequence.map { String($0) } ?? "null")
-        out += ",\"seconds\":\(formatted(seconds)),\"eventsPerSecond\":\(Int(eventsPerSecond))"
-        out += ",\"rejections\":["
-        out += rejections.map {
-            "{\"line\":\($0.line),\"field\":\($0.error.field.map(JSONText.quoted) ?? "null"),\"error\":\(JSONText.quoted($0.error.message))}"
-        }.joined(separator: ",")
-        out += "]"
-        if let line = stoppedAtLine { out += ",\"stoppedAtLine\":\(line)" }
-        if let error { out += ",\"error\":\(JSONText.quoted(error))" }
-        return out + "}"
-    }
+    var json: String { APIJSON.text(self) }
 
     private func formatted(_ value: Double) -> String {
         let millis = Int((value * 1000).rounded())
         let fraction = String(millis % 1000)
         return "\(millis / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
+    }
+}
+
+extension IngestSummary: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case accepted, rejected, firstSequence, lastSequence, seconds, eventsPerSecond, rejections, stoppedAtLine, error
+    }
+
+    private enum RejectionKeys: String, CodingKey {
+        case line, field, error
+    }
+
+    /// `ingest --json`: `firstSequence` and `lastSequence` are `null` when nothing was stored;
+    /// `rejections` keeps the first ``keptRejections``; `stoppedAtLine` and `error` only when the
+    /// log refused to store.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(accepted, forKey: .accepted)
+        try container.encode(rejected, forKey: .rejected)
+        try container.encode(firstSequence, forKey: .firstSequence)
+        try container.encode(lastSequence, forKey: .lastSequence)
+        try container.encode((seconds * 1000).rounded() / 1000, forKey: .seconds)
+        try container.encode(Int(eventsPerSecond), forKey: .eventsPerSecond)
+        var list = container.nestedUnkeyedContainer(forKey: .rejections)
+        for rejection in rejections {
+            var item = list.nestedContainer(keyedBy: RejectionKeys.self)
+            try item.encode(rejection.line, forKey: .line)
+            try item.encode(rejection.error.field, forKey: .field)
+            try item.encode(rejection.error.message, forKey: .error)
+        }
+        try container.encodeIfPresent(stoppedAtLine, forKey: .stoppedAtLine)
+        try container.encodeIfPresent(error, forKey: .error)
     }
 }

@@ -1,4 +1,5 @@
 import RelayForwarding
+import RelayServer
 
 /// What an upload or replay run did, over its lanes.
 struct UploadSummary {
@@ -25,11 +26,25 @@ struct UploadSummary {
         return text
     }
 
-    var json: String {
-        let laneJSON = lanes.sorted { $0.key.rawValue < $1.key.rawValue }.map { kind, stats in
-            "\"\(kind.rawValue)\":{\"delivered\":\(stats.delivered),\"skippedDuplicates\":\(stats.skippedDuplicates),\"deadLettered\":\(stats.deadLettered),\"rejected\":\(stats.rejected),\"retries\":\(stats.retries),\"position\":\(stats.position),\"backlog\":\(stats.backlog)}"
-        }.joined(separator: ",")
-        return
-            "{\"delivered\":\(delivered),\"skippedDuplicates\":\(total(\.skippedDuplicates)),\"deadLettered\":\(total(\.deadLettered)),\"rejected\":\(total(\.rejected)),\"retries\":\(total(\.retries)),\"backlog\":\(backlog),\"pendingDeadLetters\":\(pendingDeadLetters),\"seconds\":\(seconds),\"lanes\":{\(laneJSON)}}"
+    var json: String { APIJSON.text(self) }
+}
+
+extension UploadSummary: Encodable {
+    private enum CodingKeys: String, CodingKey {
+        case delivered, skippedDuplicates, deadLettered, rejected, retries, backlog, pendingDeadLetters, seconds, lanes
+    }
+
+    /// `upload --json` and `replay --json`: the totals, then each lane by name.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(delivered, forKey: .delivered)
+        try container.encode(total(\.skippedDuplicates), forKey: .skippedDuplicates)
+        try container.encode(total(\.deadLettered), forKey: .deadLettered)
+        try container.encode(total(\.rejected), forKey: .rejected)
+        try container.encode(total(\.retries), forKey: .retries)
+        try container.encode(backlog, forKey: .backlog)
+        try container.encode(pendingDeadLetters, forKey: .pendingDeadLetters)
+        try container.encode((seconds * 1000).rounded() / 1000, forKey: .seconds)
+        try container.encode(Dictionary(uniqueKeysWithValues: lanes.map { ($0.key.rawValue, $0.value) }), forKey: .lanes)
     }
 }

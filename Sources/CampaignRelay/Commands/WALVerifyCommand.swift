@@ -1,6 +1,7 @@
 import ArgumentParser
 import RelayCore
 import RelayLog
+import RelayServer
 
 /// `campaign-relay wal verify`: checks every frame without changing anything.
 struct WALVerifyCommand: AsyncParsableCommand {
@@ -21,20 +22,7 @@ struct WALVerifyCommand: AsyncParsableCommand {
         let report = try LogVerifier.verify(walDirectory: layout.walDirectory)
         var output = StandardOutput.output()
         if common.json {
-            var json = "{\"segments\":\(report.segments),\"frames\":\(report.frames),\"events\":\(report.events),\"bytes\":\(report.bytes)"
-            json += ",\"preallocatedBytes\":\(report.preallocatedBytes)"
-            json += ",\"bytesPerEvent\":\((report.bytesPerEvent * 100).rounded() / 100)"
-            json += ",\"corruptFrames\":\(report.corruptFrames),\"tornTails\":\(report.tornTails),\"supersededFrames\":\(report.supersededFrames)"
-            json += ",\"missingSequences\":\(report.missingSequences)"
-            json += ",\"firstSequence\":" + (report.firstSequence.map { String($0) } ?? "null")
-            json += ",\"lastSequence\":" + (report.lastSequence.map { String($0) } ?? "null")
-            json +=
-                ",\"damage\":["
-                + report.damage.map {
-                    "{\"kind\":\"\($0.kind.rawValue)\",\"segment\":\"\($0.segment)\",\"offset\":\($0.range.lowerBound),\"bytes\":\($0.range.count),\"reason\":\(JSONText.quoted($0.reason))}"
-                }.joined(separator: ",") + "]"
-            json += ",\"clean\":\(report.isClean)}"
-            output.line(json)
+            output.line(APIJSON.text(report))
         } else {
             output.line("segments:          \(report.segments)")
             output.line("frames:            \(report.frames)")
