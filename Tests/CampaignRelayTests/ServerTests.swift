@@ -136,7 +136,7 @@ struct ServerTests {
             (
                 "POST", events,
                 "{\"kind\":\"track\",\"action\":\"open\",\"messageId\":\"1\",\"deliveryId\":\"f\"}\n{\"kind\":\"track\",\"action\":\"open\",\"messageId\":\"a8a\",\"deliveryId\":\"f\"}",
-                [], 400, "\"index\":1,\"field\":\"messageId\""
+                [], 400, "\"field\":\"messageId\",\"index\":1"
             ),
             ("POST", events, "", [], 400, "the body is empty"),
             (

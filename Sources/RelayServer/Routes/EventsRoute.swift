@@ -125,7 +125,7 @@ struct EventsRoute: Sendable {
             }
             let first = sequences[0] ?? range?.lowerBound ?? 0
             let last = sequences[total - 1] ?? range.map { $0.upperBound - 1 } ?? (first + UInt64(max(total, 1)) - 1)
-            let json = "{\"accepted\":\(total),\"firstSequence\":\(first),\"lastSequence\":\(last)}"
+            let json = APIJSON.text(StoredBatch(accepted: total, firstSequence: first, lastSequence: last))
             return Outcome(response: Responses.json(.ok, json), final: true, status: 200, body: json)
         } catch {
             switch error {

@@ -10,9 +10,9 @@ struct HealthRoutes: Sendable {
             // The newest durable event's sequence number (0: nothing stored yet).
             let last = await ingestor.log.durableSequence - 1
             if ingestor.isShuttingDown {
-                return Responses.json(.serviceUnavailable, "{\"ready\":false,\"reason\":\"shutting down\",\"lastDurableSequence\":\(last)}")
+                return Responses.json(.serviceUnavailable, APIJSON.text(Readiness(ready: false, reason: "shutting down", lastDurableSequence: last)))
             }
-            return Responses.json(.ok, "{\"ready\":true,\"lastDurableSequence\":\(last)}")
+            return Responses.json(.ok, APIJSON.text(Readiness(ready: true, reason: nil, lastDurableSequence: last)))
         }
     }
 }

@@ -16,17 +16,9 @@ enum Responses {
         json(status, errorJSON(message, problems: problems))
     }
 
-    /// `{"error":…,"problems":[{"index":…,"field":…,"message":…}]}`.
+    /// The JSON of an ``ErrorAnswer``.
     static func errorJSON(_ message: String, problems: [EventBatchDecoder.Problem] = []) -> String {
-        var body = "{\"error\":\(JSONText.quoted(message))"
-        if !problems.isEmpty {
-            body +=
-                ",\"problems\":["
-                + problems.map { problem in
-                    "{\"index\":\(problem.index.map(String.init) ?? "null"),\"field\":\(problem.field.map(JSONText.quoted) ?? "null"),\"message\":\(JSONText.quoted(problem.message))}"
-                }.joined(separator: ",") + "]"
-        }
-        return body + "}"
+        APIJSON.text(ErrorAnswer(error: message, problems: problems))
     }
 
     /// 503 with `Retry-After`: the relay cannot store now, the sender should retry. While shutting
