@@ -2,6 +2,7 @@ import ArgumentParser
 import CampaignEmulator
 import Logging
 import RelayCore
+import RelayServer
 import RelayTLS
 
 /// `campaign-relay emulate`: an emulator of the Campaign hosts, for tests and staging.
@@ -100,7 +101,7 @@ struct EmulateCommand: AsyncParsableCommand {
         try await emulator.run(host: address.host, port: address.port, certificates: certificates, logger: logger) { port in
             var output = StandardOutput.output()
             let url = "\(scheme)://\(address.host.contains(":") ? "[\(address.host)]" : address.host):\(port)"
-            output.line(json ? "{\"url\":\(JSONText.quoted(url))}" : "emulating Campaign hosts on \(url)")
+            output.line(json ? APIJSON.text(["url": url]) : "emulating Campaign hosts on \(url)")
             output.flush()
         }
     }

@@ -142,8 +142,7 @@ struct IngestCommand: AsyncParsableCommand {
                 summary.accept(range)
                 summary.linesDone = chunk.firstLine + chunk.lineCount - 1
                 if acks {
-                    output.line(
-                        "{\"ack\":{\"lines\":[\(chunk.firstLine),\(summary.linesDone)],\"sequences\":[\(range.lowerBound),\(range.upperBound - 1)]}}")
+                    output.line(APIJSON.text(IngestAck(lines: chunk.firstLine...summary.linesDone, sequences: range)))
                     output.flush()
                 }
                 return
@@ -178,5 +177,22 @@ struct IngestCommand: AsyncParsableCommand {
         errors.flush()
         if failure != nil { throw ExitCode(1) }
         if summary.rejected > 0 { throw ExitCode(2) }
+    }
+}
+
+/// `ingest --acks`: `{"ack":{"lines":[a,b],"sequences":[c,d]}}`, lines a to b stored as sequences
+/// c to d, printed once they are durable.
+struct IngestAck: Encodable {
+    var lines: ClosedRange<Int>
+    var sequences: Range<UInt64>
+
+    private enum CodingKeys: String, CodingKey { case ack }
+    private enum AckKeys: String, CodingKey { case lines, sequences }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        var ack = container.nestedContainer(keyedBy: AckKeys.self, forKey: .ack)
+        try ack.encode([lines.lowerBound, lines.upperBound], forKey: .lines)
+        try ack.encode([sequences.lowerBound, sequences.upperBound - 1], forKey: .sequences)
     }
 }
