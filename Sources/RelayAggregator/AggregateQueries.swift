@@ -1,18 +1,16 @@
 import RelayCore
-import RelayIO
+public import RelayIO
 import RelaySQLite
 
 /// Read-only access to the aggregates, for `campaign-relay stats` and the admin API. Safe to use
 /// while an aggregator writes (SQLite WAL mode lets readers see the last committed state).
 ///
 /// Its reads run on a thread of its own (a ``BlockingExecutor``), never on the cooperative pool.
-public actor AggregateQueries {
+public actor AggregateQueries: BlockingActor {
     /// The database file.
     public let path: String
     /// The thread every SQLite call runs on.
-    private nonisolated let executor: BlockingExecutor
-    /// Runs the queries on ``executor``: SQLite blocks, so it stays off the cooperative pool.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    public nonisolated let executor: BlockingExecutor
     private let connection: SQLiteConnection
 
     /// Opens the database at `path` read-only.

@@ -14,7 +14,7 @@ public import RelayLog
 /// it covers, so a crash at any point neither loses nor double-counts an event. The aggregator
 /// also keeps the log cursor named ``cursorName`` (committed after the counts, so it may lag),
 /// which stops the log from deleting segments it has not consumed.
-public actor Aggregator {
+public actor Aggregator: BlockingActor {
     /// The log cursor the aggregator keeps.
     public static let cursorName = "aggregator"
 
@@ -22,9 +22,7 @@ public actor Aggregator {
     public static func databasePath(dataDirectory: String) -> String { "\(dataDirectory)/aggregates.sqlite" }
 
     /// The thread the aggregator (and so every SQLite call of its store) runs on.
-    private nonisolated let executor: BlockingExecutor
-    /// Runs the aggregator on ``executor``, off the cooperative pool.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    public nonisolated let executor: BlockingExecutor
     /// The thread that decodes the next batch from the log while SQLite counts this one.
     private let readAhead: BlockingExecutor
     private let log: WriteAheadLog

@@ -1,5 +1,5 @@
 public import RelayCore
-import RelayIO
+public import RelayIO
 public import RelaySQLite
 
 /// Remembers `Idempotency-Key`s of `POST /v1/events` durably, so a retried request gets the
@@ -9,7 +9,7 @@ public import RelaySQLite
 /// from and the time given to events without one. After the append it becomes *completed* with
 /// the answer. A retry that finds a pending record (the relay crashed in between) looks in the log
 /// from that position for the request's events: those found are not appended again.
-public actor IdempotencyStore {
+public actor IdempotencyStore: BlockingActor {
     /// What the store knows about a key.
     public enum Entry: Sendable, Hashable {
         /// The request was answered: the same answer again.
@@ -19,9 +19,7 @@ public actor IdempotencyStore {
     }
 
     /// The thread every SQLite call of the store runs on.
-    private nonisolated let executor: BlockingExecutor
-    /// Runs the store on ``executor``: SQLite blocks, so it stays off the cooperative pool.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    public nonisolated let executor: BlockingExecutor
     private let connection: SQLiteConnection
     private let find: SQLiteStatement
     private let insertPending: SQLiteStatement

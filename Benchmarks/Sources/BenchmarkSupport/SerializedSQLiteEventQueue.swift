@@ -5,10 +5,8 @@ import RelaySQLite
 /// The SQLite baseline behind one thread of its own, as an SDK's persistent queue runs it (and as
 /// the relay runs every SQLite connection): appends from many tasks wait their turn, one durable
 /// transaction each.
-public actor SerializedSQLiteEventQueue {
-    private nonisolated let executor: BlockingExecutor
-    /// Runs the queue on its own thread, off the cooperative pool.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+public actor SerializedSQLiteEventQueue: BlockingActor {
+    public nonisolated let executor: BlockingExecutor
     private let queue: SQLiteEventQueue
 
     /// Opens (creating) the queue database at `path`.

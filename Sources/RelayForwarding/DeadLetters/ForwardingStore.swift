@@ -1,17 +1,15 @@
 public import RelayCore
-import RelayIO
+public import RelayIO
 public import RelaySQLite
 
 /// `<data-dir>/forwarding.sqlite`: the dead-letter store and the last registration delivered per
 /// device token (for the SDKs' "skip an unchanged registration" rule).
-public actor ForwardingStore {
+public actor ForwardingStore: BlockingActor {
     /// The database file of a data directory.
     public static func path(dataDirectory: String) -> String { "\(dataDirectory)/forwarding.sqlite" }
 
     /// The thread every SQLite call of the store runs on.
-    private nonisolated let executor: BlockingExecutor
-    /// Runs the store on ``executor``: SQLite blocks, so it stays off the cooperative pool.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    public nonisolated let executor: BlockingExecutor
     private let connection: SQLiteConnection
     private let insertDeadLetter: SQLiteStatement
     private let findDelivered: SQLiteStatement

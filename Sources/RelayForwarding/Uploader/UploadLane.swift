@@ -1,6 +1,6 @@
 public import Logging
 import RelayCore
-import RelayIO
+public import RelayIO
 public import RelayLog
 
 #if canImport(Glibc)
@@ -15,7 +15,7 @@ public import RelayLog
 /// `Retry-After`. The lane's durable cursor only ever passes events that are done, and the lane
 /// never sends beyond ``UploadConfiguration/maximumUnsyncedEvents`` past it — so a crash re-sends at
 /// most that many events.
-public actor UploadLane {
+public actor UploadLane: BlockingActor {
     /// Which events a lane carries.
     public enum Kind: String, Sendable, Hashable {
         /// Tracking hits, to the tracking host.
@@ -47,9 +47,7 @@ public actor UploadLane {
     public nonisolated let kind: Kind
     /// The lane's thread: it reads and decodes the log (blocking `pread`s and inflating), at
     /// ``UploadConfiguration/threadPriority``.
-    private nonisolated let executor: BlockingExecutor
-    /// Runs the lane on ``executor``, off the cooperative pool.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    public nonisolated let executor: BlockingExecutor
     let host: CampaignHost
     let transport: any CampaignTransport
     let store: ForwardingStore
