@@ -48,6 +48,14 @@ struct ServerTests {
             let registrations = await recorder.acceptedRegistrations.count
             return hits >= 102 && registrations >= 2
         }
+        let (registrationsSeen, hitsSeen) = (await recorder.acceptedRegistrations.count, await recorder.acceptedHits)
+        if registrationsSeen < 2 || hitsSeen < 102 {
+            // Say why: the uploader's own account of its lanes, and what the emulator saw.
+            let metrics = try await http.get(server.url + "/metrics").body.split(separator: "\n")
+                .filter { $0.hasPrefix("relay_upload") || $0.hasPrefix("relay_dead") || $0.hasPrefix("relay_wal_last") }
+            let requests = await recorder.lastRequests(500).map { "\($0.method) \($0.status) \($0.body.prefix(40))" }
+            Issue.record("uploader: \(metrics.joined(separator: "; ")); the emulator saw: \(requests.suffix(10))")
+        }
         #expect(await recorder.acceptedHits == 102)
         var expected = Set((1...100).map { EmulatorHitKey(messageId: String($0, radix: 16), deliveryId: "f0200", tag: $0 <= 60 ? 1 : 2) })
         expected.insert(EmulatorHitKey(messageId: "d828", deliveryId: "f0190", tag: 1))
