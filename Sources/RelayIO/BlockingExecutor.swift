@@ -33,6 +33,14 @@ public final class BlockingExecutor: SerialExecutor, Sendable {
             case .background: 5
             }
         }
+
+        /// Gives the calling thread this priority (for threads the relay does not start itself,
+        /// such as an event loop's).
+        public func applyToCurrentThread() {
+            guard niceness != 0 else { return }
+            // `who` 0 is the calling thread: on Linux the nice value belongs to each thread.
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness)
+        }
     }
 
     /// The thread's name, as `top -H` and `perf` show it (Linux keeps its first 15 bytes).
@@ -47,10 +55,7 @@ public final class BlockingExecutor: SerialExecutor, Sendable {
         let thread = Thread {
             BlockingExecutor.nameCurrentThread(name)
             BlockingExecutor.registry.withLock { _ = $0.insert(pthread_self()) }
-            if priority.niceness != 0 {
-                // `who` 0 is the calling thread: on Linux the nice value belongs to each thread.
-                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, priority.niceness)
-            }
+            priority.applyToCurrentThread()
             queue.runUntilStopped()
             BlockingExecutor.registry.withLock { _ = $0.remove(pthread_self()) }
         }

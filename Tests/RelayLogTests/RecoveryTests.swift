@@ -210,7 +210,18 @@ struct RecoveryTests {
         let lockFile = LogLayout(dataDirectory: directory).lockFile
         // A second open file description of the lock file conflicts with flock like a forked child
         // that still holds the writer's description until it calls exec.
-        let otherHolder = try #require(try fileSystem.lockExclusively(lockFile))
+        // Taking it can itself meet that moment (a child another test is starting), so it retries.
+        var taken: (any FileHandle)?
+        let deadline = ContinuousClock.now.advanced(by: .seconds(5))
+        while taken == nil {
+            do {
+                taken = try fileSystem.lockExclusively(lockFile)
+            } catch {
+                guard error.errno == EWOULDBLOCK, ContinuousClock.now < deadline else { throw error }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        let otherHolder = try #require(taken)
         let release = Task {
             try await Task.sleep(for: .milliseconds(150))
             otherHolder.close()

@@ -88,18 +88,22 @@ struct IngestCommand: AsyncParsableCommand {
             }
             errors.flush()
             guard failure == nil, !decoded.events.isEmpty else { return }
-            var events: [Event] = []
-            var lines: [Int] = []
-            for (event, line) in zip(decoded.events, decoded.eventLines) {
-                if let problem = EventIngestor.keyProblem(event, allowed: allowedKeys) {
-                    summary.reject(EventLines.Rejection(line: line, error: problem))
-                    if !common.json { errors.line("line \(line): \(problem.message)") }
-                    continue
+            var events = decoded.events
+            var lines = decoded.eventLines
+            if !allowedKeys.isEmpty {
+                // Only with --integration-key: otherwise the batch goes on as decoded, uncopied.
+                (events, lines) = ([], [])
+                for (event, line) in zip(decoded.events, decoded.eventLines) {
+                    if let problem = EventIngestor.keyProblem(event, allowed: allowedKeys) {
+                        summary.reject(EventLines.Rejection(line: line, error: problem))
+                        if !common.json { errors.line("line \(line): \(problem.message)") }
+                        continue
+                    }
+                    events.append(event)
+                    lines.append(line)
                 }
-                events.append(event)
-                lines.append(line)
+                errors.flush()
             }
-            errors.flush()
             while !events.isEmpty {
                 let range: Range<UInt64>
                 if let ingestor {

@@ -15,15 +15,6 @@ struct StatsOutput: Encodable {
             url = record.url
             self.lastDurableSequence = lastDurableSequence
         }
-
-        private enum CodingKeys: String, CodingKey { case pid, url, lastDurableSequence }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(pid, forKey: .pid)
-            try container.encode(url, forKey: .url)
-            try container.encode(lastDurableSequence, forKey: .lastDurableSequence)
-        }
     }
 
     var report: AggregatesReport

@@ -279,11 +279,11 @@ public actor WriteAheadLog {
     public func commitCursor(_ name: String, to position: UInt64) async throws(LogError) {
         try CursorStore.validate(name)
         let store = cursors
-        let result = await cursorIO.run { () -> Result<Void, FileSystemError> in
-            do throws(FileSystemError) { try store.write(name, position: position) } catch { return .failure(error) }
-            return .success(())
+        do {
+            try await cursorIO.run { () throws(FileSystemError) in try store.write(name, position: position) }
+        } catch {
+            throw .fileSystem(error, context: "writing cursor \(name)")
         }
-        if case .failure(let error) = result { throw .fileSystem(error, context: "writing cursor \(name)") }
         cursorPositions[name] = position
         try await removeConsumedSegments()
     }
@@ -292,13 +292,11 @@ public actor WriteAheadLog {
     public func removeCursor(_ name: String) async throws(LogError) {
         try CursorStore.validate(name)
         let (fileSystem, path) = (fileSystem, cursors.path(name))
-        let result = await cursorIO.run { () -> Result<Void, FileSystemError> in
-            do throws(FileSystemError) { try fileSystem.remove(path) } catch {
-                return error.errno == LogLayout.noSuchFileErrno ? .success(()) : .failure(error)
-            }
-            return .success(())
+        do {
+            try await cursorIO.run { () throws(FileSystemError) in try fileSystem.remove(path) }
+        } catch {
+            guard error.errno == LogLayout.noSuchFileErrno else { throw .fileSystem(error, context: "removing cursor \(name)") }
         }
-        if case .failure(let error) = result { throw .fileSystem(error, context: "removing cursor \(name)") }
         cursorPositions[name] = nil
     }
 

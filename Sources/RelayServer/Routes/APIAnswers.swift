@@ -36,13 +36,4 @@ struct Readiness: Encodable {
     var ready: Bool
     var reason: String?
     var lastDurableSequence: UInt64
-
-    private enum CodingKeys: String, CodingKey { case ready, reason, lastDurableSequence }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(ready, forKey: .ready)
-        try container.encodeIfPresent(reason, forKey: .reason)
-        try container.encode(lastDurableSequence, forKey: .lastDurableSequence)
-    }
 }

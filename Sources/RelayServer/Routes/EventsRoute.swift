@@ -96,35 +96,31 @@ struct EventsRoute: Sendable {
         case .success(let decoded):
             events = decoded
         }
-        var problems = events.enumerated().compactMap { index, event in
-            ingestor.keyProblem(event).map { EventBatchDecoder.Problem(index: index, field: $0.field, message: $0.message) }
+        // One pass over the batch for both rules, so the problems come in batch order.
+        var problems: [EventBatchDecoder.Problem] = []
+        for (index, event) in events.enumerated() {
+            if let problem = ingestor.keyProblem(event) {
+                problems.append(EventBatchDecoder.Problem(index: index, field: problem.field, message: problem.message))
+            }
+            if event.request != nil {
+                problems.append(
+                    EventBatchDecoder.Problem(
+                        index: index, field: "request", message: "request is set by the relay for a request with an Idempotency-Key; leave it out")
+                )
+            }
         }
-        for (index, event) in events.enumerated() where event.request != nil {
-            problems.append(
-                EventBatchDecoder.Problem(
-                    index: index, field: "request", message: "request is set by the relay for a request with an Idempotency-Key; leave it out")
-            )
-        }
-        if !problems.isEmpty { return refused(problems.sorted { ($0.index ?? -1) < ($1.index ?? -1) }) }
-        if let key {
-            for index in events.indices { events[index].request = RequestIdentity(key: key, index: index) }
-        }
+        if !problems.isEmpty { return refused(problems) }
         let total = events.count
         // After a crash between the append and the answer, some or all of the events may be in the log.
         var stored: [Int: UInt64] = [:]
-        if let key, let start {
-            stored = await storedEvents(of: key, count: total, from: start)
+        if let key {
+            for index in events.indices { events[index].request = RequestIdentity(key: key, index: index) }
+            if let start { stored = await storedEvents(of: key, count: total, from: start) }
         }
-        let missing = events.filter { event in event.request.map { stored[$0.index] == nil } ?? true }
+        let missing = stored.isEmpty ? events : events.filter { event in event.request.map { stored[$0.index] == nil } ?? true }
         do {
             let range = missing.isEmpty ? nil : try await ingestor.append(missing)
-            // The sequence numbers of the request's first and last events.
-            var sequences = stored
-            if let range {
-                for (offset, event) in missing.enumerated() { sequences[event.request?.index ?? offset] = range.lowerBound + UInt64(offset) }
-            }
-            let first = sequences[0] ?? range?.lowerBound ?? 0
-            let last = sequences[total - 1] ?? range.map { $0.upperBound - 1 } ?? (first + UInt64(max(total, 1)) - 1)
+            let (first, last) = Self.firstAndLast(of: total, stored: stored, appended: missing, at: range)
             let json = APIJSON.text(StoredBatch(accepted: total, firstSequence: first, lastSequence: last))
             return Outcome(response: Responses.json(.ok, json), final: true, status: 200, body: json)
         } catch {
@@ -134,6 +130,25 @@ struct EventsRoute: Sendable {
                 return Outcome(response: response, final: false, status: 503, body: "")
             }
         }
+    }
+
+    /// The sequence numbers of a request's first and last events: those found `stored` earlier (by
+    /// index in the request), or those just `appended` at `range`.
+    private static func firstAndLast(
+        of total: Int, stored: [Int: UInt64], appended: [Event], at range: Range<UInt64>?
+    ) -> (first: UInt64, last: UInt64) {
+        guard !stored.isEmpty else {
+            // Nothing was found: the whole batch is in `range` (an empty batch has no sequences).
+            guard let range else { return (0, 0) }
+            return (range.lowerBound, range.upperBound - 1)
+        }
+        var sequences = stored
+        if let range {
+            for (offset, event) in appended.enumerated() {
+                if let index = event.request?.index { sequences[index] = range.lowerBound + UInt64(offset) }
+            }
+        }
+        return (sequences[0] ?? 0, sequences[total - 1] ?? 0)
     }
 
     /// The sequence numbers, by index in the request, of the events stored for the request with
