@@ -23,6 +23,8 @@ let package = Package(
         .executable(name: "campaign-relay", targets: ["CampaignRelay"]),
         .library(name: "RelayIO", targets: ["RelayIO"]),
         .library(name: "RelayCore", targets: ["RelayCore"]),
+        .library(name: "CampaignProtocol", targets: ["CampaignProtocol"]),
+        .library(name: "RelayEventJSON", targets: ["RelayEventJSON"]),
         .library(name: "RelayLog", targets: ["RelayLog"]),
         .library(name: "RelaySQLite", targets: ["RelaySQLite"]),
         .library(name: "RelayAggregator", targets: ["RelayAggregator"]),
@@ -51,9 +53,22 @@ let package = Package(
             name: "RelayIO",
             swiftSettings: swiftSettings
         ),
-        // The event model: validation, JSON parsing, binary encoding, Campaign wire forms.
+        // The event model: events, message ids, times, validation, and a JSON parser.
         .target(
             name: "RelayCore",
+            swiftSettings: swiftSettings
+        ),
+        // The Campaign wire protocol: SDK requests read as Campaign reads them, Campaign requests
+        // written as the SDKs write them, the message-id and tracking-hit rules, the endpoints.
+        .target(
+            name: "CampaignProtocol",
+            dependencies: ["RelayCore"],
+            swiftSettings: swiftSettings
+        ),
+        // The relay's own JSON event format: JSON lines and batches in, JSON out.
+        .target(
+            name: "RelayEventJSON",
+            dependencies: ["RelayCore", "CampaignProtocol"],
             swiftSettings: swiftSettings
         ),
         // The write-ahead log: frames, segments, group commit, recovery, readers and cursors.
@@ -61,6 +76,7 @@ let package = Package(
             name: "RelayLog",
             dependencies: [
                 "RelayCore",
+                "CampaignProtocol",
                 "RelayIO",
                 "CZlib",
                 .product(name: "Logging", package: "swift-log"),
@@ -90,6 +106,8 @@ let package = Package(
             name: "RelayForwarding",
             dependencies: [
                 "RelayCore",
+                "CampaignProtocol",
+                "RelayEventJSON",
                 "RelayIO",
                 "RelayLog",
                 "RelaySQLite",
@@ -120,7 +138,7 @@ let package = Package(
             name: "CampaignEmulator",
             dependencies: [
                 "RelayCore",
-                "RelayForwarding",
+                "CampaignProtocol",
                 "RelayTLS",
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
@@ -131,6 +149,8 @@ let package = Package(
             name: "RelayServer",
             dependencies: [
                 "RelayCore",
+                "CampaignProtocol",
+                "RelayEventJSON",
                 "RelayIO",
                 "RelayLog",
                 "RelayAggregator",
@@ -150,6 +170,9 @@ let package = Package(
             name: "CampaignRelay",
             dependencies: [
                 "RelayCore",
+                "RelayIO",
+                "CampaignProtocol",
+                "RelayEventJSON",
                 "RelayLog",
                 "RelayAggregator",
                 "RelayForwarding",
@@ -175,12 +198,22 @@ let package = Package(
         ),
         .testTarget(
             name: "RelayCoreTests",
-            dependencies: ["RelayCore"],
+            dependencies: ["RelayCore", "CampaignProtocol", "RelayEventJSON"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CampaignProtocolTests",
+            dependencies: [
+                "CampaignProtocol", "RelayCore", "RelayForwarding", "CampaignEmulator", "RelayTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RelayLogTests",
-            dependencies: ["RelayLog", "RelayCore", "RelayTestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayTestSupport", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -193,7 +226,7 @@ let package = Package(
         .testTarget(
             name: "RelayForwardingTests",
             dependencies: [
-                "RelayForwarding", "CampaignEmulator", "RelayLog", "RelayCore", "RelayTestSupport",
+                "RelayForwarding", "CampaignEmulator", "CampaignProtocol", "RelayLog", "RelayCore", "RelayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
@@ -202,7 +235,8 @@ let package = Package(
         .testTarget(
             name: "CampaignRelayTests",
             dependencies: [
-                "RelayLog", "RelayCore", "RelayIO", "RelaySQLite", "RelayAggregator", "RelayForwarding", "CampaignEmulator", "RelayTestSupport",
+                "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayAggregator", "RelayForwarding",
+                "CampaignEmulator", "RelayTestSupport",
                 "RelayServer", "CampaignRelay",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
@@ -220,7 +254,7 @@ if benchmarks {
         // What several benchmarks share: generated events, the SQLite baseline queue.
         .target(
             name: "BenchmarkSupport",
-            dependencies: ["RelayCore", "RelayIO", "RelayLog", "RelaySQLite"],
+            dependencies: ["RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelayLog", "RelaySQLite"],
             path: "Benchmarks/Sources/BenchmarkSupport",
             swiftSettings: benchmarkSwiftSettings
         ),
@@ -235,7 +269,7 @@ if benchmarks {
         // `ingest-baseline-sqlite`: what `campaign-relay ingest` does, with SQLite instead of the log.
         .executableTarget(
             name: "IngestBaseline",
-            dependencies: ["BenchmarkSupport", "RelayCore"],
+            dependencies: ["BenchmarkSupport", "RelayCore", "RelayEventJSON"],
             path: "Benchmarks/Sources/IngestBaseline",
             swiftSettings: benchmarkSwiftSettings
         ),

@@ -1,8 +1,8 @@
+import CampaignProtocol
 public import Hummingbird
 public import Logging
 import NIOCore
 import RelayCore
-import RelayForwarding
 public import RelayTLS
 import Synchronization
 
@@ -38,10 +38,13 @@ public final class CampaignEmulator: Sendable {
     /// The emulator's routes.
     public func router() -> Router<EmulatorContext> {
         let router = Router(context: EmulatorContext.self)
-        router.post("nms/mobile/1/registerIOS.jssp") { request, context in try await self.register(request, context, platform: .ios) }
-        router.post("nms/mobile/1/registerAndroid.jssp") { request, context in try await self.register(request, context, platform: .android) }
-        router.get("r/test") { _, _ in Self.text(.ok, "campaign-relay emulator (build 9032)\n") }
-        router.get("r") { request, context in try await self.track(request, context) }
+        for platform in [Platform.ios, .android] {
+            router.post(RouterPath(CampaignEndpoint.registration(platform))) { request, context in
+                try await self.register(request, context, platform: platform)
+            }
+        }
+        router.get(RouterPath(CampaignEndpoint.trackingTest)) { _, _ in Self.text(.ok, "campaign-relay emulator (build 9032)\n") }
+        router.get(RouterPath(CampaignEndpoint.tracking)) { request, context in try await self.track(request, context) }
         router.get("r/redirected/{hop}") { request, context in try await self.track(request, context) }
         router.get("emulator/hits") { request, _ in await self.hitsReport(request) }
         router.get("emulator/registrations") { _, _ in
@@ -130,16 +133,17 @@ public final class CampaignEmulator: Sendable {
 
     private func answerRegistration(_ body: String, platform: Platform, _ context: EmulatorContext) async throws -> Response {
         if let fault = try await injectedFault(context) { return fault }
+        // Campaign reads forms as the relay's SDK endpoints do (a field given twice counts by its
+        // first value), and refuses the same unusable ones.
+        let form: SDKRegistrationForm
         var fields: [String: String] = [:]
-        for pair in body.split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, let name = FormEncoding.decode(parts[0]), let value = FormEncoding.decode(parts[1]) else {
-                return Self.text(.badRequest, "malformed form field \(pair)\n")
-            }
-            fields[name] = value
+        do {
+            form = try SDKRegistrationForm(body: body, platform: platform, time: .now())
+            for (name, value) in try FormEncoding.fields(body) where fields[name] == nil { fields[name] = value }
+        } catch {
+            return Self.text(.badRequest, "\(error)\n")
         }
-        guard let token = fields["registrationToken"], !token.isEmpty else { return Self.text(.badRequest, "registrationToken is missing\n") }
-        guard let key = fields["mobileAppUuid"], !key.isEmpty else { return Self.text(.badRequest, "mobileAppUuid is missing\n") }
+        let key = form.registration.integrationKey
         if let known = currentFaults.knownIntegrationKeys, !known.contains(key) {
             return Self.text(.badRequest, "Unknown integration key '\(key)' (UnknownUUID)\n")
         }
@@ -159,12 +163,14 @@ public final class CampaignEmulator: Sendable {
 
     private func answerTracking(_ request: Request, _ context: EmulatorContext) async throws -> Response {
         if let fault = try await injectedFault(context) { return fault }
-        guard let id = request.uri.queryParameters.get("id"), id.hasPrefix("h") else {
-            return Self.text(.badRequest, "expected ?id=h{messageId},{deliveryId},{tag}\n")
+        guard let id = request.uri.queryParameters.get("id") else {
+            return Self.text(.badRequest, "expected ?id=\(TrackingHitID.syntax)\n")
         }
-        let parts = id.dropFirst().split(separator: ",", omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty, let tag = Int(parts[2]), tag == 1 || tag == 2 else {
-            return Self.text(.badRequest, "expected ?id=h{messageId},{deliveryId},{tag} with tag 1 or 2, got \(id)\n")
+        let hit: TrackingHitID
+        do {
+            hit = try TrackingHitID(parsing: String(id))
+        } catch {
+            return Self.text(.badRequest, "expected ?id=\(TrackingHitID.syntax) with tag 1 or 2: \(error.message)\n")
         }
         let hop = context.parameters.get("hop").flatMap { Int($0) } ?? 0
         if let redirects = currentFaults.redirectHits, hop < redirects {
@@ -172,7 +178,7 @@ public final class CampaignEmulator: Sendable {
             response.headers[.location] = "/r/redirected/\(hop + 1)/?id=\(id)"
             return response
         }
-        recorder.record(EmulatorRecorder.Hit(messageId: String(parts[0]), deliveryId: String(parts[1]), tag: tag))
+        recorder.record(EmulatorRecorder.Hit(messageId: hit.messageID, deliveryId: hit.deliveryID, tag: hit.tag.rawValue))
         return Self.text(.ok, "")
     }
 

@@ -43,6 +43,12 @@ public actor AggregateQueries: BlockingActor {
         }
     }
 
+    /// Closes the connection now, on its own thread (otherwise it closes when the actor goes away).
+    /// Queries after this fail.
+    public func close() {
+        connection.close()
+    }
+
     /// The log positions the aggregates cover: events `first ..< next`.
     public func coveredSequences() throws(AggregatorError) -> Range<UInt64> {
         do {

@@ -3,10 +3,6 @@ import RelayCore
 public import RelayIO
 public import RelayLog
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Keeps exact impressions / opens / clicks per delivery, and registrations per app, in
 /// `<data-dir>/aggregates.sqlite`, by consuming the write-ahead log.
 ///
@@ -65,22 +61,23 @@ public actor Aggregator: BlockingActor {
         logger: Logger
     ) async throws(AggregatorError) {
         let oldest = await log.oldestSequence
-        let existed = access(databasePath, F_OK) == 0
-        if !existed, oldest > 1, !allowPartial {
-            throw .logTrimmed(path: databasePath, needed: 1, oldest: oldest)
-        }
-        if !existed, keepsCursor {
-            logger.notice("aggregates database missing; building it from the log", metadata: ["path": "\(databasePath)", "from": "\(oldest)"])
-        }
         let executor = BlockingExecutor(name: "aggregator", priority: priority)
-        let (store, state) = try await executor.run { () throws(AggregatorError) -> (AggregateStore, AggregateStore.State) in
+        let (store, state, existed) = try await executor.run {
+            () throws(AggregatorError) -> (AggregateStore, AggregateStore.State, Bool) in
+            let existed = PosixFileSystem().exists(databasePath)
+            if !existed, oldest > 1, !allowPartial {
+                throw .logTrimmed(path: databasePath, needed: 1, oldest: oldest)
+            }
             let store = try AggregateStore(path: databasePath, firstSequence: oldest)
             let state = try store.state()
             if state.nextSequence < oldest, !allowPartial {
                 store.close()
                 throw .logTrimmed(path: databasePath, needed: state.nextSequence, oldest: oldest)
             }
-            return (store, state)
+            return (store, state, existed)
+        }
+        if !existed, keepsCursor {
+            logger.notice("aggregates database missing; building it from the log", metadata: ["path": "\(databasePath)", "from": "\(oldest)"])
         }
         self.executor = executor
         self.readAhead = BlockingExecutor(name: "aggregator-read", priority: priority)
@@ -207,37 +204,59 @@ public actor Aggregator: BlockingActor {
     /// in with a rename, so a crash midway leaves the previous aggregates in place. A previous
     /// file that is not a readable database is kept in `<data-dir>/quarantine/`.
     ///
+    /// Every file operation around the database (removing a leftover side file, the quarantine,
+    /// the rename, the directory sync) goes through `fileSystem`, on a thread of its own.
+    ///
     /// - Throws: ``AggregatorError/logTrimmed(path:needed:oldest:)`` when the log no longer starts at
-    ///   sequence 1 and `allowPartial` is false.
+    ///   sequence 1 and `allowPartial` is false; ``AggregatorError/files(_:)`` when a file
+    ///   operation fails (the previous aggregates, if any, are then still in place).
     public static func rebuild(
-        log: WriteAheadLog, dataDirectory: String, batchSize: Int = 50_000, allowPartial: Bool = false, logger: Logger,
+        log: WriteAheadLog, dataDirectory: String, batchSize: Int = 50_000, allowPartial: Bool = false,
+        fileSystem: any FileSystem = PosixFileSystem(), logger: Logger,
         progress: (@Sendable (AggregationProgress) -> Void)? = nil
     ) async throws(AggregatorError) -> AggregationSummary {
         let path = databasePath(dataDirectory: dataDirectory)
         let oldest = await log.oldestSequence
         if oldest > 1, !allowPartial { throw .logTrimmed(path: path, needed: 1, oldest: oldest) }
         let side = path + ".rebuild"
-        for suffix in ["", "-wal", "-shm"] { unlink(side + suffix) }
+        let files = BlockingExecutor(name: "aggregate-files")
+        // A side file left by an earlier rebuild that did not finish is of no use: start afresh.
+        try await files.run { () throws(AggregatorError) in
+            do throws(FileSystemError) {
+                try removeIfPresent([side, side + "-wal", side + "-shm"], fileSystem)
+            } catch {
+                throw .files(error)
+            }
+        }
         let builder = try await Aggregator(log: log, databasePath: side, batchSize: batchSize, allowPartial: true, keepsCursor: false, logger: logger)
         let summary = try await builder.catchUp(progress: progress)
         await builder.close()
 
-        if access(path, F_OK) == 0, (try? await AggregateQueries(path: path)) == nil {
-            let quarantine = "\(dataDirectory)/quarantine"
-            mkdir(quarantine, 0o755)
-            let kept = "\(quarantine)/aggregates.sqlite.\(EventTime.now().rfc3339)"
-            if rename(path, kept) == 0 {
-                logger.warning("the previous aggregates file was not readable; kept it in quarantine", metadata: ["path": "\(kept)"])
+        // The check's connection is closed before the files move under it.
+        let previous = try? await AggregateQueries(path: path)
+        await previous?.close()
+        let previousIsReadable = previous != nil
+        let quarantined = try await files.run { () throws(AggregatorError) -> String? in
+            var kept: String?
+            do throws(FileSystemError) {
+                if fileSystem.exists(path), !previousIsReadable {
+                    let quarantine = "\(dataDirectory)/quarantine"
+                    try fileSystem.createDirectory(quarantine)
+                    let name = "\(quarantine)/aggregates.sqlite.\(EventTime.now().rfc3339)"
+                    try fileSystem.rename(path, to: name)
+                    kept = name
+                }
+                // The previous database's journal must not be applied to the rebuilt one.
+                try removeIfPresent([path + "-wal", path + "-shm"], fileSystem)
+                try fileSystem.rename(side, to: path)
+                try fileSystem.synchronizeDirectory(dataDirectory)
+            } catch {
+                throw .files(error)
             }
+            return kept
         }
-        for suffix in ["-wal", "-shm"] { unlink(path + suffix) }
-        guard rename(side, path) == 0 else {
-            throw .database(.init(code: errno, message: String(cString: strerror(errno)), context: "renaming \(side) to \(path)"))
-        }
-        let directory = open(dataDirectory, O_RDONLY | O_DIRECTORY)
-        if directory >= 0 {
-            fsync(directory)
-            Glibc.close(directory)
+        if let quarantined {
+            logger.warning("the previous aggregates file was not readable; kept it in quarantine", metadata: ["path": "\(quarantined)"])
         }
         do {
             try await log.commitCursor(cursorName, to: summary.endPosition)
@@ -245,5 +264,9 @@ public actor Aggregator: BlockingActor {
             throw .log(error)
         }
         return summary
+    }
+
+    private static func removeIfPresent(_ paths: [String], _ fileSystem: any FileSystem) throws(FileSystemError) {
+        for path in paths where fileSystem.exists(path) { try fileSystem.remove(path) }
     }
 }

@@ -16,6 +16,9 @@ public enum AggregatorError: Error, Sendable, CustomStringConvertible {
     case database(SQLiteError)
     /// Reading the log failed.
     case log(LogError)
+    /// A file operation of a rebuild failed (removing a leftover side file, moving a damaged
+    /// database into quarantine, renaming the rebuilt database into place).
+    case files(FileSystemError)
 
     public var description: String {
         switch self {
@@ -31,6 +34,8 @@ public enum AggregatorError: Error, Sendable, CustomStringConvertible {
             "aggregates database: \(error)"
         case .log(let error):
             "reading the log: \(error)"
+        case .files(let error):
+            "rebuilding the aggregates: \(error); the previous aggregates (if any) are still in place: fix the cause and run `campaign-relay stats --rebuild` again"
         }
     }
 }

@@ -9,8 +9,8 @@
 ///   `GET /r/?id=h…` (an SDK already converted it), sent upstream exactly as received, leading
 ///   zeros, case and the sign-extended form of Android SDK 3.1.1–3.1.3 included.
 ///
-/// The text is kept exactly as given (a decimal stays decimal); ``wireForm`` derives what goes on
-/// the wire, and ``identity`` what Campaign counts as one message (`h05` ≡ `5`,
+/// The text is kept exactly as given (a decimal stays decimal); `wireForm` (in CampaignProtocol)
+/// derives what goes on the wire, and ``identity`` what Campaign counts as one message (`h05` ≡ `5`,
 /// `hffffffff9a1c61c0` ≡ `-1709416000`).
 public struct MessageID: Sendable, Hashable, CustomStringConvertible {
     /// Which of the two accepted forms the identifier has.
@@ -80,21 +80,6 @@ public struct MessageID: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { text }
 
-    /// What is sent after `h` in a tracking hit: the UUID unchanged, the integer as lowercase hex,
-    /// or the hex digits exactly as received.
-    public var wireForm: String {
-        switch form {
-        case .uuid:
-            return text
-        case .hex:
-            return String(text.dropFirst())
-        case .decimal(let value):
-            if value >= 0 { return String(value, radix: 16) }
-            if value >= Int64(Int32.min) { return String(UInt32(truncatingIfNeeded: value), radix: 16) }
-            return String(UInt64(bitPattern: value), radix: 16)
-        }
-    }
-
     /// What Campaign counts as one message (see ``Identity``).
     public var identity: Identity {
         switch form {
@@ -136,7 +121,7 @@ public struct MessageID: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The value of `h` followed by 1 to 16 hex digits; `nil` for any other text.
-    static func parseWireHex(_ text: String) -> UInt64? {
+    package static func parseWireHex(_ text: String) -> UInt64? {
         let utf8 = text.utf8
         guard utf8.count >= 2, utf8.count <= 17, utf8.first == UInt8(ascii: "h") else { return nil }
         var value: UInt64 = 0
@@ -151,7 +136,7 @@ public struct MessageID: Sendable, Hashable, CustomStringConvertible {
         return value
     }
 
-    static func parseUUID(_ text: String) -> Form? {
+    package static func parseUUID(_ text: String) -> Form? {
         let utf8 = text.utf8
         guard utf8.count == 36 else { return nil }
         var high: UInt64 = 0

@@ -7,3 +7,13 @@ extension StringProtocol {
         return String(text)
     }
 }
+
+extension String {
+    /// The text without leading and trailing white space.
+    package func trimmingSpaces() -> String {
+        var text = Substring(self)
+        while text.first?.isWhitespace == true { text = text.dropFirst() }
+        while text.last?.isWhitespace == true { text = text.dropLast() }
+        return String(text)
+    }
+}

@@ -10,12 +10,4 @@ public enum TrackingAction: String, Sendable, Hashable, CaseIterable {
     case open
     /// An action of the notification was clicked (Campaign tag 2).
     case click
-
-    /// The `tag` sent in a tracking hit `id=h{messageId},{deliveryId},{tag}`.
-    public var wireTag: Int {
-        switch self {
-        case .impression: 1
-        case .open, .click: 2
-        }
-    }
 }

@@ -1,4 +1,5 @@
 public import RelayCore
+import RelayEventJSON
 
 /// Decodes the body of `POST /v1/events`: a JSON array of events, or NDJSON (one event per line).
 /// All or nothing: every problem is reported with the event's index, and no event is returned

@@ -1,4 +1,5 @@
 import Prometheus
+import RelayIO
 import Synchronization
 
 #if canImport(Glibc)
@@ -8,6 +9,8 @@ import Synchronization
 /// The standard `process_*` metrics of Prometheus clients, read from `/proc/self` (Linux).
 final class ProcessMetrics: Sendable {
     private let gauges = Mutex<Gauges?>(nil)
+    /// procfs reads are file reads: they run here, never on the cooperative pool.
+    private let reading = BlockingExecutor(name: "proc-sampler", priority: .background)
 
     struct Gauges: Sendable {
         var cpuSeconds: Counter
@@ -31,11 +34,15 @@ final class ProcessMetrics: Sendable {
             cpuSecondsSeen: 0
         )
         gauges.withLock { $0 = made }
-        sample()
     }
 
-    /// Reads `/proc/self` into the gauges (cheap: three small procfs reads and a directory count).
-    func sample() {
+    /// Reads `/proc/self` into the gauges (cheap: three small procfs reads and a directory count),
+    /// on a thread of its own.
+    func sample() async {
+        await reading.run { self.readSample() }
+    }
+
+    private func readSample() {
         guard let stat = Self.read("/proc/self/stat"), let close = stat.lastIndex(of: ")") else { return }
         // Fields after the command name, which may hold spaces: state is field 3.
         let fields = stat[stat.index(after: close)...].split(separator: " ")

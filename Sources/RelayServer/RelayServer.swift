@@ -4,6 +4,7 @@ public import Logging
 import RelayAggregator
 import RelayCore
 import RelayForwarding
+import RelayIO
 public import RelayLog
 import RelayTLS
 import ServiceLifecycle
@@ -120,6 +121,8 @@ public struct RelayServer: Sendable {
         let host = configuration.host
         let serverLogger = logger
         let scheme = certificates == nil ? "http" : "https"
+        // server.json is written and removed off the cooperative pool, as every file operation is.
+        let recordFiles = BlockingExecutor(name: "server-record")
         let app = Application(
             router: router,
             server: .http1(tls: certificates),
@@ -133,7 +136,7 @@ public struct RelayServer: Sendable {
                     requiresClientCertificate: configuration.tls?.clientCertificateAuthorities != nil, version: RelayVersion.current
                 )
                 do {
-                    try record.write(dataDirectory: configuration.dataDirectory)
+                    try await recordFiles.run { () throws(any Error) in try record.write(dataDirectory: configuration.dataDirectory) }
                 } catch {
                     serverLogger.warning(
                         "could not record the server's address; other commands will not find it", metadata: ["error": "\(error)"]
@@ -154,8 +157,14 @@ public struct RelayServer: Sendable {
         services.append(ShutdownNotifier(ingestor: ingestor, delay: configuration.shutdownDelay, logger: logger))
         var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownDelay + configuration.shutdownTimeout
-        defer { ServerRecord.remove(dataDirectory: configuration.dataDirectory, pid: getpid()) }
-        try await ServiceGroup(configuration: groupConfiguration).run()
+        let dataDirectory = configuration.dataDirectory
+        do {
+            try await ServiceGroup(configuration: groupConfiguration).run()
+        } catch {
+            await recordFiles.run { ServerRecord.remove(dataDirectory: dataDirectory, pid: getpid()) }
+            throw error
+        }
+        await recordFiles.run { ServerRecord.remove(dataDirectory: dataDirectory, pid: getpid()) }
         let durable = await log.durableSequence
         logger.notice("campaign-relay stopped", metadata: ["last-durable-sequence": "\(durable - 1)"])
     }

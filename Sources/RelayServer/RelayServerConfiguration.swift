@@ -1,3 +1,4 @@
+public import CampaignProtocol
 public import RelayForwarding
 public import RelayLog
 public import RelayTLS

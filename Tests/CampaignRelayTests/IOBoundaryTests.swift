@@ -32,7 +32,7 @@ struct IOBoundaryTests {
         let pid = child.process.processIdentifier
         let expected: [(String, Int)] = [
             ("wal-writer", 0), ("wal-cursors", 0), ("sqlite-forward", 0), ("sqlite-idempot", 0), ("idempotency-log", 0),
-            ("aggregator", 5), ("aggregator-read", 5), ("lane-tracking", 5), ("lane-marketing", 5),
+            ("aggregator", 5), ("aggregator-read", 5), ("lane-tracking", 5), ("lane-marketing", 5), ("proc-sampler", 5), ("server-record", 0),
         ]
         // A thread takes its name when it starts running, which a busy machine can delay.
         var threads: [(name: String, nice: Int)] = []

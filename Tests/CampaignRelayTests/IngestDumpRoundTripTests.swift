@@ -1,5 +1,7 @@
+import CampaignProtocol
 import Foundation
 import RelayCore
+import RelayEventJSON
 import Testing
 
 /// Runs the real `campaign-relay` executable: `ingest` then `wal dump` / `wal verify` give back

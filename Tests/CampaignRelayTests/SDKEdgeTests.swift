@@ -1,3 +1,4 @@
+import CampaignProtocol
 import Foundation
 import RelayCore
 import RelayForwarding

@@ -1,3 +1,4 @@
+import CampaignProtocol
 import Foundation
 import Logging
 import NIOHTTP1

@@ -1,3 +1,5 @@
+import CampaignProtocol
+import RelayEventJSON
 import Testing
 
 @testable import RelayCore
@@ -66,9 +68,9 @@ struct EventDecoderTests {
     }
 
     @Test func wireTags() {
-        #expect(TrackingAction.impression.wireTag == 1)
-        #expect(TrackingAction.open.wireTag == 2)
-        #expect(TrackingAction.click.wireTag == 2)
+        #expect(TrackingAction.impression.wireTag.rawValue == 1)
+        #expect(TrackingAction.open.wireTag.rawValue == 2)
+        #expect(TrackingAction.click.wireTag.rawValue == 2)
         #expect(TrackingAction.allCases.map(\.rawValue) == ["impression", "open", "click"])
         #expect(Platform.allCases.map(\.rawValue) == ["ios", "android"])
     }

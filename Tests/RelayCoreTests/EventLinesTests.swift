@@ -1,3 +1,4 @@
+import RelayEventJSON
 import Testing
 
 @testable import RelayCore

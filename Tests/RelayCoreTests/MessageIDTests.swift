@@ -1,3 +1,4 @@
+import CampaignProtocol
 import Testing
 
 @testable import RelayCore

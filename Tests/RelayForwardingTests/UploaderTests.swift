@@ -1,4 +1,5 @@
 import CampaignEmulator
+import CampaignProtocol
 import Foundation
 import Logging
 import RelayCore

@@ -1,4 +1,6 @@
+import CampaignProtocol
 import RelayCore
+import RelayEventJSON
 import RelayTestSupport
 import Testing
 

@@ -1,4 +1,5 @@
 import RelayCore
+import RelayEventJSON
 
 /// Realistic tracking events for benchmarks: 200 deliveries, random decimal message ids,
 /// 60 % impressions, 30 % opens, 10 % clicks, one millisecond apart.

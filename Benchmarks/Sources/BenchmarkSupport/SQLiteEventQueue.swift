@@ -1,4 +1,6 @@
+import CampaignProtocol
 import RelayCore
+import RelayEventJSON
 import RelaySQLite
 
 /// The baseline: events in an SQLite table, as an SDK-style persistent queue keeps them — WAL
@@ -35,7 +37,7 @@ public final class SQLiteEventQueue {
                 switch event {
                 case .tracking(let hit):
                     try insert.bind(1, Int64(1))
-                    try insert.bind(2, Int64(hit.action.wireTag))
+                    try insert.bind(2, Int64(hit.action.wireTag.rawValue))
                     try insert.bind(3, hit.messageId.text)
                     try insert.bind(4, hit.deliveryId)
                     if let key = hit.integrationKey { try insert.bind(5, key) } else { try insert.bindNull(5) }

@@ -1,5 +1,6 @@
 import BenchmarkSupport
 import RelayCore
+import RelayEventJSON
 
 #if canImport(Glibc)
     import Glibc

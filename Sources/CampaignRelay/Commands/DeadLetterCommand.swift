@@ -1,5 +1,6 @@
 import ArgumentParser
 import RelayCore
+import RelayEventJSON
 import RelayForwarding
 import RelayLog
 import RelayServer

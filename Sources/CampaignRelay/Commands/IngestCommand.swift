@@ -1,5 +1,6 @@
 import ArgumentParser
 import RelayCore
+import RelayEventJSON
 import RelayLog
 import RelayServer
 
@@ -50,9 +51,9 @@ struct IngestCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = common.logger("campaign-relay.ingest")
-        var source: ChunkedInput
+        let source: ChunkedInput
         do {
-            source = try ChunkedInput(path: input, chunkBytes: batchBytes)
+            source = try await ChunkedInput.open(path: input, chunkBytes: batchBytes)
         } catch {
             throw RuntimeFailure("\(error)")
         }
@@ -154,14 +155,15 @@ struct IngestCommand: AsyncParsableCommand {
         }
 
         // Decode ahead on the other core while the previous chunk is compressed and synced.
-        while failure == nil, let chunk = try source.next() {
+        while failure == nil, let chunk = try await source.next() {
             let defaultTime = EventTime.now()
             inFlight.append(Task.detached { (EventLines.decode(chunk.bytes, firstLine: chunk.firstLine, defaultTime: defaultTime), chunk) })
             if inFlight.count >= 3 {
                 let (decoded, done) = await inFlight.removeFirst().value
                 await store(decoded, done)
                 let elapsed = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
-                progress.update(summary.progressText(elapsed: elapsed, bytesRead: source.bytesRead, totalBytes: source.totalBytes))
+                let bytesRead = await source.bytesRead
+                progress.update(summary.progressText(elapsed: elapsed, bytesRead: bytesRead, totalBytes: source.totalBytes))
             }
         }
         for task in inFlight {

@@ -1,4 +1,5 @@
 import RelayCore
+import RelayEventJSON
 import RelayServer
 
 /// What an ingest run stored and refused.

@@ -1,5 +1,7 @@
 import ArgumentParser
 import RelayCore
+import RelayEventJSON
+import RelayIO
 import RelayLog
 
 /// `campaign-relay wal dump`: prints events as JSONL.
@@ -28,19 +30,45 @@ struct WALDumpCommand: AsyncParsableCommand {
 
     func run() async throws {
         let layout = LogLayout(dataDirectory: common.dataDir)
+        // The log's files are read on a thread of their own; the reader moves there and back.
+        let reading = BlockingExecutor(name: "wal-dump")
         var reader = LogReader(walDirectory: layout.walDirectory, from: from)
-        defer { reader.close() }
+        let close = { (reader: LogReader) async in
+            await reading.run {
+                var owned = reader
+                owned.close()
+            }
+        }
         var output = StandardOutput.output()
         var errors = StandardOutput.error()
         var remaining = limit ?? Int.max
         while remaining > 0 {
-            let batch = try reader.read(maximumEvents: min(remaining, 65_536))
+            let count = min(remaining, 65_536)
+            let (returned, result) = await reading.run { [reader] () -> (LogReader, Result<LogReadBatch, LogError>) in
+                var owned = reader
+                do throws(LogError) {
+                    // Read first: a tuple takes `owned` as it is when the tuple is built.
+                    let batch = try owned.read(maximumEvents: count)
+                    return (owned, .success(batch))
+                } catch {
+                    return (owned, .failure(error))
+                }
+            }
+            reader = returned
+            let batch: LogReadBatch
+            do {
+                batch = try result.get()
+            } catch {
+                await close(reader)
+                throw error
+            }
             for damage in batch.damage { errors.line("warning: skipped \(damage)") }
             errors.flush()
             if batch.events.isEmpty { break }
             for event in batch.events { output.line(EventEncoder.json(event.event, sequence: event.sequence)) }
             remaining -= batch.events.count
         }
+        await close(reader)
         output.flush()
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import RelayCore
+import RelayIO
 import RelayLog
 import RelayServer
 
@@ -19,7 +20,9 @@ struct WALVerifyCommand: AsyncParsableCommand {
 
     func run() async throws {
         let layout = LogLayout(dataDirectory: common.dataDir)
-        let report = try LogVerifier.verify(walDirectory: layout.walDirectory)
+        let report = try await BlockingExecutor(name: "wal-verify").run { () throws(LogError) in
+            try LogVerifier.verify(walDirectory: layout.walDirectory)
+        }
         var output = StandardOutput.output()
         if common.json {
             output.line(APIJSON.text(report))

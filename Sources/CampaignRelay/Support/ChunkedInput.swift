@@ -1,4 +1,6 @@
 import RelayCore
+import RelayEventJSON
+import RelayIO
 
 #if canImport(Glibc)
     import Glibc
@@ -6,8 +8,9 @@ import RelayCore
     import Darwin
 #endif
 
-/// Reads a file or standard input in large chunks that end at a line boundary.
-struct ChunkedInput {
+/// Reads a file or standard input in large chunks that end at a line boundary, on a thread of its
+/// own (reads block; they never run on the cooperative pool).
+actor ChunkedInput: BlockingActor {
     /// A run of whole lines and the number of its first line.
     struct Chunk: Sendable {
         var bytes: [UInt8]
@@ -20,6 +23,8 @@ struct ChunkedInput {
         var description: String
     }
 
+    /// The thread every read runs on.
+    nonisolated let executor: BlockingExecutor
     private let descriptor: Int32
     private let name: String
     private var carry: [UInt8] = []
@@ -32,24 +37,31 @@ struct ChunkedInput {
     /// Bytes read so far.
     private(set) var bytesRead: Int64 = 0
     /// The input's size when it is a regular file (for progress), else `nil`.
-    let totalBytes: Int64?
+    nonisolated let totalBytes: Int64?
+
+    private init(executor: BlockingExecutor, descriptor: Int32, name: String, totalBytes: Int64?, chunkBytes: Int) {
+        self.executor = executor
+        self.descriptor = descriptor
+        self.name = name
+        self.totalBytes = totalBytes
+        self.isStream = totalBytes == nil
+        self.chunkBytes = chunkBytes
+    }
 
     /// Opens `path`, or standard input for `-`.
-    init(path: String, chunkBytes: Int = 4 << 20) throws {
-        self.chunkBytes = chunkBytes
+    static func open(path: String, chunkBytes: Int = 4 << 20) async throws(Failure) -> ChunkedInput {
+        let executor = BlockingExecutor(name: "ingest-read")
         if path == "-" {
-            descriptor = 0
-            name = "standard input"
-            totalBytes = nil
-            isStream = true
-        } else {
-            descriptor = open(path, O_RDONLY | O_CLOEXEC)
-            name = path
+            return ChunkedInput(executor: executor, descriptor: 0, name: "standard input", totalBytes: nil, chunkBytes: chunkBytes)
+        }
+        let (descriptor, totalBytes) = try await executor.run { () throws(Failure) -> (Int32, Int64?) in
+            let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else { throw Failure(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
             var info = stat()
-            totalBytes = fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : nil
-            isStream = totalBytes == nil
+            let size = fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG ? Int64(info.st_size) : nil
+            return (descriptor, size)
         }
+        return ChunkedInput(executor: executor, descriptor: descriptor, name: path, totalBytes: totalBytes, chunkBytes: chunkBytes)
     }
 
     /// The next chunk, or `nil` at the end of the input.
@@ -57,7 +69,7 @@ struct ChunkedInput {
     /// A chunk always ends at a line boundary (or at the end of the input), however long a line
     /// is: a line longer than the batch is read to its end. Past ``EventLines/maximumLineBytes``
     /// only a prefix of it is kept, enough for it to be refused as too long, so memory stays bounded.
-    mutating func next() throws -> Chunk? {
+    func next() throws(Failure) -> Chunk? {
         while true {
             if finished {
                 guard !carry.isEmpty else { return nil }
@@ -79,7 +91,7 @@ struct ChunkedInput {
         }
     }
 
-    private mutating func chunk(_ bytes: [UInt8]) -> Chunk {
+    private func chunk(_ bytes: [UInt8]) -> Chunk {
         let lines = Self.countNewlines(bytes) + (bytes.last == 0x0A ? 0 : 1)
         let chunk = Chunk(bytes: bytes, firstLine: nextLine, lineCount: lines)
         nextLine += lines
@@ -88,7 +100,7 @@ struct ChunkedInput {
 
     /// `previous` followed by up to `chunkBytes` more bytes of input (less for a stream that
     /// delivered a newline, or at the end of the input, which sets `finished`).
-    private mutating func readMore(after previous: [UInt8]) throws -> [UInt8] {
+    private func readMore(after previous: [UInt8]) throws(Failure) -> [UInt8] {
         var readError: Int32 = 0
         var reachedEnd = false
         let descriptor = descriptor
@@ -135,8 +147,8 @@ struct ChunkedInput {
         }
     }
 
-    /// Closes the input (not standard input).
-    func close() {
+    /// Closes the input (not standard input), once no read is under way.
+    nonisolated func close() {
         if descriptor != 0 { Glibc.close(descriptor) }
     }
 }

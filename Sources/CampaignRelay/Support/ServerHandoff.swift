@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOSSL
 import RelayCore
+import RelayEventJSON
 import RelayLog
 import RelayServer
 

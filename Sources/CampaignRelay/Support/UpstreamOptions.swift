@@ -1,4 +1,5 @@
 import ArgumentParser
+import CampaignProtocol
 import RelayCore
 import RelayForwarding
 

@@ -1,4 +1,6 @@
+import CampaignProtocol
 public import RelayCore
+import RelayEventJSON
 public import RelayIO
 public import RelaySQLite
 

@@ -1,3 +1,5 @@
+public import CampaignProtocol
+
 /// Sends one request to a Campaign host and says what became of it.
 ///
 /// The uploader speaks to the hosts only through this, so its retry logic is the same whatever

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+public import CampaignProtocol
 public import NIOCore
 import NIOHTTP1
 import RelayCore

@@ -1,3 +1,4 @@
+public import CampaignProtocol
 public import NIOCore
 import NIOHTTP1
 import NIOPosix

@@ -1,3 +1,4 @@
+public import CampaignProtocol
 public import Logging
 import RelayCore
 public import RelayIO

@@ -1,3 +1,4 @@
+public import CampaignProtocol
 public import Logging
 public import RelayLog
 

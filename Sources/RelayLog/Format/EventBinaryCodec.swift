@@ -1,3 +1,4 @@
+import CampaignProtocol
 public import RelayCore
 
 /// The compact binary encoding of events inside a frame payload (before compression).

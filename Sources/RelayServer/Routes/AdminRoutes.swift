@@ -36,7 +36,7 @@ struct AdminRoutes: Sendable {
         routes.get("metrics") { _, _ in
             // What a scrape must see as of now; the rest is sampled once a second.
             metrics.lastDurableSequence.set(Int64(await log.durableSequence) - 1)
-            metrics.process.sample()
+            await metrics.process.sample()
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: .init(bytes: metrics.render()))

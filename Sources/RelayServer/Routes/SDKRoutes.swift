@@ -1,3 +1,4 @@
+import CampaignProtocol
 import Hummingbird
 import Logging
 import RelayCore
@@ -12,18 +13,21 @@ struct SDKRoutes: Sendable {
     let unknownFields: UnknownFormFields
 
     func add(to routes: RouteTable) {
-        routes.post("nms/mobile/1/registerIOS.jssp") { request, _ in await register(request, platform: .ios) }
-        routes.post("nms/mobile/1/registerAndroid.jssp") { request, _ in await register(request, platform: .android) }
-        routes.get("r/test") { _, _ in Responses.text(.ok, "campaign-relay \(RelayVersion.current) (Campaign redirection server compatible)\n") }
-        routes.get("r") { request, _ in await track(request) }
+        for platform in [Platform.ios, .android] {
+            routes.post(CampaignEndpoint.registration(platform)) { request, _ in await register(request, platform: platform) }
+        }
+        routes.get(CampaignEndpoint.trackingTest) { _, _ in
+            Responses.text(.ok, "campaign-relay \(RelayVersion.current) (Campaign redirection server compatible)\n")
+        }
+        routes.get(CampaignEndpoint.tracking) { request, _ in await track(request) }
     }
 
     func register(_ request: Request, platform: Platform) async -> Response {
         // The SDKs always send form data; a body declared as anything else is not a registration.
-        if let type = request.mediaType, type != "application/x-www-form-urlencoded" {
+        if let type = request.mediaType, type != CampaignEndpoint.formMediaType {
             ingestor.metrics.requestsRejected.increment()
             return Responses.text(
-                .unsupportedMediaType, "Content-Type \(type) is not form data; send application/x-www-form-urlencoded as the SDKs do\n"
+                .unsupportedMediaType, "Content-Type \(type) is not form data; send \(CampaignEndpoint.formMediaType) as the SDKs do\n"
             )
         }
         guard let body = await request.bodyBytes(limit: maximumFormBytes) else { return Responses.tooLarge(maximumFormBytes, json: false) }
@@ -41,7 +45,7 @@ struct SDKRoutes: Sendable {
     }
 
     func track(_ request: Request) async -> Response {
-        guard let id = request.uri.queryParameters.get("id") else { return rejected("missing ?id=h{messageId},{deliveryId},{tag}") }
+        guard let id = request.uri.queryParameters.get("id") else { return rejected("missing ?id=\(TrackingHitID.syntax)") }
         do {
             return await store(.tracking(try SDKTrackingHit.event(id: String(id), time: .now())))
         } catch {

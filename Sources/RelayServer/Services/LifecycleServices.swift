@@ -72,7 +72,7 @@ struct MetricsSampler: Service {
                         retries: lanes.values.reduce(0) { $0 + $1.retries }, delivered: lanes.values.reduce(0) { $0 + $1.delivered })
                 }
                 metrics.deadLetters.set(Int64((try? await store.pendingDeadLetterCount()) ?? 0))
-                metrics.process.sample()
+                await metrics.process.sample()
                 try await Task.sleep(for: .seconds(1))
             }
         }

@@ -28,6 +28,31 @@ public enum FormEncoding {
         fields.map { "\($0.name)=\(encode($0.value))" }.joined(separator: "&")
     }
 
+    /// A pair of a form body that is not valid percent-encoded UTF-8.
+    public struct MalformedPair: Error, Sendable, Hashable {
+        /// Its 1-based position among the body's non-empty pairs.
+        public var index: Int
+        /// The pair as it is in the body.
+        public var text: String
+    }
+
+    /// The fields of a form body, in order, read as a server must accept them: pairs split at `&`
+    /// (empty ones skipped), each at its first `=` (a pair without one is a name with an empty
+    /// value), both sides decoded with ``decode(_:)``. A name given twice appears twice.
+    ///
+    /// - Throws: ``MalformedPair`` for the first pair with a malformed escape or non-UTF-8 bytes.
+    public static func fields(_ body: String) throws(MalformedPair) -> [(name: String, value: String)] {
+        var fields: [(name: String, value: String)] = []
+        for (offset, pair) in body.split(separator: "&", omittingEmptySubsequences: true).enumerated() {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = decode(parts[0]), let value = decode(parts.count == 2 ? parts[1] : "") else {
+                throw MalformedPair(index: offset + 1, text: String(pair))
+            }
+            fields.append((name, value))
+        }
+        return fields
+    }
+
     /// Decodes a form value as a server must accept it: `%XX` and `+` for a space.
     ///
     /// Returns `nil` for a malformed escape or bytes that are not UTF-8.

@@ -1,9 +1,10 @@
 import CampaignEmulator
 import RelayCore
+import RelayForwarding
 import RelayTestSupport
 import Testing
 
-@testable import RelayForwarding
+@testable import CampaignProtocol
 
 /// The wire format, byte for byte, with the vectors the SDKs' own tests use (shared/PROTOCOL.md).
 @Suite("Campaign protocol")

@@ -1,3 +1,6 @@
+import CampaignProtocol
+public import RelayCore
+
 /// Turns the relay's JSON event format into validated ``Event`` values.
 ///
 /// The format (one object per event, as in JSONL files, `POST /v1/events` and `wal dump`):
@@ -146,7 +149,7 @@ public enum EventDecoder {
         }
         let validDeliveryId: String
         do {
-            validDeliveryId = try validatedDeliveryId(deliveryId.text, field: deliveryId.name)
+            validDeliveryId = try TrackingHitID.validatedDeliveryID(deliveryId.text, field: deliveryId.name)
         } catch {
             throw EventInputError(field: "deliveryId", error.message)
         }
@@ -233,24 +236,6 @@ public enum EventDecoder {
                 field: member.name,
                 "\(member.name) \(value.quotedForMessage) contains a space or control character (U+\(String(bad.value, radix: 16, uppercase: true)))"
             )
-        }
-        return value
-    }
-
-    /// Delivery ids go verbatim into `id=h{messageId},{deliveryId},{tag}`: only URL-unreserved characters keep that unambiguous.
-    static func validatedDeliveryId(_ value: String, field: String) throws(EventInputError) -> String {
-        guard !value.isEmpty else { throw EventInputError(field: field, "\(field) is empty") }
-        guard value.utf8.count <= 255 else { throw EventInputError(field: field, "\(field) is longer than 255 bytes") }
-        for scalar in value.unicodeScalars {
-            let allowed =
-                (scalar >= "a" && scalar <= "z") || (scalar >= "A" && scalar <= "Z") || (scalar >= "0" && scalar <= "9")
-                || scalar == "-" || scalar == "." || scalar == "_" || scalar == "~"
-            guard allowed else {
-                throw EventInputError(
-                    field: field,
-                    "\(field) \(value.quotedForMessage) contains \(JSONText.quoted(String(scalar))) (allowed: letters, digits, '-', '.', '_', '~')"
-                )
-            }
         }
         return value
     }

@@ -1,3 +1,5 @@
+public import RelayCore
+
 /// The XML string the SDKs send as `additionalParams` (before form encoding), in each platform's
 /// dialect:
 /// - iOS: `<additionalParams>`, entries sorted by name, `<param name="K" value="V" />`, `'` as `&#x27;`;

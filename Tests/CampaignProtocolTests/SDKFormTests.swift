@@ -1,4 +1,6 @@
+import CampaignProtocol
 import RelayCore
+import RelayEventJSON
 import Testing
 
 /// The SDK's wire forms, read as Campaign reads them.

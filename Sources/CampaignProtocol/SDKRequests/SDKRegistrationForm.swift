@@ -1,3 +1,5 @@
+public import RelayCore
+
 /// A registration as an SDK posts it to `registerIOS.jssp` / `registerAndroid.jssp`: a form body
 /// read the way Campaign reads it, so that the relay refuses only what is unusable.
 ///
@@ -30,18 +32,18 @@ public struct SDKRegistrationForm: Sendable {
     /// - Throws: ``EventInputError`` when the body is not form data, or the integration key or
     ///   token is missing, empty or (the token) longer than ``maximumTokenBytes``.
     public init(body: String, platform: Platform, time: EventTime) throws(EventInputError) {
+        let fields: [(name: String, value: String)]
+        do {
+            fields = try FormEncoding.fields(body)
+        } catch {
+            throw EventInputError(
+                field: nil,
+                "the body is not form data: pair \(error.index) (\(String(error.text.prefix(40)).quotedForMessage)) is not valid percent-encoded UTF-8"
+            )
+        }
         var values: [String: String] = [:]
         var unknown: [String] = []
-        var index = 0
-        for pair in body.split(separator: "&", omittingEmptySubsequences: true) {
-            index += 1
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = FormEncoding.decode(parts[0]), let value = FormEncoding.decode(parts.count == 2 ? parts[1] : "") else {
-                throw EventInputError(
-                    field: nil,
-                    "the body is not form data: pair \(index) (\(String(pair.prefix(40)).quotedForMessage)) is not valid percent-encoded UTF-8"
-                )
-            }
+        for (name, value) in fields {
             if !Self.knownFields.contains(name), !unknown.contains(name) { unknown.append(name) }
             if values[name] == nil { values[name] = value }
         }

@@ -1,3 +1,5 @@
+public import RelayCore
+
 /// Writes events in the relay's JSON event format (the format ``EventDecoder`` reads).
 ///
 /// Canonical field names are used (`messageId`, never `_mId`); every value is reproduced as it was

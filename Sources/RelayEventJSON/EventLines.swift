@@ -1,3 +1,5 @@
+public import RelayCore
+
 /// Decoding many events from newline-delimited JSON (JSONL / NDJSON) text.
 public enum EventLines {
     /// The longest line accepted, in bytes.

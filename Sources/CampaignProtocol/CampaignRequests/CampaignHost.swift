@@ -1,3 +1,5 @@
+import RelayCore
+
 /// A Campaign host (marketing or tracking) as the relay calls it: scheme, host, optional port and
 /// optional path prefix. `trackserver` means `https://trackserver`; `http://` is accepted for
 /// tests and local hosts.
@@ -100,13 +102,4 @@ public struct CampaignHost: Sendable, Hashable, CustomStringConvertible {
     public func url(_ path: String) -> String { origin + pathPrefix + path }
 
     public var description: String { origin + pathPrefix }
-}
-
-extension String {
-    func trimmingSpaces() -> String {
-        var text = Substring(self)
-        while text.first?.isWhitespace == true { text = text.dropFirst() }
-        while text.last?.isWhitespace == true { text = text.dropLast() }
-        return String(text)
-    }
 }

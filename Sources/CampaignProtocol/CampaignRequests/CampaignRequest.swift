@@ -22,15 +22,17 @@ public struct CampaignRequest: Sendable, Hashable {
     /// The full URL.
     public var url: String { host.url(pathAndQuery) }
 
-    /// The form content type of registrations (no space before `charset`, as the SDKs send it).
-    public static let formContentType = "application/x-www-form-urlencoded;charset=UTF-8"
+    /// The form content type of registrations (``CampaignEndpoint/formContentType``).
+    public static let formContentType = CampaignEndpoint.formContentType
 
     /// The tracking hit for `hit`: `GET /r/?id=h{messageId},{deliveryId},{tag}` with the message id in
     /// its wire form (UUID unchanged, decimal as lowercase hex), tag 1 for impressions and 2 for
     /// opens and clicks.
     public static func tracking(_ hit: TrackingEvent, host: CampaignHost) -> CampaignRequest {
         CampaignRequest(
-            method: .get, host: host, pathAndQuery: "/r/?id=h\(hit.messageId.wireForm),\(hit.deliveryId),\(hit.action.wireTag)",
+            method: .get, host: host,
+            pathAndQuery:
+                "/\(CampaignEndpoint.tracking)/?id=\(TrackingHitID(messageID: hit.messageId.wireForm, deliveryID: hit.deliveryId, tag: hit.action.wireTag))",
             headers: [], body: nil
         )
     }
@@ -40,10 +42,10 @@ public struct CampaignRequest: Sendable, Hashable {
     /// (``Registration/sdkForm``); any other is encoded with the platform's field order and
     /// `additionalParams` dialect, missing optional fields sent empty, as the SDKs do.
     public static func registration(_ registration: Registration, host: CampaignHost) -> CampaignRequest {
-        let endpoint = registration.platform == .ios ? "registerIOS.jssp" : "registerAndroid.jssp"
         let body = registration.sdkForm ?? sdkEncodedForm(registration)
         return CampaignRequest(
-            method: .post, host: host, pathAndQuery: "/nms/mobile/1/\(endpoint)", headers: [("Content-Type", formContentType)], body: Array(body.utf8)
+            method: .post, host: host, pathAndQuery: "/" + CampaignEndpoint.registration(registration.platform),
+            headers: [("Content-Type", formContentType)], body: Array(body.utf8)
         )
     }
 

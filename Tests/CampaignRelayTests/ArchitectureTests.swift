@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+/// The README's architecture, checked in the source: SQLite only behind RelaySQLite, file-system
+/// calls only where a thread made for them runs them, and the Campaign wire format only in
+/// CampaignProtocol. A change that breaks one of these fails here, naming the file and line.
+@Suite("Architecture")
+struct ArchitectureTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// One line of code, comments removed.
+    struct CodeLine {
+        var file: String
+        var number: Int
+        var text: String
+    }
+
+    /// Every line of code under `Sources/`, with `//` comments removed (string literals kept).
+    static func sourceLines() throws -> [CodeLine] {
+        let sources = repository.appendingPathComponent("Sources")
+        guard let walker = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil) else { return [] }
+        var lines: [CodeLine] = []
+        for case let url as URL in walker where url.pathExtension == "swift" {
+            let file = String(url.path.dropFirst(repository.path.count + 1))
+            let text = try String(contentsOf: url, encoding: .utf8)
+            for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let code = line.trimmingCharacters(in: .whitespaces)
+                if code.hasPrefix("//") { continue }
+                lines.append(CodeLine(file: file, number: index + 1, text: String(line)))
+            }
+        }
+        #expect(lines.count > 5000, "the walk should find the sources")
+        return lines
+    }
+
+    static func module(_ file: String) -> String { file.split(separator: "/").dropFirst().first.map(String.init) ?? "" }
+
+    @Test("SQLite's C API is imported by RelaySQLite alone, whose connections refuse to run off a BlockingExecutor")
+    func sqliteStaysInItsModule() throws {
+        let importers = try Self.sourceLines().filter { $0.text.contains("import CSQLite") }
+        #expect(!importers.isEmpty)
+        for line in importers { #expect(Self.module(line.file) == "RelaySQLite", "\(line.file):\(line.number)") }
+    }
+
+    /// The files allowed to make file-system calls, and why each runs them off the cooperative pool.
+    static let fileSystemCallers: [String: String] = [
+        "Sources/RelayLog/FileSystem/PosixFileSystem.swift":
+            "the FileSystem layer: called on the log's, the aggregator's and the rebuild's executors",
+        "Sources/RelayIO/BlockingExecutor.swift": "each executor names its own thread, on that thread",
+        "Sources/RelayServer/ProcessMetrics.swift": "procfs reads on the proc-sampler executor",
+        "Sources/RelayServer/ServerRecord.swift": "server.json, written and removed on the server-record executor",
+        "Sources/CampaignRelay/Support/ChunkedInput.swift": "an actor on the ingest-read executor",
+        "Sources/CampaignRelay/Support/CommonOptions.swift": "checks --data-dir while parsing arguments, before any task runs",
+        "Sources/CampaignRelay/Support/StandardOutput.swift": "the command-line tool's own standard output",
+        "Sources/CampaignRelay/Commands/StatsCommand.swift": "one existence check in the command-line tool, before it reads",
+    ]
+
+    /// Files that import the system's C library or Foundation for something else, and make no
+    /// file-system call (checked below).
+    static let otherSystemUsers: [String: String] = [
+        "Sources/RelayCore/EventTime.swift": "clock and calendar functions",
+        "Sources/RelayCore/SystemClock.swift": "clock_gettime",
+        "Sources/RelayLog/LogLayout.swift": "path constants",
+        "Sources/RelayForwarding/Uploader/TransportErrorText.swift": "strerror",
+        "Sources/RelayForwarding/Uploader/UploadLane.swift": "errno names of transport errors",
+        "Sources/RelayServer/APIJSON.swift": "JSONEncoder",
+        "Sources/RelayServer/ListenAddressCheck.swift": "a socket bind probe",
+        "Sources/RelayServer/RelayServer.swift": "getpid",
+        "Sources/CampaignEmulator/CampaignEmulator.swift": "the wall clock",
+        "Sources/CampaignEmulator/EmulatorJSON.swift": "JSONSerialization, HTTP dates",
+        "Sources/CampaignRelay/Support/JSONLogHandler.swift": "JSONEncoder",
+        "Sources/CampaignRelay/Support/ServerHandoff.swift": "JSON of the server's answers",
+        "Sources/CampaignRelay/Support/UpstreamOptions.swift": "reading PEM options",
+    ]
+
+    @Test("only the files listed import the C library or Foundation, and only the file-system callers among them call it")
+    func fileSystemCallsStayBehindTheBoundary() throws {
+        // Without one of these imports a file cannot name open, pread, fsync, rename or FileManager at all.
+        let systemImport = try Regex(#"^\s*(public |package )?import (Glibc|Darwin|Musl|Foundation|FoundationEssentials|SystemPackage)$"#)
+        let lines = try Self.sourceLines()
+        let importers = Set(lines.filter { $0.text.contains(systemImport) }.map(\.file))
+        let listed = Set(Self.fileSystemCallers.keys).union(Self.otherSystemUsers.keys)
+        #expect(
+            importers.subtracting(listed).isEmpty, "not listed, yet importing the C library or Foundation: \(importers.subtracting(listed).sorted())")
+        #expect(listed.subtracting(importers).isEmpty, "listed, but no longer importing them: \(listed.subtracting(importers).sorted())")
+        let call = try Regex(
+            #"(^|[^\w.])(open|openat|pread|pwrite|read|write|fsync|fdatasync|rename|unlink|mkdir|rmdir|opendir|readdir|ftruncate|flock|access|fopen|fstat|stat|lstat)\(|FileManager|Data\(contentsOf:|String\(contentsOf:"#
+        )
+        for line in lines where Self.otherSystemUsers[line.file] != nil && line.text.contains(call) {
+            Issue.record("\(line.file):\(line.number) calls the file system directly: \(line.text)")
+        }
+        for file in Self.fileSystemCallers.keys {
+            #expect(lines.contains { $0.file == file && $0.text.contains(call) }, "\(file) no longer calls the file system: take it off the list")
+        }
+    }
+
+    @Test("the Campaign wire format lives in CampaignProtocol: no other library module spells it out")
+    func wireFormatStaysInTheProtocolModule() throws {
+        let wireDetails = ["jssp", "?id=h", "x-www-form-urlencoded", "additionalParameters", "<additionalParams", "\"mobileAppUuid\""]
+        // The command-line tool's help texts describe the endpoints to people; they build nothing.
+        let checked = try Self.sourceLines().filter { !["CampaignProtocol", "CampaignRelay"].contains(Self.module($0.file)) }
+        for line in checked {
+            for detail in wireDetails where line.text.contains(detail) {
+                Issue.record("\(line.file):\(line.number) spells out \(detail) of the wire format; use CampaignProtocol")
+            }
+        }
+        let protocolLines = try Self.sourceLines().filter { Self.module($0.file) == "CampaignProtocol" }
+        for detail in wireDetails where detail != "?id=h" {
+            #expect(protocolLines.contains { $0.text.contains(detail) }, "CampaignProtocol should hold \(detail)")
+        }
+    }
+}
