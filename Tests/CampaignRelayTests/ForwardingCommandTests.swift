@@ -29,6 +29,11 @@ struct ForwardingCommandTests {
             binary, ["replay", "--from", "5", "--to", "8", "--tracking-host", running.url, "--data-dir", directory, "--json"])
         #expect(bySequence.status == 0, "\(bySequence.stderr)")
         #expect(Set(await running.emulator.recorder.hits.keys.map(\.messageId)) == Set((5...8).map { String($0, radix: 16) }))
+        // The replay's lanes are the uploader's: hits went through the pipeline (the only sender
+        // that names itself), not one AsyncHTTPClient request at a time.
+        let replayed = await running.emulator.recorder.lastRequests(4)
+        #expect(replayed.count == 4)
+        #expect(replayed.allSatisfy { $0.headers.contains(["User-Agent", "campaign-relay"]) }, "\(replayed.map(\.headers))")
 
         await running.emulator.recorder.reset()
         let started = Date()

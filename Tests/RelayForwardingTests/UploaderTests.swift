@@ -47,6 +47,32 @@ func upload(
 
 @Suite("Uploader against the emulator over loopback", .serialized)
 struct UploaderTests {
+    @Test("a replay runs the uploader's lanes over a range: hits through the pipeline, registrations resent, no cursor moved")
+    func replayUsesThePipeline() async throws {
+        let running = try await RunningEmulator.start()
+        let directory = temporaryDirectory("replay-lanes")
+        defer { removeTree(directory) }
+        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        _ = try await log.append((1...600).map { hit($0) } + [registration(token: "t1"), registration(token: "t1")])
+        await log.close()
+        let store = try await ForwardingStore(dataDirectory: directory)
+        let host = try CampaignHost(parsing: running.url, role: "test")
+        let uploader = try Uploader(
+            source: .range(walDirectory: LogLayout(dataDirectory: directory).walDirectory, sequences: 101..<603, times: nil), trackingHost: host,
+            marketingHost: host, store: store, configuration: UploadConfiguration(), deduplicates: false, logger: quietLogger
+        )
+        try await uploader.run(until: nil)
+        let statistics = await uploader.statistics()
+        #expect(statistics[.tracking]?.delivered == 500)
+        #expect(statistics[.marketing]?.delivered == 2, "a replay resends a registration even when unchanged")
+        #expect(await running.emulator.recorder.acceptedHits == 500)
+        let lanes = await uploader.lanes
+        let tracking = try #require(lanes.first { $0.kind == .tracking })
+        #expect(await tracking.pipelinedDeliveries == 500, "every hit of a healthy host goes through the pipeline")
+        #expect(!PosixFileSystem().exists("\(directory)/wal/cursors/upload-tracking.cursor"))
+        await running.stop()
+    }
+
     @Test("an outage with Retry-After: everything arrives once, and nothing is sent before the host said", arguments: [false, true])
     func outage(dateForm: Bool) async throws {
         let running = try await RunningEmulator.start()

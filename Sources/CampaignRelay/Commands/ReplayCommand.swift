@@ -70,27 +70,14 @@ struct ReplayCommand: AsyncParsableCommand {
         let walDirectory = LogLayout(dataDirectory: common.dataDir).walDirectory
         let store = try await ForwardingStore(dataDirectory: common.dataDir)
         let configuration = try upstream.configuration(maximumRate: maxRate)
-        let transport = try HTTPClientTransport(
-            connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses,
-            maximumRedirects: configuration.maximumRedirects,
-            caFile: configuration.trustedCertificateAuthorities
+        // The same lanes as `upload`, tracking hits through the pipeline included; a replay keeps
+        // no cursor and resends registrations even when unchanged.
+        let uploader = try Uploader(
+            source: .range(walDirectory: walDirectory, sequences: sequences, times: times), trackingHost: tracking, marketingHost: marketing,
+            store: store, configuration: configuration, deduplicates: false, logger: logger
         )
-        var lanes: [UploadLane] = []
-        let source = UploadLane.Source.range(walDirectory: walDirectory, sequences: sequences, times: times)
-        if let tracking {
-            lanes.append(
-                UploadLane(
-                    kind: .tracking, host: tracking, transport: transport, store: store, source: source, configuration: configuration,
-                    deduplicates: false, logger: logger))
-        }
-        if let marketing {
-            lanes.append(
-                UploadLane(
-                    kind: .marketing, host: marketing, transport: transport, store: store, source: source, configuration: configuration,
-                    deduplicates: false, logger: logger))
-        }
+        let allLanes = await uploader.lanes
         let started = SystemClock.monotonicNanoseconds()
-        let allLanes = lanes
         let box = ProgressBox()
         let showProgress = !common.json
         let reporter = Task {
@@ -105,16 +92,11 @@ struct ReplayCommand: AsyncParsableCommand {
             }
         }
         let (_, interrupted) = try await runCancellingOnSignals {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for lane in allLanes { group.addTask { try await lane.run(until: nil) } }
-                try await group.waitForAll()
-            }
+            try await uploader.run(until: nil)
         }
         reporter.cancel()
         box.finish()
-        await transport.shutdown()
-        var statistics: [UploadLane.Kind: LaneStatistics] = [:]
-        for lane in allLanes { statistics[lane.kind] = await lane.stats }
+        var statistics = await uploader.statistics()
         // A replay has no backlog once it ends: its end is where it stopped.
         statistics = statistics.mapValues { stats in
             var finished = stats

@@ -2,13 +2,13 @@
 ///
 /// Events finish out of order (requests run concurrently); the cursor may only pass the contiguous
 /// run of finished events.
-struct LaneProgress: Sendable {
+public struct LaneProgress: Sendable {
     /// The next sequence number to read.
-    var next: UInt64
+    public internal(set) var next: UInt64
     /// Every event below this is done.
-    var contiguous: UInt64
+    public private(set) var contiguous: UInt64
     /// The position last saved in the cursor file.
-    var durableCursor: UInt64
+    public internal(set) var durableCursor: UInt64
     /// Finished events at or after `contiguous`.
     private var completed = Set<UInt64>()
 

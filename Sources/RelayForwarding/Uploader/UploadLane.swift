@@ -62,7 +62,6 @@ public actor UploadLane: BlockingActor {
     private var random = SystemRandomNumberGenerator()
     private var statistics = LaneStatistics()
     private var nextPermitted: ContinuousClock.Instant = .now
-    private var progress = LaneProgress(start: 1)
 
     /// A lane for `kind` events to `host`. Registrations equal to the last one delivered for their
     /// token are skipped when `deduplicates` (the normal uploader; replays resend everything).
@@ -86,217 +85,114 @@ public actor UploadLane: BlockingActor {
     /// What the lane has done so far.
     public var stats: LaneStatistics { statistics }
 
-    private enum Completion: Sendable {
-        case done(UInt64)
-        case abandoned(UInt64)
-        /// A pipeline batch: the events done, those to send again one by one, and whether the
-        /// rest was abandoned (cancellation).
-        case batch(done: [UInt64], retry: [SequencedEvent], abandoned: Bool)
-    }
+    /// Hits delivered through the pipeline (the rest went one request at a time).
+    public private(set) var pipelinedDeliveries = 0
 
     /// Hits per pipeline batch (well under the duplicate bound, so batches never stall the window).
     private var batchSize: Int { max(1, min(512, configuration.maximumUnsyncedEvents / 4)) }
 
-    /// Registrations of one device token go out in log order (a token refresh or an opt-out must
-    /// not overtake the registration before it); everything else may overtake anything.
-    private static func orderingKey(_ event: Event) -> String? {
-        guard case .registration(let registration) = event else { return nil }
-        return "\(registration.platform.rawValue)\u{1F}\(registration.integrationKey)\u{1F}\(registration.registrationToken)"
-    }
-
     /// Works until every event below `target` is done (`nil`: follow the log until the task is
     /// cancelled or the log closes). Returns early, with its cursor saved, when cancelled.
     ///
-    /// Each event is retried on its own schedule: an event backing off never holds back the events
-    /// behind it, except later registrations of the same device token, and the duplicate bound
-    /// (the lane reads at most ``UploadConfiguration/maximumUnsyncedEvents`` past its cursor).
+    /// The decisions are ``UploadLaneStateMachine``'s; this is its driver: it reads the log on the
+    /// lane's thread, sends, saves the cursor and waits, and tells the state machine what happened.
     public func run(until target: UInt64?) async throws(LogError) {
-        var start: UInt64
+        let start: UInt64
         let end: UInt64?
-        var timeFilter: Range<Int64>?
+        var times: Range<Int64>?
         let walDirectory: String
         let log: WriteAheadLog?
         switch source {
         case .cursor(let wal):
             log = wal
             walDirectory = wal.walDirectory
-            start = try await wal.registerCursor(kind.cursorName, initialPosition: await wal.oldestSequence)
-            start = max(start, await wal.oldestSequence)
+            let saved = try await wal.registerCursor(kind.cursorName, initialPosition: await wal.oldestSequence)
+            // Segments may have gone before the cursor was registered: start at what is left.
+            start = max(saved, await wal.oldestSequence)
             end = target
-        case .range(let directory, let sequences, let times):
+        case .range(let directory, let sequences, let range):
             log = nil
             walDirectory = directory
             start = sequences.lowerBound
             end = sequences.upperBound
-            timeFilter = times
+            times = range
         }
         statistics.position = start
         var reader = LogReader(walDirectory: walDirectory, fileSystem: log?.fileSystem ?? PosixFileSystem(), from: start)
         defer { reader.close() }
-        var buffer: [SequencedEvent] = []
-        var bufferIndex = 0
-        progress = LaneProgress(start: start)
-        var lastCommit = ContinuousClock.now
-        var stopping = false
-        var exhausted = false
-        let saves = log != nil
+        var machine = UploadLaneStateMachine(
+            settings: .init(
+                kind: kind, times: times, concurrency: configuration.concurrency, maximumUnsyncedEvents: configuration.maximumUnsyncedEvents,
+                batchSize: pipeline == nil ? nil : batchSize, savesCursor: log != nil, end: end
+            ),
+            start: start
+        )
 
-        await withTaskGroup(of: Completion.self) { group in
-            // A pipeline lane has at most one batch in flight (served over `concurrency`
-            // connections); single deliveries (every event of other lanes, retried hits of a
-            // pipeline lane) are at most `concurrency` at once.
-            var batchInFlight = false
-            var singles = 0
-            var ready: [SequencedEvent] = []
-            var retries: [SequencedEvent] = []
-            // Tokens with a registration in flight, and the registrations waiting behind it.
-            var waitingByToken: [String: [SequencedEvent]] = [:]
-            var tokenOfSequence: [UInt64: String] = [:]
-
-            func start(_ event: SequencedEvent, token: String?, in group: inout TaskGroup<Completion>) {
-                if let token { tokenOfSequence[event.sequence] = token }
-                singles += 1
-                group.addTask { await self.deliver(event) }
-            }
-
-            func launch(_ event: SequencedEvent, in group: inout TaskGroup<Completion>) {
-                let token = Self.orderingKey(event.event)
-                if let token {
-                    guard waitingByToken[token] == nil else {
-                        waitingByToken[token, default: []].append(event)
-                        return
-                    }
-                    waitingByToken[token] = []
-                }
-                start(event, token: token, in: &group)
-            }
-
-            func finished(_ sequence: UInt64, in group: inout TaskGroup<Completion>) {
-                progress.markDone(sequence)
-                guard let token = tokenOfSequence.removeValue(forKey: sequence) else { return }
-                guard let next = waitingByToken[token]?.first else {
-                    waitingByToken[token] = nil
-                    return
-                }
-                waitingByToken[token]?.removeFirst()
-                start(next, token: token, in: &group)
-            }
-
+        await withTaskGroup(of: UploadLaneStateMachine.Completion.self) { group in
             while true {
-                // Read and start sends while there is room and the duplicate bound allows it.
-                fill: while !stopping, !exhausted, progress.unsynced(saves: saves) < UInt64(configuration.maximumUnsyncedEvents) {
-                    if pipeline != nil {
-                        guard !batchInFlight, retries.count < batchSize else { break fill }
-                    } else {
-                        guard singles < configuration.concurrency else { break fill }
+                if Task.isCancelled { machine.stop() }
+                let action = machine.nextAction(now: .now)
+                switch action {
+                case .read:
+                    var limit = end ?? UInt64.max
+                    if let log { limit = min(limit, await log.durableSequence) }
+                    if limit != .max { statistics.end = max(statistics.end, limit) }
+                    guard machine.progress.next < limit else {
+                        machine.read([], limit: limit)
+                        continue
                     }
-                    if bufferIndex == buffer.count {
-                        var limit = end ?? UInt64.max
-                        if let log { limit = min(limit, await log.durableSequence) }
-                        if limit != .max { statistics.end = max(statistics.end, limit) }
-                        guard progress.next < limit else { break fill }
-                        let batch: LogReadBatch
-                        do {
-                            batch = try reader.read(maximumEvents: 4096, below: limit)
-                        } catch {
-                            logger.error("reading the log failed; retrying in a second", metadata: ["error": "\(error)"])
-                            try? await Task.sleep(for: .seconds(1))
-                            break fill
-                        }
+                    do {
+                        let batch = try reader.read(maximumEvents: 4096, below: limit)
                         for damage in batch.damage where damage.kind != .superseded {
                             logger.error("skipping damaged log bytes; their events cannot be forwarded", metadata: ["damage": "\(damage)"])
                         }
-                        buffer = batch.events
-                        bufferIndex = 0
-                        if buffer.isEmpty {
-                            if limit == .max {
-                                exhausted = true  // a replay without an end reached the end of the log
-                            } else {
-                                // Durable, yet not readable: lost to damage. Do not wait for it forever.
-                                progress.skip(to: limit)
-                            }
-                            break fill
-                        }
+                        machine.read(batch.events, limit: limit)
+                    } catch {
+                        logger.error("reading the log failed; retrying in a second", metadata: ["error": "\(error)"])
+                        machine.readFailed(now: .now)
                     }
-                    let event = buffer[bufferIndex]
-                    bufferIndex += 1
-                    progress.skip(to: event.sequence)
-                    progress.next = event.sequence + 1
-                    if !kind.carries(event.event) || !(timeFilter?.contains(event.event.time.nanosecondsSinceEpoch) ?? true) {
-                        statistics.passedOver += 1
-                        progress.markDone(event.sequence)
+                case .send(let event, let paced):
+                    if paced { await pace() }
+                    group.addTask { await self.deliver(event) }
+                case .sendBatch(let events):
+                    for _ in events { await pace() }
+                    if let pipeline { group.addTask { await self.deliverBatch(events, via: pipeline) } }
+                case .saveCursor(let position):
+                    guard let log else { continue }
+                    do {
+                        try await log.commitCursor(kind.cursorName, to: position)
+                        machine.cursorSaved(position, now: .now)
+                    } catch {
+                        logger.error("could not save the upload cursor", metadata: ["error": "\(error)"])
+                    }
+                case .awaitCompletion:
+                    if let completion = await group.next() { machine.completed(completion) }
+                case .awaitEvents(let next):
+                    guard let log else {
+                        machine.logClosed()
                         continue
                     }
-                    await pace()
-                    if let pipeline {
-                        ready.append(event)
-                        if ready.count >= batchSize {
-                            let batch = ready
-                            ready = []
-                            batchInFlight = true
-                            group.addTask { await self.deliverBatch(batch, via: pipeline) }
-                        }
-                        continue
+                    var durable = await log.durableSequence
+                    if durable <= next { durable = await log.waitForDurable(beyond: next) }
+                    if durable > next {
+                        machine.eventsArrived()
+                    } else {
+                        machine.logClosed()  // the log closed or the task was cancelled
                     }
-                    launch(event, in: &group)
+                case .sleep(let instant):
+                    try? await Task.sleep(until: instant, clock: .continuous)
+                    machine.resumed()
+                case .finish:
+                    break
                 }
-                if let pipeline, !ready.isEmpty, !batchInFlight, !stopping {
-                    let batch = ready
-                    ready = []
-                    batchInFlight = true
-                    group.addTask { await self.deliverBatch(batch, via: pipeline) }
-                }
-                while !stopping, singles < configuration.concurrency, !retries.isEmpty {
-                    launch(retries.removeFirst(), in: &group)
-                }
-                statistics.position = progress.contiguous
-                let inFlight = singles + (batchInFlight ? 1 : 0)
-                // Save progress now and then, and whenever the lane is idle or the bound is near.
-                if let log, progress.contiguous > progress.durableCursor {
-                    let nearBound = progress.unsynced(saves: true) >= UInt64(configuration.maximumUnsyncedEvents / 2)
-                    if inFlight == 0 || nearBound || ContinuousClock.now - lastCommit > .milliseconds(200) {
-                        let position = progress.contiguous
-                        do {
-                            try await log.commitCursor(kind.cursorName, to: position)
-                            progress.durableCursor = position
-                            lastCommit = .now
-                        } catch {
-                            logger.error("could not save the upload cursor", metadata: ["error": "\(error)"])
-                        }
-                    }
-                }
-                if inFlight == 0 {
-                    if stopping || Task.isCancelled || exhausted { break }
-                    if let end, progress.contiguous >= end { break }
-                    // The normal uploader with nothing to send: wait for new events.
-                    let next = progress.next
-                    if let log, bufferIndex == buffer.count, await log.durableSequence <= next {
-                        let durable = await log.waitForDurable(beyond: next)
-                        if durable <= next { break }  // the log closed or the task was cancelled
-                    }
-                    continue
-                }
-                guard let completion = await group.next() else { continue }
-                switch completion {
-                case .done(let sequence):
-                    singles -= 1
-                    finished(sequence, in: &group)
-                case .abandoned(let sequence):
-                    singles -= 1
-                    tokenOfSequence[sequence] = nil
-                    stopping = true
-                case .batch(let done, let retry, let abandoned):
-                    batchInFlight = false
-                    for sequence in done { progress.markDone(sequence) }
-                    retries += retry
-                    if abandoned { stopping = true }
-                }
-                if Task.isCancelled { stopping = true }
+                statistics.position = machine.progress.contiguous
+                statistics.passedOver = machine.passedOver
+                if case .finish = action { break }
             }
         }
-        statistics.position = progress.contiguous
-        if let log, progress.contiguous > progress.durableCursor {
-            try await log.commitCursor(kind.cursorName, to: progress.contiguous)
+        statistics.position = machine.progress.contiguous
+        if let log, let position = machine.cursorToSave {
+            try await log.commitCursor(kind.cursorName, to: position)
         }
     }
 
@@ -312,7 +208,7 @@ public actor UploadLane: BlockingActor {
     /// Sends a batch of tracking hits through the pipeline while the host is healthy. Hits that
     /// fail, that were redirected, or every hit while the breaker is not closed come back to be
     /// sent one by one (``deliver(_:)``), with their own backoff, attempts and redirections.
-    private func deliverBatch(_ events: [SequencedEvent], via pipeline: TrackingHitPipeline) async -> Completion {
+    private func deliverBatch(_ events: [SequencedEvent], via pipeline: TrackingHitPipeline) async -> UploadLaneStateMachine.Completion {
         guard case .closed = breaker.state else { return .batch(done: [], retry: events, abandoned: Task.isCancelled) }
         var done: [UInt64] = []
         var retry: [SequencedEvent] = []
@@ -325,6 +221,7 @@ public actor UploadLane: BlockingActor {
             case .delivered:
                 answered = true
                 statistics.delivered += 1
+                pipelinedDeliveries += 1
                 done.append(event.sequence)
             case .rejected(let status, let body):
                 answered = true
@@ -372,7 +269,7 @@ public actor UploadLane: BlockingActor {
     /// the dead-letter store: rejected, or given up after ``UploadConfiguration/maximumAttempts``
     /// failures while the host answered others, or older than
     /// ``UploadConfiguration/maximumEventAge`` at a failure.
-    private func deliver(_ event: SequencedEvent) async -> Completion {
+    private func deliver(_ event: SequencedEvent) async -> UploadLaneStateMachine.Completion {
         if deduplicates, case .registration(let registration) = event.event, registration.sdkForm == nil,
             (try? await store.isUnchanged(registration, within: configuration.registrationDeduplicationWindow)) == true
         {
@@ -380,15 +277,25 @@ public actor UploadLane: BlockingActor {
             return .done(event.sequence)
         }
         let request = request(for: event)
-        var attempts = 0
-        var counted = 0
+        var retry = EventRetryStateMachine(configuration: configuration)
         while !Task.isCancelled {
             guard await waitForPermission() else { break }
             let outcome = await transport.send(request, timeout: configuration.requestTimeout)
-            attempts += 1
+            var breakerOpened = false
+            var firstFailure = false
             switch outcome {
-            case .delivered:
+            case .delivered, .rejected, .redirected:
                 hostAnswered()
+            case .notSent:
+                break
+            case .retryable(let reason, let retryAfter, _, _):
+                // Stopping (Ctrl-C, SIGTERM) cancels requests under way: not a failure of the host.
+                if Task.isCancelled { return .abandoned(event.sequence) }
+                (breakerOpened, firstFailure) = hostFailed(reason: reason, retryAfter: retryAfter)
+            }
+            let age = EventTime.now().nanosecondsSinceEpoch &- event.event.time.nanosecondsSinceEpoch
+            switch retry.answer(outcome, breakerOpened: breakerOpened, age: age, using: &random) {
+            case .delivered:
                 statistics.delivered += 1
                 if deduplicates, case .registration(let registration) = event.event, registration.sdkForm == nil {
                     do { try await store.recordDelivered(registration) } catch {
@@ -396,67 +303,44 @@ public actor UploadLane: BlockingActor {
                     }
                 }
                 return .done(event.sequence)
-            case .rejected(let status, let body):
-                hostAnswered()
-                if await giveUp(event, url: request.url, status: status, body: body, reason: "rejected by the host (HTTP \(status))") {
-                    return .done(event.sequence)
-                }
-                try? await Task.sleep(for: .seconds(1))
-            case .redirected(let status, let location):
-                // Only a sender that does not follow redirections returns this: a final answer.
-                hostAnswered()
-                if await giveUp(
-                    event, url: request.url, status: status, body: "redirected to \(location)", reason: "redirected, not followed (HTTP \(status))")
-                {
-                    return .done(event.sequence)
-                }
-                try? await Task.sleep(for: .seconds(1))
-            case .notSent:
-                // Only a pipeline batch returns this; a single send always reaches the wire.
-                attempts -= 1
-            case .retryable(let reason, let retryAfter, let status, let body):
-                // Stopping (Ctrl-C, SIGTERM) cancels requests under way: not a failure of the host.
-                if Task.isCancelled { break }
-                statistics.retries += 1
-                let now = ContinuousClock.now
-                let wasUp = breaker.failingSince == nil
-                let firstFailure = statistics.lastFailure == nil
-                let openedUntil = breaker.recordFailure(now: now, retryAfter: retryAfter, using: &random)
-                if !firstFailure, let openedUntil, wasUp || statistics.lastFailure != reason {
-                    logger.warning(
-                        "\(kind.rawValue) host is failing; pausing sends to it",
-                        metadata: [
-                            "host": "\(host)", "reason": "\(reason)", "down-since": "\(downSince())",
-                            "next-try-in": "\(openedUntil - now)", "backlog": "\(statistics.backlog)",
-                        ]
-                    )
-                }
-                statistics.lastFailure = reason
-                // A failure while the breaker stays closed is this event's own (the host answers
-                // others); during an outage only the event's age can end its retries.
-                if openedUntil == nil { counted += 1 }
-                let age = EventTime.now().nanosecondsSinceEpoch &- event.event.time.nanosecondsSinceEpoch
-                let tooOld = age > configuration.maximumEventAge.nanoseconds
-                if counted >= configuration.maximumAttempts || tooOld {
-                    let why =
-                        tooOld
-                        ? "older than the maximum event age (\(configuration.maximumEventAge)) after \(attempts) attempts; last: \(reason)"
-                        : "\(counted) failed attempts (the maximum) while the host answered others; last: \(reason)"
-                    if await giveUp(event, url: request.url, status: status ?? 0, body: status == nil ? reason : body, reason: why) {
-                        return .done(event.sequence)
-                    }
-                }
-                let delay = retryAfter ?? configuration.backoff.delay(attempt: counted, using: &random)
-                if firstFailure {
+            case .giveUp(let status, let body, let reason, let retryAfterStoreFailure):
+                if await giveUp(event, url: request.url, status: status, body: body, reason: reason) { return .done(event.sequence) }
+                do { try await Task.sleep(for: retryAfterStoreFailure) } catch { break }
+            case .retry(let delay):
+                if firstFailure, case .retryable(let reason, _, _, _) = outcome {
                     logger.warning(
                         "\(kind.rawValue) host failed: \(reason); retrying in \(delay.nanoseconds / 1_000_000) ms",
                         metadata: ["host": "\(host)", "backlog": "\(statistics.backlog)"]
                     )
                 }
-                do { try await Task.sleep(for: delay) } catch { break }
+                if delay > .zero {
+                    do { try await Task.sleep(for: delay) } catch { break }
+                }
             }
         }
         return .abandoned(event.sequence)
+    }
+
+    /// Records a retryable failure in the circuit breaker. Returns whether the breaker is open
+    /// after it (the host's failure, which does not count against the event), and whether it is
+    /// the first failure since the host last answered.
+    private func hostFailed(reason: String, retryAfter: Duration?) -> (breakerOpened: Bool, firstFailure: Bool) {
+        statistics.retries += 1
+        let now = ContinuousClock.now
+        let wasUp = breaker.failingSince == nil
+        let firstFailure = statistics.lastFailure == nil
+        let openedUntil = breaker.recordFailure(now: now, retryAfter: retryAfter, using: &random)
+        if !firstFailure, let openedUntil, wasUp || statistics.lastFailure != reason {
+            logger.warning(
+                "\(kind.rawValue) host is failing; pausing sends to it",
+                metadata: [
+                    "host": "\(host)", "reason": "\(reason)", "down-since": "\(downSince())",
+                    "next-try-in": "\(openedUntil - now)", "backlog": "\(statistics.backlog)",
+                ]
+            )
+        }
+        statistics.lastFailure = reason
+        return (openedUntil != nil, firstFailure)
     }
 
     /// Puts `event` in the dead-letter store with the host's last answer; `false` (logged) when

@@ -12,12 +12,28 @@ public actor Uploader {
     /// The thread the connections to Campaign run on, apart from request handling.
     let upstream: UpstreamEventLoop
 
-    /// An uploader for the open `log`, sending to whichever hosts are given.
+    /// An uploader for the open `log`, sending to whichever hosts are given from the lanes'
+    /// durable cursors, and skipping registrations unchanged since their last delivery.
     ///
     /// - Throws: ``UpstreamTLS/Failure`` when the configured CA file cannot be used.
     public init(
         log: WriteAheadLog, trackingHost: CampaignHost?, marketingHost: CampaignHost?, store: ForwardingStore,
         configuration: UploadConfiguration, logger: Logger
+    ) throws(UpstreamTLS.Failure) {
+        try self.init(
+            source: .cursor(log), trackingHost: trackingHost, marketingHost: marketingHost, store: store, configuration: configuration,
+            deduplicates: true, logger: logger
+        )
+    }
+
+    /// An uploader whose lanes read `source`: the open log from their cursors, or a range of a
+    /// log for a replay (which resends everything: `deduplicates` false). Either way, tracking
+    /// hits go through the pipeline while the host is healthy.
+    ///
+    /// - Throws: ``UpstreamTLS/Failure`` when the configured CA file cannot be used.
+    public init(
+        source: UploadLane.Source, trackingHost: CampaignHost?, marketingHost: CampaignHost?, store: ForwardingStore,
+        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger
     ) throws(UpstreamTLS.Failure) {
         // Checked before the event loop starts, so a bad CA file leaves no thread behind.
         let tls = try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities)
@@ -42,8 +58,8 @@ public actor Uploader {
             }
             lanes.append(
                 UploadLane(
-                    kind: .tracking, host: trackingHost, transport: transport, store: store, source: .cursor(log), configuration: configuration,
-                    deduplicates: true, logger: logger, pipeline: pipeline
+                    kind: .tracking, host: trackingHost, transport: transport, store: store, source: source, configuration: configuration,
+                    deduplicates: deduplicates, logger: logger, pipeline: pipeline
                 )
             )
             pipelines.append(pipeline)
@@ -53,8 +69,8 @@ public actor Uploader {
             // keeps "skip if unchanged since the last delivery" exact.
             lanes.append(
                 UploadLane(
-                    kind: .marketing, host: marketingHost, transport: transport, store: store, source: .cursor(log), configuration: configuration,
-                    deduplicates: true, logger: logger
+                    kind: .marketing, host: marketingHost, transport: transport, store: store, source: source, configuration: configuration,
+                    deduplicates: deduplicates, logger: logger
                 )
             )
         }
