@@ -155,15 +155,7 @@ public actor Aggregator: BlockingActor {
         let size = batchSize
         let thread = readAhead
         return Task {
-            await thread.run { () -> (LogReader, Result<LogReadBatch, LogError>) in
-                var owned = taken
-                do throws(LogError) {
-                    let batch = try owned.read(maximumEvents: size, below: end)
-                    return (owned, .success(batch))
-                } catch {
-                    return (owned, .failure(error))
-                }
-            }
+            await thread.run(moving: taken) { (owned: inout LogReader) throws(LogError) in try owned.read(maximumEvents: size, below: end) }
         }
     }
 

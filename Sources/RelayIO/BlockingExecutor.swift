@@ -92,6 +92,24 @@ public final class BlockingExecutor: SerialExecutor, Sendable {
         return try result.get()
     }
 
+    /// Runs `work` on the executor's thread with `value` moved there, and hands `value` back with
+    /// the outcome, whether `work` succeeded or failed: for a value that owns blocking resources
+    /// (a log reader, a segment writer) and must come home either way.
+    public func run<Owned: Sendable, Value: Sendable, Failure: Error>(
+        moving value: Owned, _ work: @escaping @Sendable (inout Owned) throws(Failure) -> Value
+    ) async -> (Owned, Result<Value, Failure>) {
+        await run { () -> (Owned, Result<Value, Failure>) in
+            var owned = value
+            do throws(Failure) {
+                // Work first: the tuple takes `owned` as it is when the tuple is built.
+                let result = try work(&owned)
+                return (owned, .success(result))
+            } catch {
+                return (owned, .failure(error))
+            }
+        }
+    }
+
     /// Gives the calling thread its name as `top -H`, `ps -L` and `perf` show it. Foundation's
     /// `Thread.name` reaches the OS thread only when it wins a race with the thread's start, so
     /// the name is written where Linux keeps it; Linux keeps 15 bytes and refuses longer names.

@@ -171,18 +171,27 @@ struct UploadLaneStateMachineTests {
         #expect(machine.progress.contiguous == 2)
     }
 
-    @Test("a failed read is tried again a second later, not in a loop")
+    @Test("a failed read is tried again a second later, not in a loop, even when sends end meanwhile")
     func readFailure() {
-        var machine = UploadLaneStateMachine(settings: Self.settings(), start: 1)
-        #expect(Self.describe(machine.nextAction(now: Self.t0)) == "read 1")
+        var machine = UploadLaneStateMachine(settings: Self.settings(concurrency: 2), start: 1)
+        #expect(Self.step(&machine, log: Self.hits(1...3), limit: 4) == ["read 1", "send 1", "send 2", "await"])
+        machine.completed(.done(1))
+        #expect(Self.step(&machine, log: Self.hits(1...3), limit: 4) == ["send 3", "save 2", "await"])
+        machine.completed(.done(2))
+        #expect(Self.describe(machine.nextAction(now: Self.t0)) == "read 4")
         machine.readFailed(now: Self.t0)
-        guard case .sleep(let until) = machine.nextAction(now: Self.t0) else {
-            Issue.record("expected a sleep")
+        #expect(Self.describe(machine.nextAction(now: Self.t0)) == "await")
+        // The last send ends half a second later: the lane saves, then sleeps out the second.
+        machine.completed(.done(3))
+        #expect(Self.step(&machine, log: [], limit: 4, now: Self.t0 + .milliseconds(500)) == ["save 4", "sleep"])
+        let action = machine.nextAction(now: Self.t0 + .milliseconds(600))
+        guard case .sleep(let until) = action else {
+            Issue.record("expected a sleep until the second is over, got \(Self.describe(action))")
             return
         }
         #expect(until == Self.t0 + .seconds(1))
         machine.resumed()
-        #expect(Self.describe(machine.nextAction(now: Self.t0 + .seconds(1))) == "read 1")
+        #expect(Self.step(&machine, log: [], limit: 4, now: Self.t0 + .seconds(1)) == ["read 4", "await events 4"])
     }
 }
 

@@ -33,26 +33,14 @@ struct WALDumpCommand: AsyncParsableCommand {
         // The log's files are read on a thread of their own; the reader moves there and back.
         let reading = BlockingExecutor(name: "wal-dump")
         var reader = LogReader(walDirectory: layout.walDirectory, from: from)
-        let close = { (reader: LogReader) async in
-            await reading.run {
-                var owned = reader
-                owned.close()
-            }
-        }
+        let close = { (reader: LogReader) async in _ = await reading.run(moving: reader) { (owned: inout LogReader) in owned.close() } }
         var output = StandardOutput.output()
         var errors = StandardOutput.error()
         var remaining = limit ?? Int.max
         while remaining > 0 {
             let count = min(remaining, 65_536)
-            let (returned, result) = await reading.run { [reader] () -> (LogReader, Result<LogReadBatch, LogError>) in
-                var owned = reader
-                do throws(LogError) {
-                    // Read first: a tuple takes `owned` as it is when the tuple is built.
-                    let batch = try owned.read(maximumEvents: count)
-                    return (owned, .success(batch))
-                } catch {
-                    return (owned, .failure(error))
-                }
+            let (returned, result) = await reading.run(moving: reader) { (owned: inout LogReader) throws(LogError) in
+                try owned.read(maximumEvents: count)
             }
             reader = returned
             let batch: LogReadBatch

@@ -137,7 +137,7 @@ public struct UploadLaneStateMachine: Sendable {
                 let (event, token) = startable.removeFirst()
                 return start(event, token: token, paced: false)
             }
-            if let action = fill() { return action }
+            if let action = fill(now: now) { return action }
             if settings.batchSize != nil, !ready.isEmpty, !batchInFlight, !stopping {
                 return takeBatch()
             }
@@ -166,14 +166,18 @@ public struct UploadLaneStateMachine: Sendable {
     }
 
     /// Reads, and starts sends while there is room and the duplicate bound allows it.
-    private mutating func fill() -> Action? {
+    private mutating func fill(now: ContinuousClock.Instant) -> Action? {
         while !stopping, !exhausted, !readBlocked, progress.unsynced(saves: settings.savesCursor) < UInt64(settings.maximumUnsyncedEvents) {
             if let batchSize = settings.batchSize {
                 guard !batchInFlight, retries.count < batchSize else { return nil }
             } else {
                 guard singles < settings.concurrency else { return nil }
             }
-            if bufferIndex == buffer.count { return .read(from: progress.next) }
+            if bufferIndex == buffer.count {
+                // After a failed read, the next try waits its second even when sends end sooner.
+                if let retryAt = readRetryAt, retryAt > now { return nil }
+                return .read(from: progress.next)
+            }
             let event = buffer[bufferIndex]
             bufferIndex += 1
             progress.skip(to: event.sequence)

@@ -183,15 +183,10 @@ public actor WriteAheadLog {
             let level = configuration.compressionLevel
             let batches = group.map(\.events)
             writer = nil
-            let (returned, outcome) = await io.run { () -> (SegmentWriter, Result<(Int, Int, Duration), LogError>) in
-                var owned = taken
+            let (returned, outcome) = await io.run(moving: taken) { (owned: inout SegmentWriter) throws(LogError) -> (Int, Int, Duration) in
                 let (bytes, frames) = Frame.encodeGroup(batches, firstSequence: first, compressionLevel: level)
-                do throws(LogError) {
-                    let sync = try owned.commit(bytes, firstSequence: first)
-                    return (owned, .success((bytes.count, frames, sync)))
-                } catch {
-                    return (owned, .failure(error))
-                }
+                let sync = try owned.commit(bytes, firstSequence: first)
+                return (bytes.count, frames, sync)
             }
             writer = returned
             switch outcome {
@@ -308,14 +303,8 @@ public actor WriteAheadLog {
         while writer == nil { await waitForFlush() }
         guard let taken = writer else { return }
         writer = nil
-        let (returned, result) = await io.run { () -> (SegmentWriter, Result<[String], LogError>) in
-            var owned = taken
-            do throws(LogError) {
-                let removed = try owned.removeSegments(below: floor)
-                return (owned, .success(removed))
-            } catch {
-                return (owned, .failure(error))
-            }
+        let (returned, result) = await io.run(moving: taken) { (owned: inout SegmentWriter) throws(LogError) in
+            try owned.removeSegments(below: floor)
         }
         writer = returned
         let waiters = flushWaiters
