@@ -14,6 +14,8 @@ public struct LogLayout: Sendable, Hashable {
     public var cursorDirectory: String { "\(walDirectory)/cursors" }
     /// `<data-dir>/quarantine`: copies of damaged bytes with notes.
     public var quarantineDirectory: String { "\(dataDirectory)/quarantine" }
+    /// `<data-dir>/identity.json`: the relay id and epochs (``RelayIdentity``).
+    public var identityFile: String { "\(dataDirectory)/identity.json" }
     /// `<data-dir>/wal/LOCK`: held (flock) by the process that writes the log.
     public var lockFile: String { "\(walDirectory)/LOCK" }
 

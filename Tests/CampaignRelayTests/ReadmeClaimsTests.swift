@@ -1,5 +1,6 @@
 import CampaignEmulator
 import Foundation
+import RelayLog
 import RelayTestSupport
 import Testing
 
@@ -23,7 +24,10 @@ struct ReadmeClaimsTests {
         let binary = try RelayBinary.path()
         let data = Self.directory("verify")
         #expect(try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", data], input: Self.hits(1...200)).status == 0)
-        #expect(try await RelayBinary.run(binary, ["wal", "verify", "--data-dir", data]).status == 0)
+        let clean = try await RelayBinary.run(binary, ["wal", "verify", "--data-dir", data])
+        #expect(clean.status == 0)
+        let identity = try #require(RelayIdentity.read(dataDirectory: data))
+        #expect(clean.stdout.hasPrefix("relay id:          \(identity.relayID)\nepoch:             1 (since sequence 1)\n"), "\(clean.stdout)")
         let wal = "\(data)/wal"
         let segment = try #require(try FileManager.default.contentsOfDirectory(atPath: wal).filter { $0.hasSuffix(".wal") }.sorted().first)
         let handle = try #require(FileHandle(forUpdatingAtPath: "\(wal)/\(segment)"))
@@ -35,6 +39,7 @@ struct ReadmeClaimsTests {
         let damaged = try await RelayBinary.run(binary, ["wal", "verify", "--data-dir", data, "--json"])
         #expect(damaged.status == 1, "\(damaged.stdout)")
         #expect(damaged.stdout.contains(#""clean":false"#), "\(damaged.stdout)")
+        #expect(damaged.stdout.contains(#""epoch":1"#) && damaged.stdout.contains(#""relayId":"\#(identity.relayID)""#), "\(damaged.stdout)")
     }
 
     @Test("ingest exits 1 when the log refuses (--max-wal-bytes) and keeps what it stored")

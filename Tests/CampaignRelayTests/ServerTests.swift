@@ -260,7 +260,12 @@ struct ServerTests {
         #expect(statuses.values.reduce(0, +) == requests)
         #expect(statuses.keys.allSatisfy { $0 < 500 }, "seed \(seed): 5xx answers \(statuses): \(worst)")
         #expect((statuses[400] ?? 0) > requests / 2, "most mutations must be refused: \(statuses)")
-        #expect(try await http.get(server.url + "/healthz").status == 200)
+        let health = try await http.get(server.url + "/healthz")
+        #expect(health.status == 200)
+        // The relay's identity, as its data directory keeps it.
+        let identity = try #require(RelayIdentity.read(dataDirectory: server.dataDirectory))
+        #expect(health.body == #"{"epoch":1,"relayId":"\#(identity.relayID)","status":"ok"}"#)
+        #expect(health.headers.first(name: "Content-Type") == "application/json")
         await http.shutdown()
         await server.stop()
     }

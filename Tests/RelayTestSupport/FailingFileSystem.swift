@@ -87,6 +87,7 @@ public final class FailingFileSystem: FileSystem {
         try base.synchronizeDirectory(path)
     }
     public func lockExclusively(_ path: String) throws(FileSystemError) -> (any FileHandle)? { try base.lockExclusively(path) }
+    public func fileIdentity(_ path: String) throws(FileSystemError) -> FileIdentity { try base.fileIdentity(path) }
 }
 
 /// A real file handle whose writes and fdatasyncs ask ``FailingFileSystem`` first.

@@ -348,6 +348,15 @@ public final class SimulatedFileSystem: FileSystem {
         }
     }
 
+    /// One simulated disk: device 1, and an inode derived from the path (FNV-1a), the same after a
+    /// crash, as a real directory's is after a reboot.
+    public func fileIdentity(_ path: String) throws(FileSystemError) -> FileIdentity {
+        guard exists(path) else { throw FileSystemError(operation: "stat", path: path, errno: ENOENT, reason: "No such file or directory") }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in Self.normalize(path).utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return FileIdentity(device: 1, inode: hash)
+    }
+
     public func lockExclusively(_ path: String) throws(FileSystemError) -> (any FileHandle)? {
         nil
     }

@@ -10,7 +10,8 @@ struct WALVerifyCommand: AsyncParsableCommand {
         commandName: "verify",
         abstract: "Check every frame of every segment (CRCs and decoding) without changing anything.",
         discussion: """
-            Reports segments, frames, events, corrupt frames, torn tails and bytes per event. \
+            Reports the relay id and epoch of the data directory, segments, frames, events, corrupt \
+            frames, torn tails and bytes per event. \
             Exit status 0 when the log is clean, 1 when damage was found (the relay repairs or skips \
             it by itself on open; this command only reports).
             """
@@ -20,13 +21,20 @@ struct WALVerifyCommand: AsyncParsableCommand {
 
     func run() async throws {
         let layout = LogLayout(dataDirectory: common.dataDir)
+        let dataDirectory = common.dataDir
         let report = try await BlockingExecutor(name: "wal-verify").run { () throws(LogError) in
-            try LogVerifier.verify(walDirectory: layout.walDirectory)
+            var report = try LogVerifier.verify(walDirectory: layout.walDirectory)
+            report.identity = RelayIdentity.read(dataDirectory: dataDirectory)
+            return report
         }
         var output = StandardOutput.output()
         if common.json {
             output.line(APIJSON.text(report))
         } else {
+            if let identity = report.identity {
+                output.line("relay id:          \(identity.relayID)")
+                output.line("epoch:             \(identity.epoch.number) (since sequence \(identity.epoch.firstSequence))")
+            }
             output.line("segments:          \(report.segments)")
             output.line("frames:            \(report.frames)")
             output.line("events:            \(report.events)")

@@ -22,6 +22,22 @@ public protocol FileSystem: Sendable {
     /// until the returned handle is closed. Fails with `EWOULDBLOCK` when another holder has it;
     /// returns `nil` where locking does not apply (e.g. simulated file systems).
     func lockExclusively(_ path: String) throws(FileSystemError) -> (any FileHandle)?
+    /// The device and inode of `path`: what tells a directory apart from a copy of it.
+    func fileIdentity(_ path: String) throws(FileSystemError) -> FileIdentity
+}
+
+/// Where a file lives on its machine: a copy of it, even byte for byte, has another one.
+public struct FileIdentity: Sendable, Hashable {
+    /// The device (`st_dev`).
+    public var device: UInt64
+    /// The inode (`st_ino`).
+    public var inode: UInt64
+
+    /// An identity from its parts.
+    public init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
 }
 
 /// An open file. Reads and writes take explicit offsets, so one handle may serve several readers.

@@ -53,6 +53,12 @@ public struct PosixFileSystem: FileSystem {
         guard unlink(path) == 0 else { throw Self.failure("unlink", path) }
     }
 
+    public func fileIdentity(_ path: String) throws(FileSystemError) -> FileIdentity {
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw Self.failure("stat", path) }
+        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
     public func lockExclusively(_ path: String) throws(FileSystemError) -> (any FileHandle)? {
         let handle = try open(path, create: true)
         guard let posix = handle as? PosixFileHandle else { return handle }

@@ -1,10 +1,11 @@
 extension LogVerifier.Report: Encodable {
     private enum CodingKeys: String, CodingKey {
         case segments, frames, events, bytes, preallocatedBytes, bytesPerEvent, corruptFrames, tornTails, supersededFrames
-        case missingSequences, firstSequence, lastSequence, damage, clean
+        case missingSequences, firstSequence, lastSequence, damage, clean, relayId, epoch
     }
 
-    /// What `wal verify --json` prints; `firstSequence` and `lastSequence` are `null` for an empty log.
+    /// What `wal verify --json` prints; `firstSequence` and `lastSequence` are `null` for an empty
+    /// log, `relayId` and `epoch` for a directory whose log was never opened.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(segments, forKey: .segments)
@@ -21,6 +22,8 @@ extension LogVerifier.Report: Encodable {
         try container.encode(lastSequence, forKey: .lastSequence)
         try container.encode(damage, forKey: .damage)
         try container.encode(isClean, forKey: .clean)
+        try container.encode(identity?.relayID, forKey: .relayId)
+        try container.encode(identity?.epoch.number, forKey: .epoch)
     }
 }
 

@@ -20,6 +20,8 @@ public enum LogVerifier {
         public var lastSequence: UInt64?
         /// Events missing between frames (lost with corrupt frames, or never acknowledged).
         public var missingSequences: UInt64 = 0
+        /// The data directory's relay identity, when the caller looked it up (``RelayIdentity/read(dataDirectory:fileSystem:)``).
+        public var identity: RelayIdentity?
 
         /// Damaged frames in the middle of segments.
         public var corruptFrames: Int { damage.count { $0.kind == .corruptFrame || $0.kind == .undecodable } }

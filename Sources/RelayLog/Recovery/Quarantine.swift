@@ -34,6 +34,26 @@ public struct Quarantine: Sendable {
         return base + ".bin"
     }
 
+    /// Copies the whole file `name` (its `bytes`), which could not be used, and a note, durably,
+    /// under `name` and the time.
+    ///
+    /// Returns the path of the copy.
+    @discardableResult
+    public func keepFile(_ bytes: [UInt8], name: String, reason: String, now: String) throws(FileSystemError) -> String {
+        try fileSystem.createDirectory(directory)
+        let base = "\(directory)/\(name).\(now)"
+        let note = """
+            what: unreadable file
+            file: \(name)
+            reason: \(reason)
+            quarantined-at: \(now)
+
+            """
+        try fileSystem.writeAtomically(bytes, to: base, directory: directory)
+        try fileSystem.writeAtomically(Array(note.utf8), to: base + ".txt", directory: directory)
+        return base
+    }
+
     /// Whether this damage was already copied.
     public func contains(_ damage: LogDamage) -> Bool {
         fileSystem.exists("\(directory)/\(damage.segment)@\(damage.range.lowerBound).txt")

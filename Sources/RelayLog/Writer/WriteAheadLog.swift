@@ -22,6 +22,8 @@ public actor WriteAheadLog {
     public nonisolated let recoveryReport: RecoveryReport
     /// The file layer in use.
     public nonisolated let fileSystem: any FileSystem
+    /// The data directory's relay id and epochs, as opening the log found or made them.
+    public nonisolated let identity: RelayIdentity
 
     private var writer: SegmentWriter?
     private var nextSequence: UInt64
@@ -68,13 +70,36 @@ public actor WriteAheadLog {
         let now = EventTime.now().rfc3339
         let quarantine = Quarantine(directory: layout.quarantineDirectory, fileSystem: fileSystem)
         let cursors = CursorStore(directory: layout.cursorDirectory, fileSystem: fileSystem, quarantine: quarantine)
-        let (positions, writer, report) = try await io.run { () throws(LogError) -> ([String: UInt64], SegmentWriter, RecoveryReport) in
+        let (positions, writer, report, identity, change) = try await io.run {
+            () throws(LogError) -> ([String: UInt64], SegmentWriter, RecoveryReport, RelayIdentity, RelayIdentity.Change) in
             let positions = try cursors.loadAll(now: now)
             let (writer, report) = try LogRecovery.recover(
                 fileSystem: fileSystem, walDirectory: layout.walDirectory, quarantine: quarantine, configuration: configuration,
                 sequenceFloor: positions.values.max() ?? 1, now: now
             )
-            return (positions, writer, report)
+            let (identity, change) = try RelayIdentity.establish(
+                layout: layout, fileSystem: fileSystem, quarantine: quarantine, nextSequence: report.nextSequence, now: now
+            )
+            return (positions, writer, report, identity, change)
+        }
+        switch change {
+        case .unchanged:
+            break
+        case .created:
+            logger.notice("this data directory is a new relay", metadata: ["relay-id": "\(identity.relayID)", "epoch": "\(identity.epoch.number)"])
+        case .newEpoch:
+            logger.warning(
+                "this data directory is a copy (restored or cloned): a new epoch begins, so a central relay cannot take its new events for the original's",
+                metadata: [
+                    "relay-id": "\(identity.relayID)", "epoch": "\(identity.epoch.number)", "first-sequence": "\(identity.epoch.firstSequence)",
+                    "reason": "\(identity.epoch.reason)",
+                ]
+            )
+        case .recreated(let reason):
+            logger.error(
+                "the relay identity file was unreadable (kept in quarantine); this directory is now a new relay to any central relay",
+                metadata: ["relay-id": "\(identity.relayID)", "reason": "\(reason)"]
+            )
         }
         for damage in report.damage {
             logger.warning("log damage found on open; bytes kept in quarantine", metadata: ["damage": "\(damage)"])
@@ -84,7 +109,7 @@ public actor WriteAheadLog {
         }
         return WriteAheadLog(
             layout: layout, configuration: configuration, fileSystem: fileSystem, writer: writer, report: report,
-            cursors: cursors, positions: positions, lock: lock, io: io, logger: logger
+            cursors: cursors, positions: positions, lock: lock, io: io, identity: identity, logger: logger
         )
     }
 
@@ -113,8 +138,9 @@ public actor WriteAheadLog {
     private init(
         layout: LogLayout, configuration: LogConfiguration, fileSystem: any FileSystem, writer: SegmentWriter,
         report: RecoveryReport, cursors: CursorStore, positions: [String: UInt64], lock: (any FileHandle)?, io: BlockingExecutor,
-        logger: Logger
+        identity: RelayIdentity, logger: Logger
     ) {
+        self.identity = identity
         self.walDirectory = layout.walDirectory
         self.configuration = configuration
         self.fileSystem = fileSystem

@@ -37,3 +37,11 @@ struct Readiness: Encodable {
     var reason: String?
     var lastDurableSequence: UInt64
 }
+
+/// `GET /healthz`: `{"epoch":E,"relayId":"…","status":"ok"}`: the process answers, and which relay
+/// (data directory) it is.
+struct Health: Encodable {
+    var status: String
+    var relayId: String
+    var epoch: UInt32
+}

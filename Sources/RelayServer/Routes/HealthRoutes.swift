@@ -5,7 +5,9 @@ struct HealthRoutes: Sendable {
     let ingestor: EventIngestor
 
     func add(to routes: RouteTable) {
-        routes.get("healthz") { _, _ in Responses.text(.ok, "ok\n") }
+        let identity = ingestor.log.identity
+        let health = APIJSON.text(Health(status: "ok", relayId: identity.relayID, epoch: identity.epoch.number))
+        routes.get("healthz") { _, _ in Responses.json(.ok, health) }
         routes.get("readyz") { _, _ in
             // The newest durable event's sequence number (0: nothing stored yet).
             let last = await ingestor.log.durableSequence - 1
