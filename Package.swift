@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "RelayForwarding", targets: ["RelayForwarding"]),
         .library(name: "CampaignEmulator", targets: ["CampaignEmulator"]),
         .library(name: "RelayTLS", targets: ["RelayTLS"]),
+        .library(name: "RelayChain", targets: ["RelayChain"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
@@ -120,6 +121,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Relay chains: what a central relay knows of the relays that hand it events.
+        .target(
+            name: "RelayChain",
+            swiftSettings: swiftSettings
+        ),
         // TLS on the HTTP listeners: PEM files, client certificates, reload on SIGHUP.
         .target(
             name: "RelayTLS",
@@ -199,6 +205,11 @@ let package = Package(
         .testTarget(
             name: "RelayCoreTests",
             dependencies: ["RelayCore", "CampaignProtocol", "RelayEventJSON"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelayChainTests",
+            dependencies: ["RelayChain"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
