@@ -45,6 +45,26 @@ public enum Event: Sendable, Hashable {
         }
     }
 
+    /// Where the event comes from when another relay handed it on (see ``ChainOrigin``).
+    public var chain: ChainOrigin? {
+        get {
+            switch self {
+            case .tracking(let event): event.chain
+            case .registration(let registration): registration.chain
+            }
+        }
+        set {
+            switch self {
+            case .tracking(var event):
+                event.chain = newValue
+                self = .tracking(event)
+            case .registration(var registration):
+                registration.chain = newValue
+                self = .registration(registration)
+            }
+        }
+    }
+
     /// When the event happened.
     public var time: EventTime {
         switch self {

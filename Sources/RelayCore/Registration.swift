@@ -39,6 +39,8 @@ public struct Registration: Sendable, Hashable {
     public var origin: EventOrigin?
     /// The keyed request it was stored for; `nil` when it came without an `Idempotency-Key`.
     public var request: RequestIdentity?
+    /// Where it comes from when another relay handed it on; `nil` when it was logged here first.
+    public var chain: ChainOrigin?
 
     /// Creates a registration; the values are expected to be valid already (see ``EventDecoder``).
     public init(

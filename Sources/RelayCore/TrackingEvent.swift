@@ -14,6 +14,8 @@ public struct TrackingEvent: Sendable, Hashable {
     public var origin: EventOrigin?
     /// The keyed request it was stored for; `nil` when it came without an `Idempotency-Key`.
     public var request: RequestIdentity?
+    /// Where it comes from when another relay handed it on; `nil` when it was logged here first.
+    public var chain: ChainOrigin?
 
     /// Creates a tracking event; the values are expected to be valid already (see ``EventDecoder``).
     public init(action: TrackingAction, messageId: MessageID, deliveryId: String, integrationKey: String? = nil, time: EventTime) {

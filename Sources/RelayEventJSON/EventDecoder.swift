@@ -61,10 +61,37 @@ public enum EventDecoder {
             request = try decodeRequest(members[index].value)
             members.remove(at: index)
         }
+        var chain: ChainOrigin?
+        if let index = members.firstIndex(where: { $0.name == "relayOrigin" }) {
+            let first = try decodePosition(members[index].value, field: "relayOrigin")
+            members.remove(at: index)
+            var hop: RelayPosition?
+            if let index = members.firstIndex(where: { $0.name == "relayHop" }) {
+                hop = try decodePosition(members[index].value, field: "relayHop")
+                members.remove(at: index)
+            }
+            chain = ChainOrigin(first: first, hop: hop)
+        } else if members.contains(where: { $0.name == "relayHop" }) {
+            throw EventInputError(field: "relayHop", "relayHop needs relayOrigin beside it")
+        }
         var event = try decodeKind(members, defaultTime: defaultTime)
         event.origin = origin
         event.request = request
+        event.chain = chain
         return event
+    }
+
+    /// `{"relayId":"…","epoch":E,"sequence":S}`: an event's place in a relay's log (as `wal dump`
+    /// prints `relayOrigin` and `relayHop`).
+    private static func decodePosition(_ value: JSONValue, field: String) throws(EventInputError) -> RelayPosition {
+        guard case .object(let members) = value, members.count == 3,
+            case .string(let relayID)? = members.first(where: { $0.name == "relayId" })?.value,
+            case .number(let epochText)? = members.first(where: { $0.name == "epoch" })?.value, let epoch = UInt32(epochText),
+            case .number(let sequenceText)? = members.first(where: { $0.name == "sequence" })?.value, let sequence = UInt64(sequenceText)
+        else {
+            throw EventInputError(field: field, "\(field) must be {\"relayId\":UUID,\"epoch\":E,\"sequence\":S}")
+        }
+        return try RelayPosition(relayID: relayID, epoch: epoch, sequence: sequence, field: field)
     }
 
     /// `"request":{"key":K,"index":N}`: the keyed request the event was stored for (as `wal dump`

@@ -81,7 +81,26 @@ public enum EventEncoder {
             out += String(request.index)
             out += "}"
         }
+        if let chain = event.chain {
+            out += ",\"relayOrigin\":"
+            append(chain.first, to: &out)
+            if let hop = chain.hop {
+                out += ",\"relayHop\":"
+                append(hop, to: &out)
+            }
+        }
         out += "}"
         return out
+    }
+
+    /// `{"relayId":"…","epoch":E,"sequence":S}`.
+    private static func append(_ position: RelayPosition, to out: inout String) {
+        out += "{\"relayId\":\""
+        out += position.relayID
+        out += "\",\"epoch\":"
+        out += String(position.epoch)
+        out += ",\"sequence\":"
+        out += String(position.sequence)
+        out += "}"
     }
 }

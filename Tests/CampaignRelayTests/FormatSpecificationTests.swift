@@ -25,11 +25,14 @@ struct FormatSpecificationTests {
         let ingest = try RelayBinary.run(
             binary, ["ingest", Self.repository.appendingPathComponent("examples/events.jsonl").path, "--data-dir", "\(directory)/data", "--json"])
         #expect(ingest.status == 0, "\(ingest.stderr)")
-        // Entries the examples do not hold: a copy (tag 4), an event of a keyed request (tag 5), and both.
+        // Entries the examples do not hold: a copy (tag 4), an event of a keyed request (tag 5), both,
+        // and events handed on by other relays (tag 6), with and without a hop, one of them a copy.
         let wrapped = """
             {"kind":"track","action":"open","messageId":"77","deliveryId":"f1","time":"2026-11-21T10:00:00Z","origin":{"sequence":2}}
             {"kind":"track","action":"click","messageId":"78","deliveryId":"f1","time":"2026-11-21T10:00:01.5+01:00","request":{"key":"order-42 é","index":0}}
             {"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t","time":"2026-11-21T10:00:02Z","origin":{"sequence":3},"request":{"key":"order-42 é","index":300}}
+            {"kind":"track","action":"impression","messageId":"79","deliveryId":"f1","time":"2026-11-21T10:00:03Z","relayOrigin":{"relayId":"598ef5b4-921c-4ba5-b8e1-ef71a5e2a510","epoch":2,"sequence":1000000007}}
+            {"kind":"track","action":"open","messageId":"80","deliveryId":"f1","time":"2026-11-21T10:00:04Z","origin":{"sequence":1},"relayOrigin":{"relayId":"598ef5b4-921c-4ba5-b8e1-ef71a5e2a510","epoch":2,"sequence":8},"relayHop":{"relayId":"0b6a1c1e-7f43-4d7e-9a51-2f1c8d3e4b5a","epoch":1,"sequence":42}}
 
             """
         try wrapped.write(toFile: "\(directory)/wrapped.jsonl", atomically: true, encoding: .utf8)
@@ -42,7 +45,7 @@ struct FormatSpecificationTests {
         let pythonLines = decoded.stdout.split(separator: "\n")
         #expect(pythonLines.count == dumped.count)
         #expect(dumped.filter { $0.contains(#""request":{"key":"order-42 é","index":300}"#) }.count == 1, "the dump prints the request identity")
-        #expect(pythonLines.count == 12)
+        #expect(pythonLines.count == 14)
         // Every field of every event the reference decoder prints equals what `wal dump` says.
         for (pythonLine, dumpLine) in zip(pythonLines, dumped) {
             let python = try #require(try JSONSerialization.jsonObject(with: Data(pythonLine.utf8)) as? [String: Any], "\(pythonLine)")
@@ -88,7 +91,18 @@ struct FormatSpecificationTests {
             #expect((pythonRequest == nil) == (dumpRequest == nil), "\(context): request")
             #expect(pythonRequest?["key"] as? String == dumpRequest?["key"] as? String, "\(context): request key")
             #expect(pythonRequest?["index"] as? Int == dumpRequest?["index"] as? Int, "\(context): request index")
+            for field in ["relayOrigin", "relayHop"] {
+                let pythonPosition = python[field] as? [String: Any]
+                let dumpPosition = dump[field] as? [String: Any]
+                #expect((pythonPosition == nil) == (dumpPosition == nil), "\(context): \(field)")
+                #expect(pythonPosition?["relayId"] as? String == dumpPosition?["relayId"] as? String, "\(context): \(field) relay id")
+                #expect(pythonPosition?["epoch"] as? Int == dumpPosition?["epoch"] as? Int, "\(context): \(field) epoch")
+                #expect(
+                    (pythonPosition?["sequence"] as? NSNumber)?.uint64Value == (dumpPosition?["sequence"] as? NSNumber)?.uint64Value,
+                    "\(context): \(field) sequence")
+            }
         }
+        #expect(dumped.filter { $0.contains(#""relayHop":{"relayId":"0b6a1c1e-7f43-4d7e-9a51-2f1c8d3e4b5a","epoch":1,"sequence":42}"#) }.count == 1)
     }
 
     /// The `additionalParams` of a dumped line in their order, values as their JSON text

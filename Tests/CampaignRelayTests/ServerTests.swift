@@ -270,6 +270,29 @@ struct ServerTests {
         await server.stop()
     }
 
+    @Test("POST /v1/events refuses what only the relay sets: a request identity, a relay origin; nothing is stored")
+    func relaySetFieldsRefused() async throws {
+        let server = try await RunningServer.start()
+        let http = TestHTTPClient()
+        let batch = """
+            [{"kind":"track","action":"open","messageId":"1","deliveryId":"d"},
+             {"kind":"track","action":"open","messageId":"2","deliveryId":"d","request":{"key":"k","index":0}},
+             {"kind":"track","action":"open","messageId":"3","deliveryId":"d","relayOrigin":{"relayId":"598ef5b4-921c-4ba5-b8e1-ef71a5e2a510","epoch":1,"sequence":7}}]
+            """
+        let answer = try await http.post(server.url + "/v1/events", batch)
+        #expect(answer.status == 400)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any])
+        let problems = try #require(object["problems"] as? [[String: Any]], "\(answer.body)")
+        #expect(problems.map { $0["index"] as? Int } == [1, 2])
+        #expect(problems.map { $0["field"] as? String } == ["request", "relayOrigin"])
+        #expect(
+            problems.last?["message"] as? String == "relayOrigin is set by relays handing events to one another; leave it out")
+        let ready = try await http.get(server.url + "/readyz")
+        #expect(ready.body.contains(#""lastDurableSequence":0"#), "nothing stored: \(ready.body)")
+        await http.shutdown()
+        await server.stop()
+    }
+
     @Test("Idempotency-Key: a batch sent twice is stored once, also after a crash between storing and answering")
     func idempotency() async throws {
         let server = try await RunningServer.start()

@@ -74,7 +74,58 @@ struct EventBinaryCodecTests {
         keyedCopy.request = RequestIdentity(key: "order-42 é", index: 70_000)
         keyedCopy.origin = EventOrigin(sequence: 12)
         events.append(keyedCopy)
+        // Handed on by other relays (tag 6): first origin only; with the hop; around a copy.
+        let edge = try RelayPosition(relayID: "598EF5B4-921C-4BA5-B8E1-EF71A5E2A510", epoch: 2, sequence: 1_000_000_007)
+        let regional = try RelayPosition(relayID: "0b6a1c1e-7f43-4d7e-9a51-2f1c8d3e4b5a", epoch: 1, sequence: 42)
+        var relayed = events[1]
+        relayed.chain = ChainOrigin(first: edge)
+        events.append(relayed)
+        var chained = events[3]
+        chained.chain = ChainOrigin(first: edge, hop: regional)
+        events.append(chained)
+        var relayedCopy = events[0]
+        relayedCopy.origin = EventOrigin(sequence: 5)
+        relayedCopy.chain = ChainOrigin(first: regional)
+        events.append(relayedCopy)
         return events
+    }
+
+    @Test("a chain origin round-trips in 18 to 40 bytes with the event it wraps; the relay id in lower case; nesting refused")
+    func chainOrigin() throws {
+        let event = try Self.events()[1]
+        let plain = EventBinaryCodec.encode([event])
+        var relayed = event
+        let edge = try RelayPosition(relayID: "598EF5B4-921C-4BA5-B8E1-EF71A5E2A510", epoch: 1, sequence: 7)
+        #expect(edge.relayID == "598ef5b4-921c-4ba5-b8e1-ef71a5e2a510")
+        relayed.chain = ChainOrigin(first: edge)
+        let bytes = EventBinaryCodec.encode([relayed])
+        #expect(bytes.first == 6, "tag 6 comes first")
+        #expect(bytes.count - plain.count == 1 + 16 + 1 + 1 + 1, "tag, relay id, epoch, sequence, no hop")
+        #expect(try EventBinaryCodec.decode(bytes, count: 1) == [relayed])
+        // A hop equal to the first origin is not stored twice.
+        #expect(ChainOrigin(first: edge, hop: edge).hop == nil)
+        // A tag 6 inside a tag 6: refused.
+        #expect(throws: EventBinaryCodec.DecodingError.self) { try EventBinaryCodec.decode([6] + Array(bytes[1..<20]) + bytes, count: 1) }
+        // Epoch 0 is not an epoch.
+        var zeroEpoch = bytes
+        zeroEpoch[17] = 0
+        #expect(throws: EventBinaryCodec.DecodingError.self) { try EventBinaryCodec.decode(zeroEpoch, count: 1) }
+        // The JSON format (wal dump, ingest) carries it both ways, and refuses a hop alone.
+        var chained = relayed
+        chained.chain = ChainOrigin(first: edge, hop: try RelayPosition(relayID: "0b6a1c1e-7f43-4d7e-9a51-2f1c8d3e4b5a", epoch: 3, sequence: 9))
+        let json = EventEncoder.json(chained)
+        #expect(
+            json.hasSuffix(
+                #","relayOrigin":{"relayId":"598ef5b4-921c-4ba5-b8e1-ef71a5e2a510","epoch":1,"sequence":7},"relayHop":{"relayId":"0b6a1c1e-7f43-4d7e-9a51-2f1c8d3e4b5a","epoch":3,"sequence":9}}"#
+            ), "\(json)")
+        #expect(try EventDecoder.decode(json, defaultTime: EventTime(nanosecondsSinceEpoch: 0)) == chained)
+        let hopAlone = json.replacingOccurrences(
+            of: #""relayOrigin":{"relayId":"598ef5b4-921c-4ba5-b8e1-ef71a5e2a510","epoch":1,"sequence":7},"#, with: "")
+        let error = try #require(throws: EventInputError.self) { try EventDecoder.decode(hopAlone, defaultTime: EventTime(nanosecondsSinceEpoch: 0)) }
+        #expect(error.field == "relayHop")
+        // Not a UUID, or epoch or sequence 0: refused where positions are made.
+        #expect(throws: EventInputError.self) { try RelayPosition(relayID: "edge-1", epoch: 1, sequence: 1) }
+        #expect(throws: EventInputError.self) { try RelayPosition(relayID: edge.relayID, epoch: 0, sequence: 1) }
     }
 
     @Test("a request identity round-trips with the event it wraps, and is refused empty or nested")

@@ -20,6 +20,7 @@ public enum EventBinaryCodec {
     static let sdkRegistrationTag: UInt8 = 3
     static let originTag: UInt8 = 4
     static let requestTag: UInt8 = 5
+    static let chainTag: UInt8 = 6
 
     /// Encodes `events` in order.
     public static func encode<C: Collection<Event>>(_ events: C) -> [UInt8] {
@@ -67,6 +68,21 @@ public enum EventBinaryCodec {
             var stored = event
             stored.request = nil
             encode(stored, into: &writer, previousTime: &previousTime)
+            return
+        }
+        if let chain = event.chain {
+            // Handed on by another relay: where it was first logged, and who handed it on.
+            writer.u8(chainTag)
+            encode(chain.first, into: &writer)
+            if let hop = chain.hop {
+                writer.u8(1)
+                encode(hop, into: &writer)
+            } else {
+                writer.u8(0)
+            }
+            var local = event
+            local.chain = nil
+            encode(local, into: &writer, previousTime: &previousTime)
             return
         }
         if let origin = event.origin {
@@ -122,6 +138,30 @@ public enum EventBinaryCodec {
         }
     }
 
+    /// A relay position: the relay id's 16 bytes, the epoch and the sequence number.
+    private static func encode(_ position: RelayPosition, into writer: inout BinaryWriter) {
+        if case .uuid(let bytes, _)? = MessageID.parseUUID(position.relayID) {
+            writer.u64(bytes.0.bigEndian)
+            writer.u64(bytes.1.bigEndian)
+        } else {
+            // RelayPosition admits UUIDs only; never reached.
+            writer.u64(0)
+            writer.u64(0)
+        }
+        writer.varint(UInt64(position.epoch))
+        writer.varint(position.sequence)
+    }
+
+    private static func decodePosition(_ reader: inout BinaryReader) throws(BinaryReader.Failure) -> RelayPosition {
+        let bytes = (UInt64(bigEndian: try reader.u64()), UInt64(bigEndian: try reader.u64()))
+        let epoch = try reader.varint()
+        let sequence = try reader.varint()
+        guard epoch >= 1, epoch <= UInt64(UInt32.max), sequence >= 1 else {
+            throw reader.failure("a relay position with epoch \(epoch) and sequence \(sequence)")
+        }
+        return RelayPosition(uncheckedRelayID: MessageID.uuidText(bytes, uppercase: false), epoch: UInt32(epoch), sequence: sequence)
+    }
+
     private static func actionCode(_ action: TrackingAction) -> UInt8 {
         switch action {
         case .impression: 1
@@ -167,10 +207,24 @@ public enum EventBinaryCodec {
             guard event.request == nil else { throw reader.failure("a request identity inside a request identity") }
             event.request = RequestIdentity(key: key, index: Int(index))
             return event
+        case chainTag:
+            let first = try decodePosition(&reader)
+            let hop: RelayPosition?
+            switch try reader.u8() {
+            case 0: hop = nil
+            case 1: hop = try decodePosition(&reader)
+            case let other: throw reader.failure("unknown hop flag \(other)")
+            }
+            var event = try decodeEvent(&reader, previousTime: &previousTime)
+            guard event.chain == nil, event.request == nil else { throw reader.failure("a chain origin or request identity inside a chain origin") }
+            event.chain = ChainOrigin(first: first, hop: hop)
+            return event
         case originTag:
             let origin = EventOrigin(sequence: try reader.varint())
             var event = try decodeEvent(&reader, previousTime: &previousTime)
-            guard event.origin == nil, event.request == nil else { throw reader.failure("an origin or request identity inside an origin") }
+            guard event.origin == nil, event.request == nil, event.chain == nil else {
+                throw reader.failure("an origin, request identity or chain origin inside an origin")
+            }
             event.origin = origin
             return event
         case trackingTag:

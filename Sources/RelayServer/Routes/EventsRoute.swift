@@ -108,6 +108,12 @@ struct EventsRoute: Sendable {
                         index: index, field: "request", message: "request is set by the relay for a request with an Idempotency-Key; leave it out")
                 )
             }
+            if event.chain != nil {
+                problems.append(
+                    EventBatchDecoder.Problem(
+                        index: index, field: "relayOrigin", message: "relayOrigin is set by relays handing events to one another; leave it out")
+                )
+            }
         }
         if !problems.isEmpty { return refused(problems) }
         let total = events.count
