@@ -124,6 +124,7 @@ let package = Package(
         // Relay chains: what a central relay knows of the relays that hand it events.
         .target(
             name: "RelayChain",
+            dependencies: ["RelayCore", "RelayLog"],
             swiftSettings: swiftSettings
         ),
         // TLS on the HTTP listeners: PEM files, client certificates, reload on SIGHUP.
@@ -155,6 +156,7 @@ let package = Package(
             name: "RelayServer",
             dependencies: [
                 "RelayCore",
+                "RelayChain",
                 "CampaignProtocol",
                 "RelayEventJSON",
                 "RelayIO",
@@ -209,7 +211,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RelayChainTests",
-            dependencies: ["RelayChain"],
+            dependencies: ["RelayChain", "RelayCore", "RelayLog"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -246,7 +248,8 @@ let package = Package(
         .testTarget(
             name: "CampaignRelayTests",
             dependencies: [
-                "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayAggregator", "RelayForwarding",
+                "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain", "RelayAggregator",
+                "RelayForwarding",
                 "CampaignEmulator", "RelayTestSupport",
                 "RelayServer", "CampaignRelay",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

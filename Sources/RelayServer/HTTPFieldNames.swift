@@ -11,3 +11,12 @@ extension HTTPField.Name {
         return valid
     }
 }
+
+extension HTTPField.Name {
+    /// `Relay-Id`: the relay a batch of handed-on events comes from.
+    static let relayID = HTTPField.Name.relay("Relay-Id")
+    /// `Relay-Epoch`: the epoch of that relay's data directory the batch's events were logged in.
+    static let relayEpoch = HTTPField.Name.relay("Relay-Epoch")
+    /// `Relay-Sequences`: `FIRST-END`, the sequence numbers of that relay's log the batch covers.
+    static let relaySequences = HTTPField.Name.relay("Relay-Sequences")
+}

@@ -116,6 +116,9 @@ public struct RelayServer: Sendable {
         AdminRoutes(dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store, log: log).add(
             to: routes)
         HealthRoutes(ingestor: ingestor).add(to: routes)
+        if let relayToken = configuration.relayToken {
+            RelayBatchRoute(receiver: RelayBatchReceiver(ingestor: ingestor, logger: logger), token: relayToken).add(to: routes)
+        }
         routes.refuseOtherMethods()
 
         let host = configuration.host

@@ -23,6 +23,9 @@ public struct RelayServerConfiguration: Sendable {
     public var integrationKeys: Set<String> = []
     /// The bearer token the admin endpoints require; `nil`: none (loopback only).
     public var adminToken: String?
+    /// The token other relays present to hand their events to this one (`POST /v1/relay/batches`);
+    /// `nil`: the endpoint does not exist.
+    public var relayToken: String?
     /// The largest request body accepted on `POST /v1/events`.
     public var maximumBatchBytes = 4 << 20
     /// The most events in one `POST /v1/events`.

@@ -19,8 +19,11 @@ struct ServeCommand: AsyncParsableCommand {
                   Idempotency-Key supported
               GET  /v1/deliveries, /v1/deliveries/{id}, /v1/deadletters, /metrics
                   admin (Authorization: Bearer <token> with --admin-token)
+              POST /v1/relay/batches
+                  other relays' events, exactly once (with --relay-token;
+                  see docs/relay-protocol.md)
               GET  /healthz, /readyz
-                  liveness; readiness with the last durable sequence
+                  liveness and the relay id; readiness with the last durable sequence
 
             Every 200 means the events were fdatasync'ed. When the log is full, the
             disk fails or the relay is stopping: 503 with Retry-After.
@@ -43,6 +46,13 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("Bearer token the admin endpoints require (env CAMPAIGN_RELAY_ADMIN_TOKEN).", valueName: "token"))
     var adminToken: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Take other relays' events on POST /v1/relay/batches, from callers presenting this bearer token (env CAMPAIGN_RELAY_RELAY_TOKEN; at least 16 characters). Without it, the endpoint does not exist.",
+            valueName: "token"))
+    var relayToken: String?
 
     @Option(name: .long, help: ArgumentHelp("Largest POST /v1/events body.", valueName: "bytes"))
     var maxBodyBytes: Int = 4 << 20
@@ -81,6 +91,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         guard shutdownDelay >= 0, shutdownDelay <= 3600 else { throw ValidationError("--shutdown-delay must be between 0 and 3600 seconds") }
         if let adminToken, adminToken.count < 16 { throw ValidationError("--admin-token must be at least 16 characters") }
+        if let relayToken, relayToken.count < 16 { throw ValidationError("--relay-token must be at least 16 characters") }
     }
 
     func run() async throws {
@@ -96,6 +107,10 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.upload = try upstream.configuration()
         configuration.integrationKeys = Set(integrationKey)
         configuration.adminToken = adminToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_ADMIN_TOKEN")
+        configuration.relayToken = relayToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_RELAY_TOKEN")
+        if let token = configuration.relayToken, token.count < 16 {
+            throw ValidationError("CAMPAIGN_RELAY_RELAY_TOKEN must be at least 16 characters")
+        }
         configuration.maximumBatchBytes = maxBodyBytes
         configuration.maximumBatchEvents = maxBatchEvents
         configuration.idempotencyWindow = .seconds(Int64(idempotencyWindowHours * 3600))

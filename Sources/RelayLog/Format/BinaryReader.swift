@@ -1,29 +1,29 @@
 /// Reads what ``BinaryWriter`` wrote, refusing to read past the end.
-struct BinaryReader {
+package struct BinaryReader {
     /// Why a decode stopped: the bytes end early or hold a value the format does not allow.
-    struct Failure: Error {
-        var offset: Int
-        var reason: String
+    package struct Failure: Error {
+        package var offset: Int
+        package var reason: String
     }
 
     let bytes: UnsafeBufferPointer<UInt8>
-    private(set) var offset = 0
+    package private(set) var offset = 0
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+    package init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }
 
-    var isAtEnd: Bool { offset >= bytes.count }
+    package var isAtEnd: Bool { offset >= bytes.count }
 
-    func failure(_ reason: String) -> Failure { Failure(offset: offset, reason: reason) }
+    package func failure(_ reason: String) -> Failure { Failure(offset: offset, reason: reason) }
 
-    mutating func u8() throws(Failure) -> UInt8 {
+    package mutating func u8() throws(Failure) -> UInt8 {
         guard offset < bytes.count else { throw failure("unexpected end of data") }
         defer { offset += 1 }
         return bytes[offset]
     }
 
-    mutating func u32() throws(Failure) -> UInt32 {
+    package mutating func u32() throws(Failure) -> UInt32 {
         guard offset + 4 <= bytes.count else { throw failure("unexpected end of data") }
         var value: UInt32 = 0
         for index in 0..<4 { value |= UInt32(bytes[offset + index]) << UInt32(8 * index) }
@@ -31,7 +31,7 @@ struct BinaryReader {
         return value
     }
 
-    mutating func u64() throws(Failure) -> UInt64 {
+    package mutating func u64() throws(Failure) -> UInt64 {
         guard offset + 8 <= bytes.count else { throw failure("unexpected end of data") }
         var value: UInt64 = 0
         for index in 0..<8 { value |= UInt64(bytes[offset + index]) << UInt64(8 * index) }
@@ -39,7 +39,7 @@ struct BinaryReader {
         return value
     }
 
-    mutating func varint() throws(Failure) -> UInt64 {
+    package mutating func varint() throws(Failure) -> UInt64 {
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -53,23 +53,23 @@ struct BinaryReader {
         }
     }
 
-    mutating func signedVarint() throws(Failure) -> Int64 {
+    package mutating func signedVarint() throws(Failure) -> Int64 {
         let raw = try varint()
         return Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
     }
 
-    mutating func length() throws(Failure) -> Int {
+    package mutating func length() throws(Failure) -> Int {
         let raw = try varint()
         guard raw <= UInt64(bytes.count - offset) else { throw failure("length \(raw) runs past the end of the data") }
         return Int(raw)
     }
 
-    mutating func string() throws(Failure) -> String {
+    package mutating func string() throws(Failure) -> String {
         let count = try length()
         return try text(count)
     }
 
-    mutating func optionalString() throws(Failure) -> String? {
+    package mutating func optionalString() throws(Failure) -> String? {
         let raw = try varint()
         if raw == 0 { return nil }
         guard raw - 1 <= UInt64(bytes.count - offset) else { throw failure("length \(raw - 1) runs past the end of the data") }

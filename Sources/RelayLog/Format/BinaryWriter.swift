@@ -1,29 +1,29 @@
 /// Appends little-endian integers, LEB128 varints and length-prefixed strings to a byte array.
-struct BinaryWriter {
-    var bytes: [UInt8]
+package struct BinaryWriter {
+    package var bytes: [UInt8]
 
-    init(capacity: Int = 0) {
+    package init(capacity: Int = 0) {
         bytes = []
         bytes.reserveCapacity(capacity)
     }
 
-    mutating func u8(_ value: UInt8) { bytes.append(value) }
+    package mutating func u8(_ value: UInt8) { bytes.append(value) }
 
-    mutating func u16(_ value: UInt16) {
+    package mutating func u16(_ value: UInt16) {
         bytes.append(UInt8(truncatingIfNeeded: value))
         bytes.append(UInt8(truncatingIfNeeded: value >> 8))
     }
 
-    mutating func u32(_ value: UInt32) {
+    package mutating func u32(_ value: UInt32) {
         for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
     }
 
-    mutating func u64(_ value: UInt64) {
+    package mutating func u64(_ value: UInt64) {
         for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
     }
 
     /// Unsigned LEB128: seven bits per byte, low bits first, high bit set on all but the last byte.
-    mutating func varint(_ value: UInt64) {
+    package mutating func varint(_ value: UInt64) {
         var rest = value
         while rest >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
@@ -33,11 +33,11 @@ struct BinaryWriter {
     }
 
     /// Zigzag (0, -1, 1, -2, … → 0, 1, 2, 3, …) then LEB128.
-    mutating func signedVarint(_ value: Int64) {
+    package mutating func signedVarint(_ value: Int64) {
         varint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
     }
 
-    mutating func string(_ text: String) {
+    package mutating func string(_ text: String) {
         var copy = text
         copy.withUTF8 { utf8 in
             varint(UInt64(utf8.count))
@@ -46,7 +46,7 @@ struct BinaryWriter {
     }
 
     /// `0` for `nil`, else the length plus one, then the bytes.
-    mutating func optionalString(_ text: String?) {
+    package mutating func optionalString(_ text: String?) {
         guard var copy = text else {
             bytes.append(0)
             return

@@ -4,9 +4,9 @@ import CZlib
 ///
 /// The zlib container (not raw deflate) is used so that any language's `zlib.decompress` reads a
 /// payload as it is.
-enum Zlib {
+package enum Zlib {
     /// Compresses `input` at `level` (1 = fastest … 9 = smallest).
-    static func compress(_ input: [UInt8], level: Int32) -> [UInt8]? {
+    package static func compress(_ input: [UInt8], level: Int32) -> [UInt8]? {
         var capacity = compressBound(uLong(input.count))
         var output = [UInt8](repeating: 0, count: Int(capacity))
         let status = output.withUnsafeMutableBufferPointer { out in
@@ -20,7 +20,7 @@ enum Zlib {
     }
 
     /// Decompresses `input`, which must inflate to exactly `expectedCount` bytes.
-    static func decompress(_ input: UnsafeBufferPointer<UInt8>, expectedCount: Int) -> [UInt8]? {
+    package static func decompress(_ input: UnsafeBufferPointer<UInt8>, expectedCount: Int) -> [UInt8]? {
         var produced = uLong(expectedCount)
         var output = [UInt8](repeating: 0, count: max(expectedCount, 1))
         let status = output.withUnsafeMutableBufferPointer { out in

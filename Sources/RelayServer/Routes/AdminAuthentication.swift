@@ -1,20 +1,23 @@
 import Hummingbird
 
-/// The admin endpoints' gate: with an admin token set, a request needs
-/// `Authorization: Bearer <token>`, or it gets 401 with `WWW-Authenticate: Bearer`.
+/// A route group's gate: a request needs `Authorization: Bearer <token>`, or it gets 401 with
+/// `WWW-Authenticate: Bearer` and a message naming the option that sets the token.
 struct AdminAuthentication: RouterMiddleware {
     typealias Context = BasicRequestContext
 
     /// `Bearer <token>`, as the header must read.
     let expected: [UInt8]
+    /// What the 401 says.
+    let refusal: String
 
-    init(token: String) {
+    init(token: String, refusal: String = "admin endpoints need Authorization: Bearer <token> (--admin-token)") {
         expected = Array("Bearer \(token)".utf8)
+        self.refusal = refusal
     }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard matches(request.headers[.authorization] ?? "") else {
-            var response = Responses.error(.unauthorized, "admin endpoints need Authorization: Bearer <token> (--admin-token)")
+            var response = Responses.error(.unauthorized, refusal)
             response.headers[.wwwAuthenticate] = "Bearer"
             return response
         }
