@@ -107,6 +107,7 @@ let package = Package(
             name: "RelayForwarding",
             dependencies: [
                 "RelayCore",
+                "RelayChain",
                 "CampaignProtocol",
                 "RelayEventJSON",
                 "RelayIO",

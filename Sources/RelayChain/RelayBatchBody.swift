@@ -19,6 +19,8 @@ public enum RelayBatchBody {
     static let magic: [UInt8] = Array("CRWB".utf8)
     /// Plain bytes above this are refused (a batch is meant to be a few megabytes at most).
     public static let maximumPlainBytes = 64 << 20
+    /// Events above this are refused, so that one batch always fits the log's queue.
+    public static let maximumEvents = 1_000_000
 
     /// The body for `events` of the range starting at `first` (their sequence numbers ascending,
     /// none below `first`).
@@ -69,6 +71,7 @@ public enum RelayBatchBody {
             var reader = BinaryReader(buffer)
             do throws(BinaryReader.Failure) {
                 let count = try reader.varint()
+                guard count <= UInt64(maximumEvents) else { throw reader.failure("\(count) events; a batch holds at most \(maximumEvents)") }
                 guard count <= UInt64(plainCount) else { throw reader.failure("an event count of \(count)") }
                 var sequencesOfEvents: [UInt64] = []
                 sequencesOfEvents.reserveCapacity(Int(count))

@@ -19,6 +19,15 @@ public struct CampaignRequest: Sendable, Hashable {
     /// The body (registrations only).
     public var body: [UInt8]?
 
+    /// A request from its parts (the relay's own requests to another relay use this too).
+    public init(method: Method, host: CampaignHost, pathAndQuery: String, headers: [(name: String, value: String)], body: [UInt8]?) {
+        self.method = method
+        self.host = host
+        self.pathAndQuery = pathAndQuery
+        self.headers = headers
+        self.body = body
+    }
+
     /// The full URL.
     public var url: String { host.url(pathAndQuery) }
 

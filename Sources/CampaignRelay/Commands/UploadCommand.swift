@@ -1,4 +1,5 @@
 import ArgumentParser
+import CampaignProtocol
 import RelayCore
 import RelayForwarding
 import RelayLog
@@ -20,9 +21,23 @@ struct UploadCommand: AsyncParsableCommand {
             equal to the last one delivered for its token is skipped, as the SDKs do. After a crash, \
             at most --max-unsynced events per host are sent a second time.
 
+            With --upstream-relay URL, every event (hits and registrations alike) goes instead to a \
+            central relay started with `serve --relay-token`, in compressed batches it appends \
+            exactly once (docs/relay-protocol.md); the position moves only on its durable answer.
+
             Without --until-drained it follows the log until SIGINT/SIGTERM.
             """
     )
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Hand every event to this central relay (POST /v1/relay/batches) instead of to Campaign (env CAMPAIGN_RELAY_UPSTREAM_RELAY).",
+            valueName: "url"))
+    var upstreamRelay: String?
+
+    @Option(name: .long, help: ArgumentHelp("The central relay's --relay-token (env CAMPAIGN_RELAY_UPSTREAM_TOKEN).", valueName: "token"))
+    var upstreamToken: String?
 
     @Flag(name: .long, help: "Exit 0 once every event in the log was delivered, skipped or dead-lettered.")
     var untilDrained = false
@@ -31,6 +46,9 @@ struct UploadCommand: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
+        if let relay = upstreamRelay ?? UpstreamOptions.environment("CAMPAIGN_RELAY_UPSTREAM_RELAY") {
+            return try await handOn(to: relay)
+        }
         let (tracking, marketing) = try upstream.hosts()
         let logger = common.logger("campaign-relay.upload")
         let log: WriteAheadLog
@@ -89,6 +107,71 @@ struct UploadCommand: AsyncParsableCommand {
         if untilDrained, interrupted || summary.backlog > 0 {
             var errors = StandardOutput.error()
             errors.line("stopped before the log was drained (backlog \(summary.backlog))")
+            errors.flush()
+            throw ExitCode(1)
+        }
+    }
+
+    /// `--upstream-relay`: the log, batch by batch, to a central relay.
+    private func handOn(to relay: String) async throws {
+        let (tracking, marketing) = try upstream.hosts(requireOne: false)
+        guard tracking == nil, marketing == nil else {
+            throw ValidationError(
+                "--upstream-relay hands events to a relay, which forwards them to Campaign: leave out --tracking-host and --marketing-host")
+        }
+        guard let token = upstreamToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_UPSTREAM_TOKEN") else {
+            throw ValidationError("--upstream-relay needs --upstream-token (the central relay's --relay-token)")
+        }
+        let central: CampaignHost
+        do {
+            central = try CampaignHost(parsing: relay, role: "--upstream-relay")
+        } catch {
+            throw RuntimeFailure(error.description)
+        }
+        let logger = common.logger("campaign-relay.upload")
+        let configuration = try upstream.configuration()
+        let log: WriteAheadLog
+        do {
+            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+        } catch {
+            guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
+            throw RuntimeFailure(
+                "the server (pid \(server.pid)) at \(server.url) holds the log; stop it to hand its events on with upload --upstream-relay")
+        }
+        let transport: HTTPClientTransport
+        do {
+            transport = try HTTPClientTransport(
+                connectionsPerHost: 1, retryStatuses: configuration.retryStatuses, maximumRedirects: 0,
+                caFile: configuration.trustedCertificateAuthorities)
+        } catch {
+            await log.close()
+            throw error
+        }
+        let lane = RelayUpstreamLane(log: log, central: central, token: token, transport: transport, configuration: configuration, logger: logger)
+        let target = untilDrained ? await log.durableSequence : nil
+        let started = SystemClock.monotonicNanoseconds()
+        let progress = UploadProgress(enabled: !common.json) { [.relay: await lane.stats] }
+        let reporter = Task { await progress.report() }
+        let result: Result<((), interrupted: Bool), any Error>
+        do {
+            result = .success(try await runCancellingOnSignals { try await lane.run(until: target) })
+        } catch {
+            result = .failure(error)
+        }
+        reporter.cancel()
+        await progress.finish()
+        let statistics = await lane.stats
+        await transport.shutdown()
+        await log.close()
+        let summary = UploadSummary(
+            lanes: [.relay: statistics], seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9, pendingDeadLetters: 0)
+        var output = StandardOutput.output()
+        output.line(common.json ? summary.json : summary.text)
+        output.flush()
+        let interrupted = try result.get().interrupted
+        if untilDrained, interrupted || summary.backlog > 0 {
+            var errors = StandardOutput.error()
+            errors.line("stopped before the log was handed on (backlog \(summary.backlog))")
             errors.flush()
             throw ExitCode(1)
         }

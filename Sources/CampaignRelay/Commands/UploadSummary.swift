@@ -15,6 +15,7 @@ struct UploadSummary {
         var perLane: [String] = []
         if let tracking = lanes[.tracking] { perLane.append("\(tracking.delivered) tracking hits") }
         if let marketing = lanes[.marketing] { perLane.append("\(marketing.delivered) registrations") }
+        if let relay = lanes[.relay] { perLane.append("\(relay.delivered) to the central relay") }
         var text = "delivered \(delivered) events" + (perLane.isEmpty ? "" : " (\(perLane.joined(separator: ", ")))")
         text += "; skipped \(total(\.skippedDuplicates)) unchanged registrations, dead-lettered \(total(\.deadLettered)), retries \(total(\.retries))"
         if total(\.rejected) > 0 { text += ", rejected \(total(\.rejected)) (not stored)" }

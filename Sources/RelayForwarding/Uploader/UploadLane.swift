@@ -23,10 +23,12 @@ public actor UploadLane: BlockingActor {
         case tracking
         /// Registrations, to the marketing host.
         case marketing
+        /// Every event, to a central relay (``RelayUpstreamLane``).
+        case relay
 
         func carries(_ event: Event) -> Bool {
             switch (self, event) {
-            case (.tracking, .tracking), (.marketing, .registration): true
+            case (.tracking, .tracking), (.marketing, .registration), (.relay, _): true
             default: false
             }
         }

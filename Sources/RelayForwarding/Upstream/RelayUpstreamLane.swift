@@ -1,0 +1,211 @@
+public import CampaignProtocol
+public import Logging
+import RelayChain
+import RelayCore
+public import RelayIO
+public import RelayLog
+
+/// Hands every event of the log, hits and registrations alike, to a central relay
+/// (`POST /v1/relay/batches`, docs/relay-protocol.md) instead of to Campaign.
+///
+/// Batches go one at a time, in log order, each covering the sequence numbers from where the last
+/// one ended, never across an epoch of the data directory. The lane's cursor moves only when the
+/// central relay answered 200 (its own fdatasync done); a batch whose answer was lost is sent again
+/// and answered "already stored". Failures are retried with the uploader's backoff, `Retry-After`
+/// and circuit breaker.
+public actor RelayUpstreamLane: BlockingActor {
+    /// The log cursor of the lane.
+    public static let cursorName = UploadLane.Kind.relay.cursorName
+
+    /// The lane's thread: it reads and decodes the log.
+    public nonisolated let executor: BlockingExecutor
+    let log: WriteAheadLog
+    let central: CampaignHost
+    let token: String
+    let transport: any CampaignTransport
+    let configuration: UploadConfiguration
+    let batchEvents: Int
+    let logger: Logger
+    private var breaker: CircuitBreakerStateMachine
+    private var random = SystemRandomNumberGenerator()
+    private var statistics = LaneStatistics()
+
+    /// A lane from `log` to the relay at `central`, presenting `token`; at most `batchEvents`
+    /// events per batch.
+    public init(
+        log: WriteAheadLog, central: CampaignHost, token: String, transport: any CampaignTransport, configuration: UploadConfiguration,
+        batchEvents: Int = 10_000, logger: Logger
+    ) {
+        self.executor = BlockingExecutor(name: "lane-relay", priority: configuration.threadPriority)
+        self.log = log
+        self.central = central
+        self.token = token
+        self.transport = transport
+        self.configuration = configuration
+        self.batchEvents = max(1, min(batchEvents, RelayBatchBody.maximumEvents))
+        self.logger = logger
+        self.breaker = CircuitBreakerStateMachine(threshold: configuration.breakerThreshold, backoff: configuration.backoff)
+    }
+
+    /// What the lane has done so far (`delivered` counts events the central relay took).
+    public var stats: LaneStatistics { statistics }
+
+    /// Hands on every event below `target` (`nil`: follow the log until the task is cancelled or
+    /// the log closes), then returns with its cursor saved.
+    public func run(until target: UInt64?) async throws(LogError) {
+        let saved = try await log.registerCursor(Self.cursorName, initialPosition: await log.oldestSequence)
+        var position = max(saved, await log.oldestSequence)
+        statistics.position = position
+        var reader = LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: position)
+        defer { reader.close() }
+        let identity = log.identity
+        while !Task.isCancelled {
+            var limit = await log.durableSequence
+            if let target { limit = min(limit, target) }
+            statistics.end = max(statistics.end, limit)
+            if position >= limit {
+                if let target, position >= target { break }
+                if await log.waitForDurable(beyond: position) <= position { break }
+                continue
+            }
+            // A batch never spans two epochs: the central relay keys its marks on (relay, epoch).
+            let epoch = identity.epochNumber(of: position)
+            let epochEnd = identity.epochs.first { $0.number == epoch + 1 }?.firstSequence ?? UInt64.max
+            let end = min(limit, epochEnd)
+            let batch: LogReadBatch
+            do {
+                batch = try reader.read(maximumEvents: batchEvents, below: end)
+            } catch {
+                logger.error("reading the log failed; retrying in a second", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: .seconds(1))
+                continue
+            }
+            for damage in batch.damage where damage.kind != .superseded {
+                logger.error("skipping damaged log bytes; their events cannot be handed on", metadata: ["damage": "\(damage)"])
+            }
+            // Sequences the log holds no event for (damage) are covered too: the batch says the lane is past them.
+            let batchEnd = batch.events.isEmpty ? end : batch.position
+            let events = batch.events.map { sequenced -> SequencedEvent in
+                var event = sequenced.event
+                event.request = nil  // this relay's own business
+                return SequencedEvent(sequence: sequenced.sequence, event: event)
+            }
+            switch await send(events, epoch: epoch, sequences: position..<batchEnd, relayID: identity.relayID) {
+            case .taken:
+                statistics.delivered += events.count
+                position = batchEnd
+                do {
+                    try await log.commitCursor(Self.cursorName, to: position)
+                } catch {
+                    logger.error("could not save the relay lane's cursor", metadata: ["error": "\(error)"])
+                }
+            case .resendFrom(let expected):
+                logger.warning(
+                    "the central relay lacks earlier events; sending again from there",
+                    metadata: ["expected": "\(expected)", "was-at": "\(position)"])
+                position = max(expected, await log.oldestSequence)
+                reader.close()
+                reader = LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: position)
+            case .stopped:
+                reader.close()
+                reader = LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: position)
+            }
+            statistics.position = position
+        }
+        if position > saved { try await log.commitCursor(Self.cursorName, to: position) }
+    }
+
+    private enum BatchOutcome {
+        case taken
+        case resendFrom(UInt64)
+        /// Cancelled before the batch was taken: the same batch is read again.
+        case stopped
+    }
+
+    /// Sends one batch until the central relay takes it, asks for earlier events, or the task is cancelled.
+    private func send(_ events: [SequencedEvent], epoch: UInt32, sequences: Range<UInt64>, relayID: String) async -> BatchOutcome {
+        let request = CampaignRequest(
+            method: .post, host: central, pathAndQuery: "/v1/relay/batches",
+            headers: [
+                ("Authorization", "Bearer \(token)"), ("Relay-Id", relayID), ("Relay-Epoch", String(epoch)),
+                ("Relay-Sequences", "\(sequences.lowerBound)-\(sequences.upperBound)"), ("Content-Type", "application/x-campaign-relay-batch"),
+            ],
+            body: RelayBatchBody.encode(events, first: sequences.lowerBound)
+        )
+        var counted = 0
+        while !Task.isCancelled {
+            guard await waitForPermission() else { break }
+            let outcome = await transport.send(request, timeout: configuration.requestTimeout)
+            let delay: Duration
+            switch outcome {
+            case .delivered:
+                hostAnswered()
+                return .taken
+            case .rejected(409, let body):
+                hostAnswered()
+                if let expected = Self.expected(in: body), expected < sequences.lowerBound { return .resendFrom(expected) }
+                delay = .seconds(1)
+                logger.error("the central relay answered 409 without a usable expected sequence", metadata: ["body": "\(body)"])
+            case .rejected(let status, let body):
+                // 400, 401, 403, 413: the central relay refuses; events are kept and tried again.
+                hostAnswered()
+                statistics.lastFailure = "HTTP \(status): \(body)"
+                logger.error(
+                    "the central relay refuses this relay's batches; fix what it says, the events wait",
+                    metadata: ["status": "\(status)", "answer": "\(body)", "sequences": "\(sequences.lowerBound)-\(sequences.upperBound)"])
+                delay = .seconds(status == 403 ? 60 : 10)
+            case .redirected(let status, let location):
+                hostAnswered()
+                logger.error("the central relay redirects; give its final URL", metadata: ["status": "\(status)", "location": "\(location)"])
+                delay = .seconds(10)
+            case .notSent:
+                delay = .zero
+            case .retryable(let reason, let retryAfter, _, _):
+                if Task.isCancelled { return .stopped }
+                statistics.retries += 1
+                let now = ContinuousClock.now
+                let firstFailure = statistics.lastFailure == nil
+                let opened = breaker.recordFailure(now: now, retryAfter: retryAfter, using: &random)
+                if firstFailure || opened != nil && statistics.lastFailure != reason {
+                    logger.warning(
+                        "central relay unreachable; events wait in the log",
+                        metadata: ["relay": "\(central)", "reason": "\(reason)", "backlog": "\(statistics.backlog)"])
+                }
+                statistics.lastFailure = reason
+                if opened == nil { counted += 1 }
+                delay = retryAfter ?? configuration.backoff.delay(attempt: counted, using: &random)
+            }
+            if delay > .zero {
+                do { try await Task.sleep(for: delay) } catch { break }
+            }
+        }
+        return .stopped
+    }
+
+    /// `expected` of a 409 answer: `{"error":"…","expected":X}`.
+    static func expected(in body: String) -> UInt64? {
+        guard case .object(let members)? = try? JSONParser.parse(body),
+            case .number(let text)? = members.first(where: { $0.name == "expected" })?.value
+        else { return nil }
+        return UInt64(text)
+    }
+
+    private func waitForPermission() async -> Bool {
+        while !Task.isCancelled {
+            switch breaker.permission(now: .now) {
+            case .proceed: return true
+            case .waitUntil(let instant):
+                do { try await Task.sleep(until: instant, clock: .continuous) } catch { return false }
+            case .waitForProbe:
+                do { try await Task.sleep(for: .milliseconds(20)) } catch { return false }
+            }
+        }
+        return false
+    }
+
+    private func hostAnswered() {
+        if breaker.failingSince != nil { logger.notice("central relay answers again", metadata: ["relay": "\(central)"]) }
+        breaker.recordAnswer()
+        statistics.lastFailure = nil
+    }
+}

@@ -1,0 +1,100 @@
+import CampaignProtocol
+import Foundation
+import Logging
+import RelayChain
+import RelayCore
+import RelayForwarding
+import RelayLog
+import RelayServer
+import RelayTestSupport
+import Testing
+
+/// Edge → central and edge → regional → central, with real logs and real HTTP.
+@Suite("Relay chains", .serialized, .timeLimit(.minutes(2)))
+struct RelayChainTests {
+    static let token = "relay-token-0123456789"
+
+    static func hits(_ range: ClosedRange<Int>) -> [Event] {
+        range.map { id in
+            .tracking(
+                TrackingEvent(
+                    action: .open, messageId: MessageID(decimal: Int64(id)), deliveryId: "chain",
+                    time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000 + Int64(id))))
+        }
+    }
+
+    /// Runs a relay lane from the log in `directory` to `central` until everything logged is taken.
+    static func handOn(_ directory: String, to central: RunningServer, batchEvents: Int = 1000) async throws -> LaneStatistics {
+        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        let transport = try HTTPClientTransport(connectionsPerHost: 1)
+        let lane = RelayUpstreamLane(
+            log: log, central: try CampaignHost(parsing: central.url, role: "test"), token: token, transport: transport,
+            configuration: UploadConfiguration(), batchEvents: batchEvents, logger: quietLogger)
+        try await lane.run(until: await log.durableSequence)
+        let statistics = await lane.stats
+        await transport.shutdown()
+        await log.close()
+        return statistics
+    }
+
+    static func logged(_ directory: String) throws -> [SequencedEvent] {
+        var reader = LogReader(walDirectory: LogLayout(dataDirectory: directory).walDirectory, from: 1)
+        defer { reader.close() }
+        return try reader.read(maximumEvents: 1_000_000).events
+    }
+
+    @Test("an edge hands its log on exactly once, also when its position is lost and it sends everything again")
+    func edgeToCentral() async throws {
+        let central = try await RunningServer.start { $0.relayToken = Self.token }
+        let edge = temporaryDirectory("edge")
+        defer { removeTree(edge) }
+        let log = try await WriteAheadLog.open(dataDirectory: edge, logger: quietLogger)
+        _ = try await log.append(Self.hits(1...2500))
+        let edgeID = log.identity.relayID
+        await log.close()
+
+        let first = try await Self.handOn(edge, to: central)
+        #expect(first.delivered == 2500)
+        #expect(first.backlog == 0)
+        // The edge's position is lost (a damaged cursor file reads as 0): it sends everything again.
+        try FileManager.default.removeItem(atPath: "\(edge)/wal/cursors/\(RelayUpstreamLane.cursorName).cursor")
+        let again = try await Self.handOn(edge, to: central, batchEvents: 700)
+        #expect(again.delivered == 2500, "every batch went again")
+        let more = try await WriteAheadLog.open(dataDirectory: edge, logger: quietLogger)
+        _ = try await more.append(Self.hits(2501...2600))
+        await more.close()
+        #expect(try await Self.handOn(edge, to: central).delivered == 100)
+        await central.stop()
+
+        let stored = try Self.logged(central.dataDirectory)
+        #expect(stored.count == 2600, "each event once")
+        #expect(stored.map { $0.event.chain?.first.sequence } == (1...2600).map { Optional(UInt64($0)) })
+        #expect(stored.allSatisfy { $0.event.chain?.first.relayID == edgeID && $0.event.chain?.hop == nil })
+    }
+
+    @Test("edge → regional → central: the first origin is kept and every event is stored once at the end")
+    func chainOfThree() async throws {
+        let central = try await RunningServer.start { $0.relayToken = Self.token }
+        let regional = try await RunningServer.start { $0.relayToken = Self.token }
+        let edge = temporaryDirectory("edge3")
+        defer { removeTree(edge) }
+        let log = try await WriteAheadLog.open(dataDirectory: edge, logger: quietLogger)
+        _ = try await log.append(Self.hits(1...300))
+        let edgeID = log.identity.relayID
+        await log.close()
+        #expect(try await Self.handOn(edge, to: regional).delivered == 300)
+        await regional.stop()
+        // The regional relay's own log goes on to the central one, twice (a lost answer).
+        let regionalID = try #require(RelayIdentity.read(dataDirectory: regional.dataDirectory)).relayID
+        #expect(try await Self.handOn(regional.dataDirectory, to: central).delivered == 300)
+        try FileManager.default.removeItem(atPath: "\(regional.dataDirectory)/wal/cursors/\(RelayUpstreamLane.cursorName).cursor")
+        #expect(try await Self.handOn(regional.dataDirectory, to: central).delivered == 300)
+        await central.stop()
+
+        let stored = try Self.logged(central.dataDirectory)
+        #expect(stored.count == 300)
+        #expect(stored.allSatisfy { $0.event.chain?.first.relayID == edgeID }, "the first origin is the edge")
+        #expect(stored.allSatisfy { $0.event.chain?.hop?.relayID == regionalID }, "the hop is the regional relay")
+        #expect(stored.map { $0.event.chain?.first.sequence } == (1...300).map { Optional(UInt64($0)) })
+    }
+}
