@@ -13,5 +13,6 @@ if command -v wrk >/dev/null; then BUILD_CONFIGURATION=debug "$here/http-ingest.
 if command -v wrk >/dev/null && command -v openssl >/dev/null; then BUILD_CONFIGURATION=debug "$here/tls-hits.sh" 1 2; fi
 BUILD_CONFIGURATION=debug "$here/poison-lane.sh" 50
 BUILD_CONFIGURATION=debug "$here/drain.sh" 500 2
+BUILD_CONFIGURATION=debug "$here/relay-chain.sh" 2000
 swift run --package-path "$here/.." AckLatency --seconds 0.2 --batches 1,10 --concurrency 4
 echo "benchmark smoke run: ok"
