@@ -84,22 +84,34 @@ struct UploadCommand: AsyncParsableCommand {
             await log.close()
             throw error
         }
+        try await runReporting(
+            log: log, statistics: { await uploader.statistics() }, run: { target in try await uploader.run(until: target) },
+            pendingDeadLetters: { (try? await store.pendingDeadLetterCount()) ?? 0 })
+    }
+
+    /// Runs `run` until the log's end (`--until-drained`) or a signal, with progress, then prints
+    /// the summary and exits 1 when the log was not drained.
+    private func runReporting(
+        log: WriteAheadLog, statistics: @escaping @Sendable () async -> [UploadLane.Kind: LaneStatistics],
+        run: @escaping @Sendable (UInt64?) async throws -> Void, afterwards: () async -> Void = {}, pendingDeadLetters: () async -> Int
+    ) async throws {
         let target = untilDrained ? await log.durableSequence : nil
         let started = SystemClock.monotonicNanoseconds()
-        let progress = UploadProgress(uploader: uploader, enabled: !common.json)
+        let progress = UploadProgress(enabled: !common.json, statistics: statistics)
         let reporter = Task { await progress.report() }
         let result: Result<((), interrupted: Bool), any Error>
         do {
-            result = .success(try await runCancellingOnSignals { try await uploader.run(until: target) })
+            result = .success(try await runCancellingOnSignals { try await run(target) })
         } catch {
             result = .failure(error)
         }
         reporter.cancel()
         await progress.finish()
-        let statistics = await uploader.statistics()
+        let lanes = await statistics()
+        await afterwards()
         await log.close()
         let seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
-        let summary = UploadSummary(lanes: statistics, seconds: seconds, pendingDeadLetters: (try? await store.pendingDeadLetterCount()) ?? 0)
+        let summary = UploadSummary(lanes: lanes, seconds: seconds, pendingDeadLetters: await pendingDeadLetters())
         var output = StandardOutput.output()
         output.line(common.json ? summary.json : summary.text)
         output.flush()
@@ -148,32 +160,8 @@ struct UploadCommand: AsyncParsableCommand {
             throw error
         }
         let lane = RelayUpstreamLane(log: log, central: central, token: token, transport: transport, configuration: configuration, logger: logger)
-        let target = untilDrained ? await log.durableSequence : nil
-        let started = SystemClock.monotonicNanoseconds()
-        let progress = UploadProgress(enabled: !common.json) { [.relay: await lane.stats] }
-        let reporter = Task { await progress.report() }
-        let result: Result<((), interrupted: Bool), any Error>
-        do {
-            result = .success(try await runCancellingOnSignals { try await lane.run(until: target) })
-        } catch {
-            result = .failure(error)
-        }
-        reporter.cancel()
-        await progress.finish()
-        let statistics = await lane.stats
-        await transport.shutdown()
-        await log.close()
-        let summary = UploadSummary(
-            lanes: [.relay: statistics], seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9, pendingDeadLetters: 0)
-        var output = StandardOutput.output()
-        output.line(common.json ? summary.json : summary.text)
-        output.flush()
-        let interrupted = try result.get().interrupted
-        if untilDrained, interrupted || summary.backlog > 0 {
-            var errors = StandardOutput.error()
-            errors.line("stopped before the log was handed on (backlog \(summary.backlog))")
-            errors.flush()
-            throw ExitCode(1)
-        }
+        try await runReporting(
+            log: log, statistics: { [.relay: await lane.stats] }, run: { target in try await lane.run(until: target) },
+            afterwards: { await transport.shutdown() }, pendingDeadLetters: { 0 })
     }
 }

@@ -16,7 +16,7 @@ public import RelayLog
 /// `Retry-After`. The lane's durable cursor only ever passes events that are done, and the lane
 /// never sends beyond ``UploadConfiguration/maximumUnsyncedEvents`` past it — so a crash re-sends at
 /// most that many events.
-public actor UploadLane: BlockingActor {
+public actor UploadLane: BlockingActor, BreakerGate {
     /// Which events a lane carries.
     public enum Kind: String, Sendable, Hashable {
         /// Tracking hits, to the tracking host.
@@ -60,7 +60,7 @@ public actor UploadLane: BlockingActor {
     let deduplicates: Bool
     /// Sends healthy-host batches of tracking hits in one event-loop hop each (tracking lanes).
     let pipeline: TrackingHitPipeline?
-    private var breaker: CircuitBreakerStateMachine
+    var breaker: CircuitBreakerStateMachine
     private var random = SystemRandomNumberGenerator()
     private var statistics = LaneStatistics()
     private var nextPermitted: ContinuousClock.Instant = .now
@@ -370,21 +370,6 @@ public actor UploadLane: BlockingActor {
             metadata: ["sequence": "\(event.sequence)", "reason": "\(reason)", "url": "\(url)"]
         )
         return true
-    }
-
-    /// Waits until the breaker lets a request through; `false` when cancelled meanwhile.
-    private func waitForPermission() async -> Bool {
-        while !Task.isCancelled {
-            switch breaker.permission(now: .now) {
-            case .proceed:
-                return true
-            case .waitUntil(let instant):
-                do { try await Task.sleep(until: instant, clock: .continuous) } catch { return false }
-            case .waitForProbe:
-                do { try await Task.sleep(for: .milliseconds(20)) } catch { return false }
-            }
-        }
-        return false
     }
 
     private func hostAnswered() {

@@ -13,7 +13,7 @@ public import RelayLog
 /// central relay answered 200 (its own fdatasync done); a batch whose answer was lost is sent again
 /// and answered "already stored". Failures are retried with the uploader's backoff, `Retry-After`
 /// and circuit breaker.
-public actor RelayUpstreamLane: BlockingActor {
+public actor RelayUpstreamLane: BlockingActor, BreakerGate {
     /// The log cursor of the lane.
     public static let cursorName = UploadLane.Kind.relay.cursorName
 
@@ -26,7 +26,7 @@ public actor RelayUpstreamLane: BlockingActor {
     let configuration: UploadConfiguration
     let batchEvents: Int
     let logger: Logger
-    private var breaker: CircuitBreakerStateMachine
+    var breaker: CircuitBreakerStateMachine
     private var random = SystemRandomNumberGenerator()
     private var statistics = LaneStatistics()
 
@@ -188,19 +188,6 @@ public actor RelayUpstreamLane: BlockingActor {
             case .number(let text)? = members.first(where: { $0.name == "expected" })?.value
         else { return nil }
         return UInt64(text)
-    }
-
-    private func waitForPermission() async -> Bool {
-        while !Task.isCancelled {
-            switch breaker.permission(now: .now) {
-            case .proceed: return true
-            case .waitUntil(let instant):
-                do { try await Task.sleep(until: instant, clock: .continuous) } catch { return false }
-            case .waitForProbe:
-                do { try await Task.sleep(for: .milliseconds(20)) } catch { return false }
-            }
-        }
-        return false
     }
 
     private func hostAnswered() {
