@@ -1,4 +1,6 @@
 public import Prometheus
+import RelayCore
+import RelayForwarding
 import RelayLog
 import Synchronization
 
@@ -20,6 +22,9 @@ public final class RelayMetrics: Sendable {
     let commitEvents: ValueHistogram
     let uploadBacklogTracking: Gauge
     let uploadBacklogMarketing: Gauge
+    let uploadBacklogRelay: Gauge
+    let upstreamUnreachable: Gauge
+    let upstreamOldestWaiting: Gauge
     let uploadRetries: Counter
     let uploadDelivered: Counter
     let deadLetters: Gauge
@@ -57,6 +62,13 @@ public final class RelayMetrics: Sendable {
         let backlog = "Events of the log the uploader has not finished, by lane."
         uploadBacklogTracking = registry.makeGauge(descriptor: .named("relay_upload_backlog", backlog), labels: [("lane", "tracking")])
         uploadBacklogMarketing = registry.makeGauge(descriptor: .named("relay_upload_backlog", backlog), labels: [("lane", "marketing")])
+        uploadBacklogRelay = registry.makeGauge(descriptor: .named("relay_upload_backlog", backlog), labels: [("lane", "relay")])
+        upstreamUnreachable = registry.makeGauge(
+            descriptor: .named(
+                "relay_upstream_unreachable_seconds", "How long the central relay (--upstream-relay) has not answered; 0 while it answers."))
+        upstreamOldestWaiting = registry.makeGauge(
+            descriptor: .named(
+                "relay_upstream_oldest_waiting_seconds", "Age of the oldest event not handed to the central relay yet; 0 when none waits."))
         uploadRetries = registry.makeCounter(descriptor: .named("relay_upload_retries_total", "Retries after retryable failures of forwarding."))
         uploadDelivered = registry.makeCounter(descriptor: .named("relay_upload_delivered_total", "Events Campaign accepted (HTTP 200)."))
         deadLetters = registry.makeGauge(descriptor: .named("relay_dead_letters", "Dead letters waiting in the store (not re-queued)."))
@@ -65,6 +77,14 @@ public final class RelayMetrics: Sendable {
             descriptor: .named("relay_wal_last_durable_sequence", "Sequence number of the newest durable event (0: the log is empty)."))
         registry.makeGauge(descriptor: .named("relay_build_info", "The relay's version; always 1."), labels: [("version", version)]).set(Int64(1))
         process.register(in: registry)
+    }
+
+    /// The relay lane's state (`serve --upstream-relay`).
+    func record(upstream state: RelayUpstreamLane.UpstreamState) {
+        let now = EventTime.now().nanosecondsSinceEpoch
+        uploadBacklogRelay.set(Int64(clamping: state.backlog))
+        upstreamUnreachable.set(Double(state.unreachableSince.map { max(0, now - $0.nanosecondsSinceEpoch) } ?? 0) / 1e9)
+        upstreamOldestWaiting.set(Double(state.oldestWaitingEvent.map { max(0, now - $0.nanosecondsSinceEpoch) } ?? 0) / 1e9)
     }
 
     /// The counter of registrations carrying the unknown form field `name`.

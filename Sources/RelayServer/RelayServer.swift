@@ -70,6 +70,7 @@ public struct RelayServer: Sendable {
         do {
             if configuration.trackingHost != nil { try await log.registerCursor(UploadLane.Kind.tracking.cursorName) }
             if configuration.marketingHost != nil { try await log.registerCursor(UploadLane.Kind.marketing.cursorName) }
+            if configuration.upstreamRelay != nil { try await log.registerCursor(UploadLane.Kind.relay.cursorName) }
         } catch {
             await log.close()
             throw error
@@ -96,10 +97,22 @@ public struct RelayServer: Sendable {
                 await log.close()
                 throw error
             }
-        } else {
+        } else if configuration.upstreamRelay == nil {
             logger.notice("no --tracking-host or --marketing-host: events are stored and counted, not forwarded")
         }
 
+        var relayLane: RelayUpstreamService?
+        if let central = configuration.upstreamRelay {
+            var upload = configuration.upload
+            upload.threadPriority = .background
+            do {
+                relayLane = try RelayUpstreamService(
+                    log: log, central: central, token: configuration.upstreamToken ?? "", configuration: upload, logger: logger)
+            } catch {
+                await log.close()
+                throw error
+            }
+        }
         let ingestor = EventIngestor(log: log, metrics: metrics, integrationKeys: configuration.integrationKeys)
         let router = Router()
         router.add(middleware: RouteMetricsMiddleware(metrics: metrics))
@@ -113,9 +126,11 @@ public struct RelayServer: Sendable {
             maximumEvents: configuration.maximumBatchEvents
         )
         .add(to: routes)
-        AdminRoutes(dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store, log: log).add(
-            to: routes)
-        HealthRoutes(ingestor: ingestor).add(to: routes)
+        AdminRoutes(
+            dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store, log: log,
+            upstream: relayLane?.lane
+        ).add(to: routes)
+        HealthRoutes(ingestor: ingestor, upstream: relayLane?.lane).add(to: routes)
         if let relayToken = configuration.relayToken {
             RelayBatchRoute(receiver: RelayBatchReceiver(ingestor: ingestor, logger: logger), token: relayToken).add(to: routes)
         }
@@ -154,7 +169,9 @@ public struct RelayServer: Sendable {
         var services: [any Service] = [LogService(log: log)]
         if let aggregator { services.append(AggregatorService(aggregator: aggregator, logger: logger)) }
         if let uploader { services.append(UploaderService(uploader: uploader, logger: logger)) }
-        services.append(MetricsSampler(metrics: metrics, log: log, uploader: uploader, aggregator: aggregator, store: store))
+        if let relayLane { services.append(relayLane) }
+        services.append(
+            MetricsSampler(metrics: metrics, log: log, uploader: uploader, relayLane: relayLane?.lane, aggregator: aggregator, store: store))
         if let certificates { services.append(CertificateReloadService(certificates: certificates, logger: logger)) }
         services.append(app)
         services.append(ShutdownNotifier(ingestor: ingestor, delay: configuration.shutdownDelay, logger: logger))

@@ -23,6 +23,11 @@ public struct RelayServerConfiguration: Sendable {
     public var integrationKeys: Set<String> = []
     /// The bearer token the admin endpoints require; `nil`: none (loopback only).
     public var adminToken: String?
+    /// A central relay to hand every event to (`POST /v1/relay/batches`) instead of forwarding
+    /// to Campaign; `nil`: forward to the hosts, if any.
+    public var upstreamRelay: CampaignHost?
+    /// The central relay's `--relay-token`, presented with every batch.
+    public var upstreamToken: String?
     /// The token other relays present to hand their events to this one (`POST /v1/relay/batches`);
     /// `nil`: the endpoint does not exist.
     public var relayToken: String?

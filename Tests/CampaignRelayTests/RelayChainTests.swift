@@ -97,4 +97,63 @@ struct RelayChainTests {
         #expect(stored.allSatisfy { $0.event.chain?.hop?.relayID == regionalID }, "the hop is the regional relay")
         #expect(stored.map { $0.event.chain?.first.sequence } == (1...300).map { Optional(UInt64($0)) })
     }
+
+    @Test(
+        "serve --upstream-relay: events go on as they arrive; while the central relay is down they wait, /readyz and /metrics say so, and then arrive once"
+    )
+    func serveHandsOn() async throws {
+        let central = try await RunningServer.start { $0.relayToken = Self.token }
+        let centralURL = central.url
+        let edge = try await RunningServer.start {
+            $0.upstreamRelay = try? CampaignHost(parsing: centralURL, role: "test")
+            $0.upstreamToken = Self.token
+        }
+        let http = TestHTTPClient()
+        for id in 1...20 { #expect(try await http.get(edge.url + "/r/?id=h\(String(id, radix: 16)),d1,2").status == 200) }
+        try await waitUntil("20 events at the central relay", seconds: 30) { (try? Self.logged(central.dataDirectory).count) == 20 }
+        // The edge has its answer for the last batch too (or it would send that batch again).
+        try await waitUntil("the edge to have nothing waiting", seconds: 30) {
+            try await http.get(edge.url + "/readyz").body.contains(#""backlog":0"#)
+        }
+        await central.stop()
+
+        // The central relay is down: the edge keeps taking events and says what waits.
+        for id in 21...25 { #expect(try await http.get(edge.url + "/r/?id=h\(String(id, radix: 16)),d1,2").status == 200) }
+        var readiness: [String: Any] = [:]
+        try await waitUntil("the edge to see the central relay unreachable", seconds: 30) {
+            let ready = try await http.get(edge.url + "/readyz")
+            readiness = (try JSONSerialization.jsonObject(with: Data(ready.body.utf8)) as? [String: Any]) ?? [:]
+            return ready.status == 200 && (readiness["upstream"] as? [String: Any])?["reachable"] as? Bool == false
+        }
+        let upstream = try #require(readiness["upstream"] as? [String: Any])
+        #expect(upstream["backlog"] as? Int == 5)
+        #expect(upstream["unreachableSince"] is String)
+        #expect(upstream["oldestWaitingEvent"] is String)
+        #expect((upstream["lastFailure"] as? String)?.contains("cannot reach") == true, "\(upstream)")
+        #expect(try await http.get(edge.url + "/healthz").status == 200)
+        let metrics = try await http.get(edge.url + "/metrics").body
+        #expect(
+            metrics.contains(#"relay_upload_backlog{lane="relay"} 5.0"#),
+            "\(metrics.split(separator: "\n").filter { $0.contains("relay_upload_backlog") })")
+        let unreachable = metrics.split(separator: "\n").first { $0.hasPrefix("relay_upstream_unreachable_seconds ") }
+        #expect((unreachable?.split(separator: " ").last).flatMap { Double($0) }.map { $0 > 0 } == true, "\(unreachable ?? "none")")
+
+        // Back on the same address: the waiting events arrive, each once.
+        let port = central.port
+        let restarted = try await RunningServer.start {
+            $0.relayToken = Self.token
+            $0.dataDirectory = central.dataDirectory
+            $0.port = port
+        }
+        try await waitUntil("25 events at the central relay", seconds: 60) { (try? Self.logged(central.dataDirectory).count) == 25 }
+        try await waitUntil("the edge to see the central relay again", seconds: 30) {
+            let body = try await http.get(edge.url + "/readyz").body
+            return body.contains(#""backlog":0"#) && body.contains(#""reachable":true"#)
+        }
+        await edge.stop()
+        await restarted.stop()
+        await http.shutdown()
+        let stored = try Self.logged(central.dataDirectory)
+        #expect(stored.map { $0.event.chain?.first.sequence } == (1...25).map { Optional(UInt64($0)) })
+    }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CampaignProtocol
 import RelayServer
 
 /// `campaign-relay serve`: the relay's main job.
@@ -21,7 +22,8 @@ struct ServeCommand: AsyncParsableCommand {
                   admin (Authorization: Bearer <token> with --admin-token)
               POST /v1/relay/batches
                   other relays' events, exactly once (with --relay-token;
-                  see docs/relay-protocol.md)
+                  see docs/relay-protocol.md). With --upstream-relay, this relay
+                  hands its own events on to such a relay instead of to Campaign.
               GET  /healthz, /readyz
                   liveness and the relay id; readiness with the last durable sequence
 
@@ -53,6 +55,16 @@ struct ServeCommand: AsyncParsableCommand {
             "Take other relays' events on POST /v1/relay/batches, from callers presenting this bearer token (env CAMPAIGN_RELAY_RELAY_TOKEN; at least 16 characters). Without it, the endpoint does not exist.",
             valueName: "token"))
     var relayToken: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Hand every event to this central relay (POST /v1/relay/batches) instead of to Campaign, as it arrives; while it is unreachable the events wait in the log (env CAMPAIGN_RELAY_UPSTREAM_RELAY).",
+            valueName: "url"))
+    var upstreamRelay: String?
+
+    @Option(name: .long, help: ArgumentHelp("The central relay's --relay-token (env CAMPAIGN_RELAY_UPSTREAM_TOKEN).", valueName: "token"))
+    var upstreamToken: String?
 
     @Option(name: .long, help: ArgumentHelp("Largest POST /v1/events body.", valueName: "bytes"))
     var maxBodyBytes: Int = 4 << 20
@@ -108,6 +120,21 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.integrationKeys = Set(integrationKey)
         configuration.adminToken = adminToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_ADMIN_TOKEN")
         configuration.relayToken = relayToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_RELAY_TOKEN")
+        if let relay = upstreamRelay ?? UpstreamOptions.environment("CAMPAIGN_RELAY_UPSTREAM_RELAY") {
+            guard tracking == nil, marketing == nil else {
+                throw ValidationError(
+                    "--upstream-relay hands events to a relay, which forwards them to Campaign: leave out --tracking-host and --marketing-host")
+            }
+            guard let token = upstreamToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_UPSTREAM_TOKEN") else {
+                throw ValidationError("--upstream-relay needs --upstream-token (the central relay's --relay-token)")
+            }
+            do {
+                configuration.upstreamRelay = try CampaignHost(parsing: relay, role: "--upstream-relay")
+            } catch {
+                throw RuntimeFailure(error.description)
+            }
+            configuration.upstreamToken = token
+        }
         if let token = configuration.relayToken, token.count < 16 {
             throw ValidationError("CAMPAIGN_RELAY_RELAY_TOKEN must be at least 16 characters")
         }

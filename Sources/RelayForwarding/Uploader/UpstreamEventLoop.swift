@@ -1,23 +1,23 @@
 import NIOCore
-import NIOPosix
-import RelayIO
+package import NIOPosix
+package import RelayIO
 
 /// The event loop the uploader's connections to Campaign run on: a thread of its own (at
 /// ``UploadConfiguration/threadPriority``), apart from the event loops that answer the relay's
 /// own clients. Sharing them, a backlog being forwarded put request handling behind the upload
 /// traffic (see `Benchmarks/request-latency-under-backlog.sh`).
-final class UpstreamEventLoop: Sendable {
+package final class UpstreamEventLoop: Sendable {
     /// The group of one thread.
-    let group: MultiThreadedEventLoopGroup
+    package let group: MultiThreadedEventLoopGroup
 
     /// Starts the thread.
-    init(priority: BlockingExecutor.Priority) {
+    package init(priority: BlockingExecutor.Priority) {
         group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         group.next().execute { priority.applyToCurrentThread() }
     }
 
     /// Stops the thread once its connections are closed.
-    func shutdown() async {
+    package func shutdown() async {
         try? await group.shutdownGracefully()
     }
 }

@@ -1,7 +1,7 @@
 public import CampaignProtocol
 public import Logging
 import RelayChain
-import RelayCore
+public import RelayCore
 public import RelayIO
 public import RelayLog
 
@@ -50,6 +50,29 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
     /// What the lane has done so far (`delivered` counts events the central relay took).
     public var stats: LaneStatistics { statistics }
 
+    /// Where the lane stands with the central relay, for `/readyz` and the metrics.
+    public struct UpstreamState: Sendable, Hashable {
+        /// Since when the central relay has not answered (wall clock); `nil` while it answers.
+        public var unreachableSince: EventTime?
+        /// Durable events not handed on yet.
+        public var backlog: UInt64
+        /// The time of the oldest event not handed on yet; `nil` when there is none.
+        public var oldestWaitingEvent: EventTime?
+        /// The last failure, in words; `nil` when the last batch was taken.
+        public var lastFailure: String?
+    }
+
+    /// Where the lane stands now (the backlog counted to the log's durable end).
+    public func state() async -> UpstreamState {
+        let durable = await log.durableSequence
+        return UpstreamState(
+            unreachableSince: unreachableSince, backlog: durable > statistics.position ? durable - statistics.position : 0,
+            oldestWaitingEvent: oldestWaitingEvent, lastFailure: statistics.lastFailure)
+    }
+
+    private var unreachableSince: EventTime?
+    private var oldestWaitingEvent: EventTime?
+
     /// Hands on every event below `target` (`nil`: follow the log until the task is cancelled or
     /// the log closes), then returns with its cursor saved.
     public func run(until target: UInt64?) async throws(LogError) {
@@ -90,8 +113,10 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
                 event.request = nil  // this relay's own business
                 return SequencedEvent(sequence: sequenced.sequence, event: event)
             }
+            oldestWaitingEvent = events.first?.event.time
             switch await send(events, epoch: epoch, sequences: position..<batchEnd, relayID: identity.relayID) {
             case .taken:
+                oldestWaitingEvent = nil
                 statistics.delivered += events.count
                 position = batchEnd
                 do {
@@ -165,6 +190,7 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
                 statistics.retries += 1
                 let now = ContinuousClock.now
                 let firstFailure = statistics.lastFailure == nil
+                if unreachableSince == nil { unreachableSince = EventTime.now() }
                 let opened = breaker.recordFailure(now: now, retryAfter: retryAfter, using: &random)
                 if firstFailure || opened != nil && statistics.lastFailure != reason {
                     logger.warning(
@@ -191,8 +217,12 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
     }
 
     private func hostAnswered() {
-        if breaker.failingSince != nil { logger.notice("central relay answers again", metadata: ["relay": "\(central)"]) }
+        if let since = unreachableSince {
+            let seconds = Double(EventTime.now().nanosecondsSinceEpoch - since.nanosecondsSinceEpoch) / 1e9
+            logger.notice("central relay answers again", metadata: ["relay": "\(central)", "was-unreachable-for-seconds": "\(seconds)"])
+        }
         breaker.recordAnswer()
         statistics.lastFailure = nil
+        unreachableSince = nil
     }
 }

@@ -1,4 +1,5 @@
 import RelayCore
+import RelayForwarding
 
 /// `{"error":…,"problems":[{"field":…,"index":…,"message":…}]}`: every JSON error answer; `problems`
 /// only when a batch had some (an `index` of `null` is the body itself).
@@ -31,11 +32,41 @@ struct StoredBatch: Encodable {
 }
 
 /// `GET /readyz`: `{"lastDurableSequence":N,"ready":true}`, or with `"ready":false` and a
-/// `"reason"` while stopping.
+/// `"reason"` while stopping; with `serve --upstream-relay`, also `"upstream"` (``UpstreamReadiness``).
 struct Readiness: Encodable {
     var ready: Bool
     var reason: String?
     var lastDurableSequence: UInt64
+    var upstream: UpstreamReadiness?
+}
+
+/// `"upstream":{"backlog":N,"lastFailure":…,"oldestWaitingEvent":T,"reachable":B,"unreachableSince":T}`:
+/// the central relay, as the relay lane sees it (times in RFC 3339, `null` when there is none).
+struct UpstreamReadiness: Encodable {
+    var reachable: Bool
+    var unreachableSince: String?
+    var backlog: UInt64
+    var oldestWaitingEvent: String?
+    var lastFailure: String?
+
+    init(_ state: RelayUpstreamLane.UpstreamState) {
+        reachable = state.unreachableSince == nil
+        unreachableSince = state.unreachableSince?.rfc3339
+        backlog = state.backlog
+        oldestWaitingEvent = state.oldestWaitingEvent?.rfc3339
+        lastFailure = state.lastFailure
+    }
+
+    private enum CodingKeys: String, CodingKey { case reachable, unreachableSince, backlog, oldestWaitingEvent, lastFailure }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(reachable, forKey: .reachable)
+        try container.encode(unreachableSince, forKey: .unreachableSince)
+        try container.encode(backlog, forKey: .backlog)
+        try container.encode(oldestWaitingEvent, forKey: .oldestWaitingEvent)
+        try container.encode(lastFailure, forKey: .lastFailure)
+    }
 }
 
 /// `GET /healthz`: `{"epoch":E,"relayId":"…","status":"ok"}`: the process answers, and which relay

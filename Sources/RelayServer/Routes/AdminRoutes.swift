@@ -12,6 +12,8 @@ struct AdminRoutes: Sendable {
     let metrics: RelayMetrics
     let store: ForwardingStore
     let log: WriteAheadLog
+    /// The relay lane of `serve --upstream-relay`, whose state a scrape sees as of now.
+    var upstream: RelayUpstreamLane? = nil
     /// One read-only connection for every request, opened by the first that finds the database.
     let queries = OpenedOnce<AggregateQueries>()
 
@@ -36,6 +38,7 @@ struct AdminRoutes: Sendable {
         routes.get("metrics") { _, _ in
             // What a scrape must see as of now; the rest is sampled once a second.
             metrics.lastDurableSequence.set(Int64(await log.durableSequence) - 1)
+            if let upstream { metrics.record(upstream: await upstream.state()) }
             await metrics.process.sample()
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

@@ -1,8 +1,11 @@
 import Hummingbird
+import RelayForwarding
 
 /// `GET /healthz` (the process answers) and `GET /readyz` (it accepts events).
 struct HealthRoutes: Sendable {
     let ingestor: EventIngestor
+    /// The relay lane of `serve --upstream-relay`, whose state `/readyz` reports.
+    let upstream: RelayUpstreamLane?
 
     func add(to routes: RouteTable) {
         let identity = ingestor.log.identity
@@ -11,10 +14,18 @@ struct HealthRoutes: Sendable {
         routes.get("readyz") { _, _ in
             // The newest durable event's sequence number (0: nothing stored yet).
             let last = await ingestor.log.durableSequence - 1
+            let upstreamState = await upstream?.state()
             if ingestor.isShuttingDown {
-                return Responses.json(.serviceUnavailable, APIJSON.text(Readiness(ready: false, reason: "shutting down", lastDurableSequence: last)))
+                return Responses.json(
+                    .serviceUnavailable,
+                    APIJSON.text(
+                        Readiness(
+                            ready: false, reason: "shutting down", lastDurableSequence: last, upstream: upstreamState.map(UpstreamReadiness.init))))
             }
-            return Responses.json(.ok, APIJSON.text(Readiness(ready: true, reason: nil, lastDurableSequence: last)))
+            // An unreachable central relay does not make this relay unready: it keeps taking events.
+            return Responses.json(
+                .ok, APIJSON.text(Readiness(ready: true, reason: nil, lastDurableSequence: last, upstream: upstreamState.map(UpstreamReadiness.init)))
+            )
         }
     }
 }

@@ -1,3 +1,4 @@
+import CampaignProtocol
 import Logging
 import RelayAggregator
 import RelayForwarding
@@ -50,11 +51,49 @@ struct UploaderService: Service {
     }
 }
 
+/// Hands the log to a central relay (`serve --upstream-relay`) until the server stops, on a
+/// background event loop of its own, then saves the position.
+struct RelayUpstreamService: Service {
+    let lane: RelayUpstreamLane
+    let transport: HTTPClientTransport
+    let upstream: UpstreamEventLoop
+    let logger: Logger
+
+    init(log: WriteAheadLog, central: CampaignHost, token: String, configuration: UploadConfiguration, logger: Logger) throws(UpstreamTLS.Failure) {
+        let upstream = UpstreamEventLoop(priority: configuration.threadPriority)
+        do {
+            transport = try HTTPClientTransport(
+                connectionsPerHost: 1, retryStatuses: configuration.retryStatuses, maximumRedirects: 0,
+                caFile: configuration.trustedCertificateAuthorities, eventLoopGroup: upstream.group)
+        } catch {
+            Task { await upstream.shutdown() }
+            throw error
+        }
+        self.upstream = upstream
+        self.lane = RelayUpstreamLane(log: log, central: central, token: token, transport: transport, configuration: configuration, logger: logger)
+        self.logger = logger
+    }
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown { try await lane.run(until: nil) }
+        } catch is CancellationError {
+        } catch {
+            logger.error("the relay lane stopped; handing on resumes after a restart", metadata: ["error": "\(error)"])
+        }
+        await transport.shutdown()
+        await upstream.shutdown()
+        let position = await lane.stats.position
+        logger.notice("relay lane stopped; position saved", metadata: ["relay-position": "\(position)"])
+    }
+}
+
 /// Copies the uploader's, aggregator's and process's state into the metrics once a second.
 struct MetricsSampler: Service {
     let metrics: RelayMetrics
     let log: WriteAheadLog
     let uploader: Uploader?
+    let relayLane: RelayUpstreamLane?
     let aggregator: Aggregator?
     let store: ForwardingStore
 
@@ -71,6 +110,7 @@ struct MetricsSampler: Service {
                     metrics.recordUploadTotals(
                         retries: lanes.values.reduce(0) { $0 + $1.retries }, delivered: lanes.values.reduce(0) { $0 + $1.delivered })
                 }
+                if let relayLane { metrics.record(upstream: await relayLane.state()) }
                 metrics.deadLetters.set(Int64((try? await store.pendingDeadLetterCount()) ?? 0))
                 await metrics.process.sample()
                 try await Task.sleep(for: .seconds(1))
