@@ -1,5 +1,4 @@
 import ArgumentParser
-import CampaignProtocol
 import RelayServer
 
 /// `campaign-relay serve`: the relay's main job.
@@ -56,15 +55,7 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "token"))
     var relayToken: String?
 
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "Hand every event to this central relay (POST /v1/relay/batches) instead of to Campaign, as it arrives; while it is unreachable the events wait in the log (env CAMPAIGN_RELAY_UPSTREAM_RELAY).",
-            valueName: "url"))
-    var upstreamRelay: String?
-
-    @Option(name: .long, help: ArgumentHelp("The central relay's --relay-token (env CAMPAIGN_RELAY_UPSTREAM_TOKEN).", valueName: "token"))
-    var upstreamToken: String?
+    @OptionGroup var upstreamRelay: UpstreamRelayOptions
 
     @Option(name: .long, help: ArgumentHelp("Largest POST /v1/events body.", valueName: "bytes"))
     var maxBodyBytes: Int = 4 << 20
@@ -120,20 +111,9 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.integrationKeys = Set(integrationKey)
         configuration.adminToken = adminToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_ADMIN_TOKEN")
         configuration.relayToken = relayToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_RELAY_TOKEN")
-        if let relay = upstreamRelay ?? UpstreamOptions.environment("CAMPAIGN_RELAY_UPSTREAM_RELAY") {
-            guard tracking == nil, marketing == nil else {
-                throw ValidationError(
-                    "--upstream-relay hands events to a relay, which forwards them to Campaign: leave out --tracking-host and --marketing-host")
-            }
-            guard let token = upstreamToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_UPSTREAM_TOKEN") else {
-                throw ValidationError("--upstream-relay needs --upstream-token (the central relay's --relay-token)")
-            }
-            do {
-                configuration.upstreamRelay = try CampaignHost(parsing: relay, role: "--upstream-relay")
-            } catch {
-                throw RuntimeFailure(error.description)
-            }
-            configuration.upstreamToken = token
+        if let central = try upstreamRelay.central(campaignHosts: (tracking, marketing)) {
+            configuration.upstreamRelay = central.host
+            configuration.upstreamToken = central.token
         }
         if let token = configuration.relayToken, token.count < 16 {
             throw ValidationError("CAMPAIGN_RELAY_RELAY_TOKEN must be at least 16 characters")

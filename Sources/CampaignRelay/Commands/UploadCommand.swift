@@ -29,15 +29,7 @@ struct UploadCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "Hand every event to this central relay (POST /v1/relay/batches) instead of to Campaign (env CAMPAIGN_RELAY_UPSTREAM_RELAY).",
-            valueName: "url"))
-    var upstreamRelay: String?
-
-    @Option(name: .long, help: ArgumentHelp("The central relay's --relay-token (env CAMPAIGN_RELAY_UPSTREAM_TOKEN).", valueName: "token"))
-    var upstreamToken: String?
+    @OptionGroup var upstreamRelay: UpstreamRelayOptions
 
     @Flag(name: .long, help: "Exit 0 once every event in the log was delivered, skipped or dead-lettered.")
     var untilDrained = false
@@ -46,8 +38,8 @@ struct UploadCommand: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
-        if let relay = upstreamRelay ?? UpstreamOptions.environment("CAMPAIGN_RELAY_UPSTREAM_RELAY") {
-            return try await handOn(to: relay)
+        if let central = try upstreamRelay.central(campaignHosts: try upstream.hosts(requireOne: false)) {
+            return try await handOn(to: central.host, token: central.token)
         }
         let (tracking, marketing) = try upstream.hosts()
         let logger = common.logger("campaign-relay.upload")
@@ -125,21 +117,7 @@ struct UploadCommand: AsyncParsableCommand {
     }
 
     /// `--upstream-relay`: the log, batch by batch, to a central relay.
-    private func handOn(to relay: String) async throws {
-        let (tracking, marketing) = try upstream.hosts(requireOne: false)
-        guard tracking == nil, marketing == nil else {
-            throw ValidationError(
-                "--upstream-relay hands events to a relay, which forwards them to Campaign: leave out --tracking-host and --marketing-host")
-        }
-        guard let token = upstreamToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_UPSTREAM_TOKEN") else {
-            throw ValidationError("--upstream-relay needs --upstream-token (the central relay's --relay-token)")
-        }
-        let central: CampaignHost
-        do {
-            central = try CampaignHost(parsing: relay, role: "--upstream-relay")
-        } catch {
-            throw RuntimeFailure(error.description)
-        }
+    private func handOn(to central: CampaignHost, token: String) async throws {
         let logger = common.logger("campaign-relay.upload")
         let configuration = try upstream.configuration()
         let log: WriteAheadLog
