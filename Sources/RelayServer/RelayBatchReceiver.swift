@@ -35,10 +35,24 @@ actor RelayBatchReceiver {
         self.logger = logger
     }
 
-    /// Decides on `events`, the batch `origin` of a relay, and appends what is new.
+    /// Decides on `events`, the batch `origin` of a relay, and appends what is new; counts the
+    /// answer per sending relay in the metrics.
     func receive(_ events: [SequencedEvent], origin: OriginLedger.BatchOrigin) async throws(EventIngestor.Refusal) -> Outcome {
         await takeTurn()
         defer { endTurn() }
+        let outcome = try await decideAndAppend(events, origin: origin)
+        switch outcome {
+        case .stored(let appended, let alreadyStored, _):
+            ingestor.metrics.recordRelayBatch(from: origin.relayID, answer: alreadyStored ? "already_stored" : "appended", appended: appended)
+        case .gap:
+            ingestor.metrics.recordRelayBatch(from: origin.relayID, answer: "gap", appended: 0)
+        case .staleEpoch:
+            ingestor.metrics.recordRelayBatch(from: origin.relayID, answer: "stale_epoch", appended: 0)
+        }
+        return outcome
+    }
+
+    private func decideAndAppend(_ events: [SequencedEvent], origin: OriginLedger.BatchOrigin) async throws(EventIngestor.Refusal) -> Outcome {
         var ledger = try await currentLedger()
         switch ledger.decide(origin) {
         case .alreadyStored:

@@ -87,6 +87,20 @@ public final class RelayMetrics: Sendable {
         upstreamOldestWaiting.set(Double(state.oldestWaitingEvent.map { max(0, now - $0.nanosecondsSinceEpoch) } ?? 0) / 1e9)
     }
 
+    /// Counts a batch another relay handed to this one (`POST /v1/relay/batches`), by sending relay
+    /// and answer (`appended`, `already_stored`, `gap`, `stale_epoch`), and the events it appended.
+    func recordRelayBatch(from relayID: String, answer: String, appended: Int) {
+        registry.makeCounter(
+            descriptor: .named("relay_received_batches_total", "Batches other relays handed to this one, by sending relay and answer."),
+            labels: [("relay", relayID), ("answer", answer)]
+        ).increment()
+        guard appended > 0 else { return }
+        registry.makeCounter(
+            descriptor: .named("relay_received_events_total", "Events other relays handed to this one and it appended, by sending relay."),
+            labels: [("relay", relayID)]
+        ).increment(by: Int64(appended))
+    }
+
     /// The counter of registrations carrying the unknown form field `name`.
     func unknownFormField(_ name: String) -> Counter {
         registry.makeCounter(

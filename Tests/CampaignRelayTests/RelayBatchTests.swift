@@ -64,6 +64,16 @@ struct RelayBatchTests {
         let garbage = try await Self.post(http, server, [], sequences: 8..<9, body: Array("not a batch".utf8))
         #expect(garbage.status == 400)
         #expect(garbage.body == #"{"error":"the batch body is malformed: the body does not start with CRWB"}"#)
+        // Per sending relay, in the metrics: every answer counted, and the events appended.
+        let metrics = try await http.get(server.url + "/metrics").body.split(separator: "\n").filter { $0.hasPrefix("relay_received_") }.sorted()
+        #expect(
+            metrics == [
+                #"relay_received_batches_total{relay="\#(Self.edge)",answer="already_stored"} 1"#,
+                #"relay_received_batches_total{relay="\#(Self.edge)",answer="appended"} 3"#,
+                #"relay_received_batches_total{relay="\#(Self.edge)",answer="gap"} 1"#,
+                #"relay_received_batches_total{relay="\#(Self.edge)",answer="stale_epoch"} 1"#,
+                #"relay_received_events_total{relay="\#(Self.edge)"} 7"#,
+            ], "\(metrics)")
         await server.stop()
 
         // After a restart the ledger comes back from the log: nothing is appended twice.
