@@ -66,10 +66,9 @@ actor RelayBatchReceiver {
             )
             return .staleEpoch(current: current)
         case .append(let range):
-            let sender = RelayPosition(uncheckedRelayID: origin.relayID, epoch: origin.epoch, sequence: 1)
             let stamped: [Event] = events.filter { range.contains($0.sequence) }.map { sequenced in
                 var event = sequenced.event
-                let position = RelayPosition(uncheckedRelayID: sender.relayID, epoch: sender.epoch, sequence: sequenced.sequence)
+                let position = RelayPosition(uncheckedRelayID: origin.relayID, epoch: origin.epoch, sequence: sequenced.sequence)
                 // The first origin stays with the event across hops; the sender is this hop.
                 event.chain = ChainOrigin(first: event.chain?.first ?? position, hop: position)
                 event.request = nil

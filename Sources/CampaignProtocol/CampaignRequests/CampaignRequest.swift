@@ -31,9 +31,6 @@ public struct CampaignRequest: Sendable, Hashable {
     /// The full URL.
     public var url: String { host.url(pathAndQuery) }
 
-    /// The form content type of registrations (``CampaignEndpoint/formContentType``).
-    public static let formContentType = CampaignEndpoint.formContentType
-
     /// The tracking hit for `hit`: `GET /r/?id=h{messageId},{deliveryId},{tag}` with the message id in
     /// its wire form (UUID unchanged, decimal as lowercase hex), tag 1 for impressions and 2 for
     /// opens and clicks.
@@ -54,7 +51,7 @@ public struct CampaignRequest: Sendable, Hashable {
         let body = registration.sdkForm ?? sdkEncodedForm(registration)
         return CampaignRequest(
             method: .post, host: host, pathAndQuery: "/" + CampaignEndpoint.registration(registration.platform),
-            headers: [("Content-Type", formContentType)], body: Array(body.utf8)
+            headers: [("Content-Type", CampaignEndpoint.formContentType)], body: Array(body.utf8)
         )
     }
 

@@ -108,11 +108,8 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
             }
             // Sequences the log holds no event for (damage) are covered too: the batch says the lane is past them.
             let batchEnd = batch.events.isEmpty ? end : batch.position
-            let events = batch.events.map { sequenced -> SequencedEvent in
-                var event = sequenced.event
-                event.request = nil  // this relay's own business
-                return SequencedEvent(sequence: sequenced.sequence, event: event)
-            }
+            // Request identities go along and the central relay drops them (docs/relay-protocol.md).
+            let events = batch.events
             oldestWaitingEvent = events.first?.event.time
             switch await send(events, epoch: epoch, sequences: position..<batchEnd, relayID: identity.relayID) {
             case .taken:
@@ -132,8 +129,7 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
                 reader.close()
                 reader = LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: position)
             case .stopped:
-                reader.close()
-                reader = LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: position)
+                break  // cancelled: the loop ends, the position stays where the last 200 left it
             }
             statistics.position = position
         }
@@ -143,7 +139,7 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
     private enum BatchOutcome {
         case taken
         case resendFrom(UInt64)
-        /// Cancelled before the batch was taken: the same batch is read again.
+        /// Cancelled before the batch was taken.
         case stopped
     }
 

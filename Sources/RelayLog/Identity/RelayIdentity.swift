@@ -93,14 +93,14 @@ public struct RelayIdentity: Sendable, Hashable {
                 } catch {
                     throw .fileSystem(error, context: "keeping the unreadable \(path) in quarantine")
                 }
-                identity = RelayIdentity(relayID: Self.newRelayID(), epochs: [], directory: directory)
-                identity.epochs = [Epoch(number: 1, firstSequence: nextSequence, started: now, reason: "made anew: the identity file was unreadable")]
+                let first = Epoch(number: 1, firstSequence: nextSequence, started: now, reason: "made anew: the identity file was unreadable")
+                identity = RelayIdentity(relayID: Self.newRelayID(), epochs: [first], directory: directory)
                 change = .recreated(reason: problem.description)
             }
         } else {
             // A log older than identities gets one covering all its events.
-            identity = RelayIdentity(relayID: Self.newRelayID(), epochs: [], directory: directory)
-            identity.epochs = [Epoch(number: 1, firstSequence: 1, started: now, reason: "first opened")]
+            identity = RelayIdentity(
+                relayID: Self.newRelayID(), epochs: [Epoch(number: 1, firstSequence: 1, started: now, reason: "first opened")], directory: directory)
         }
         do {
             try fileSystem.writeAtomically(Array(identity.json.utf8), to: path, directory: layout.dataDirectory)
