@@ -12,6 +12,9 @@ public actor AggregateQueries: BlockingActor {
     /// The thread every SQLite call runs on.
     public nonisolated let executor: BlockingExecutor
     private let connection: SQLiteConnection
+    /// The database's schema version: 1 (written before relay chains, so without origins) or the
+    /// current one.
+    private let schemaVersion: Int64
 
     /// Opens the database at `path` read-only.
     ///
@@ -21,19 +24,23 @@ public actor AggregateQueries: BlockingActor {
         let executor = BlockingExecutor(name: "sqlite-queries")
         self.path = path
         self.executor = executor
-        connection = try await executor.run { () throws(AggregatorError) -> SQLiteConnection in try Self.open(path: path) }
+        (connection, schemaVersion) = try await executor.run { () throws(AggregatorError) -> (SQLiteConnection, Int64) in
+            try Self.open(path: path)
+        }
     }
 
-    private static func open(path: String) throws(AggregatorError) -> SQLiteConnection {
+    private static func open(path: String) throws(AggregatorError) -> (SQLiteConnection, Int64) {
         do {
             let connection = try SQLiteConnection(path: path, readOnly: true)
             let version = try connection.prepare("SELECT schema_version FROM aggregator_state WHERE id = 1")
             guard try version.step() else { throw SQLiteError(code: 1, message: "aggregator_state has no row", context: path) }
             let found = version.int64(0)
-            guard found == AggregateSchema.version else {
+            // A version 1 database (not yet opened by this relay's aggregator) reads the same, without origins.
+            guard found == AggregateSchema.version || found == 1 else {
                 throw AggregatorError.schemaMismatch(path: path, found: found, expected: AggregateSchema.version)
             }
-            return connection
+            version.finalize()
+            return (connection, found)
         } catch let error as AggregatorError {
             throw error
         } catch let error as SQLiteError {
@@ -102,6 +109,33 @@ public actor AggregateQueries: BlockingActor {
                         registrations: statement.int64(2), distinctTokens: statement.int64(3),
                         firstEvent: EventTime(nanosecondsSinceEpoch: statement.int64(4), fractionDigits: 3),
                         lastEvent: EventTime(nanosecondsSinceEpoch: statement.int64(5), fractionDigits: 3)
+                    )
+                )
+            }
+            return rows
+        } catch {
+            throw .database(error)
+        }
+    }
+
+    /// Events handed on by other relays, per first origin and the relay they came through, the
+    /// most recently active first.
+    public func origins() throws(AggregatorError) -> [OriginCounts] {
+        guard schemaVersion >= 2 else { return [] }
+        do {
+            let statement = try connection.prepare(
+                "SELECT relay_id, via_relay_id, events, hits, registrations, epoch, last_sequence, first_event_ns, last_event_ns FROM relay_origins ORDER BY last_event_ns DESC, relay_id, via_relay_id"
+            )
+            var rows: [OriginCounts] = []
+            while try statement.step() {
+                let via = statement.text(1) ?? ""
+                rows.append(
+                    OriginCounts(
+                        relayId: statement.text(0) ?? "", via: via.isEmpty ? nil : via, events: statement.int64(2), hits: statement.int64(3),
+                        registrations: statement.int64(4), epoch: UInt32(clamping: statement.int64(5)),
+                        lastSequence: UInt64(bitPattern: statement.int64(6)),
+                        firstEvent: EventTime(nanosecondsSinceEpoch: statement.int64(7), fractionDigits: 3),
+                        lastEvent: EventTime(nanosecondsSinceEpoch: statement.int64(8), fractionDigits: 3)
                     )
                 )
             }

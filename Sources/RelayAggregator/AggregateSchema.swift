@@ -1,7 +1,13 @@
 /// The tables of `<data-dir>/aggregates.sqlite` (documented in `docs/aggregates.md`).
 enum AggregateSchema {
-    /// Bumped when the tables change; a database of another version is rebuilt from the log.
-    static let version: Int64 = 1
+    /// Bumped when the tables change. A database of version 1 is brought to 2 in place (see
+    /// ``migrateFromVersion1``); one of any other version must be rebuilt from the log.
+    static let version: Int64 = 2
+
+    /// Version 1 predates relay chains: no event it counted came from another relay, so adding an
+    /// empty `relay_origins` (which `create` does) and the new version number is the whole
+    /// migration.
+    static let migrateFromVersion1 = "UPDATE aggregator_state SET schema_version = 2 WHERE id = 1 AND schema_version = 1"
 
     static let create = """
         CREATE TABLE IF NOT EXISTS aggregator_state (
@@ -43,6 +49,18 @@ enum AggregateSchema {
             registration_token TEXT NOT NULL,
             PRIMARY KEY (integration_key, platform, registration_token)
         ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS relay_origins (
+            relay_id TEXT NOT NULL,
+            via_relay_id TEXT NOT NULL,
+            events INTEGER NOT NULL,
+            hits INTEGER NOT NULL,
+            registrations INTEGER NOT NULL,
+            epoch INTEGER NOT NULL,
+            last_sequence INTEGER NOT NULL,
+            first_event_ns INTEGER NOT NULL,
+            last_event_ns INTEGER NOT NULL,
+            PRIMARY KEY (relay_id, via_relay_id)
+        ) WITHOUT ROWID;
         CREATE VIEW IF NOT EXISTS delivery_stats AS
             SELECT delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks,
                    strftime('%Y-%m-%dT%H:%M:%fZ', first_event_ns / 1e9, 'unixepoch') AS first_event,
@@ -74,6 +92,24 @@ enum AggregateSchema {
         ON CONFLICT (integration_key, platform) DO UPDATE SET
             registrations = registrations + excluded.registrations,
             distinct_tokens = distinct_tokens + excluded.distinct_tokens,
+            first_event_ns = min(first_event_ns, excluded.first_event_ns),
+            last_event_ns = max(last_event_ns, excluded.last_event_ns)
+        """
+
+    // In an UPDATE every expression reads the row as it was, so `last_sequence` compares against
+    // the old epoch before `epoch` moves.
+    static let upsertOrigin = """
+        INSERT INTO relay_origins (relay_id, via_relay_id, events, hits, registrations, epoch, last_sequence, first_event_ns, last_event_ns)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (relay_id, via_relay_id) DO UPDATE SET
+            events = events + excluded.events,
+            hits = hits + excluded.hits,
+            registrations = registrations + excluded.registrations,
+            last_sequence = CASE
+                WHEN excluded.epoch > epoch THEN excluded.last_sequence
+                WHEN excluded.epoch = epoch THEN max(last_sequence, excluded.last_sequence)
+                ELSE last_sequence END,
+            epoch = max(epoch, excluded.epoch),
             first_event_ns = min(first_event_ns, excluded.first_event_ns),
             last_event_ns = max(last_event_ns, excluded.last_event_ns)
         """

@@ -13,6 +13,7 @@ final class AggregateStore {
     private let insertDelivery: SQLiteStatement
     private let addToDelivery: SQLiteStatement
     private let upsertRegistration: SQLiteStatement
+    private let upsertOrigin: SQLiteStatement
     private let readState: SQLiteStatement
     private let writePosition: SQLiteStatement
     /// `deliveries.delivery_ref` by delivery id; only holds refs of committed rows.
@@ -27,6 +28,7 @@ final class AggregateStore {
             connection = try SQLiteConnection(path: path, walWithSynchronous: .normal)
             try connection.execute("PRAGMA cache_size=-131072")
             try connection.execute(AggregateSchema.create)
+            try connection.execute(AggregateSchema.migrateFromVersion1)
             try connection.execute(
                 "INSERT OR IGNORE INTO aggregator_state (id, schema_version, next_sequence, first_sequence, updated_at) VALUES (1, \(AggregateSchema.version), \(firstSequence), \(firstSequence), '\(EventTime.now().rfc3339)')"
             )
@@ -37,6 +39,7 @@ final class AggregateStore {
             insertDelivery = try connection.prepare(AggregateSchema.insertDelivery)
             addToDelivery = try connection.prepare(AggregateSchema.addToDelivery)
             upsertRegistration = try connection.prepare(AggregateSchema.upsertRegistration)
+            upsertOrigin = try connection.prepare(AggregateSchema.upsertOrigin)
             readState = try connection.prepare("SELECT schema_version, next_sequence, first_sequence FROM aggregator_state WHERE id = 1")
             writePosition = try connection.prepare("UPDATE aggregator_state SET next_sequence = ?, updated_at = ? WHERE id = 1")
         } catch {
@@ -122,6 +125,34 @@ final class AggregateStore {
         var last = Int64.min
     }
 
+    /// A first origin and the relay that handed its events to this one (`""` when they came
+    /// straight from the origin).
+    private struct OriginKey: Hashable {
+        var relayID: String
+        var via: String
+    }
+
+    private struct OriginDelta {
+        var events: Int64 = 0
+        var hits: Int64 = 0
+        var registrations: Int64 = 0
+        var epoch: UInt32 = 0
+        var lastSequence: UInt64 = 0
+        var first = Int64.max
+        var last = Int64.min
+
+        mutating func record(_ event: Event, at position: RelayPosition) {
+            events += 1
+            if case .tracking = event { hits += 1 } else { registrations += 1 }
+            if position.epoch > epoch || (position.epoch == epoch && position.sequence > lastSequence) {
+                epoch = position.epoch
+                lastSequence = position.sequence
+            }
+            first = min(first, event.time.nanosecondsSinceEpoch)
+            last = max(last, event.time.nanosecondsSinceEpoch)
+        }
+    }
+
     private struct RegistrationKey: Hashable {
         var integrationKey: String
         var platform: String
@@ -131,8 +162,13 @@ final class AggregateStore {
         var hits: [Hit] = []
         hits.reserveCapacity(events.count)
         var registrations: [RegistrationKey: RegistrationDelta] = [:]
+        var origins: [OriginKey: OriginDelta] = [:]
         // A copy of an earlier entry (a re-queued dead letter) was counted as that entry.
         for sequenced in events where sequenced.event.origin == nil {
+            if let chain = sequenced.event.chain {
+                origins[OriginKey(relayID: chain.first.relayID, via: chain.hop?.relayID ?? ""), default: OriginDelta()]
+                    .record(sequenced.event, at: chain.first)
+            }
             switch sequenced.event {
             case .tracking(let hit):
                 let reference = try deliveryRef(hit.deliveryId, time: hit.time.nanosecondsSinceEpoch, created: &created)
@@ -194,6 +230,19 @@ final class AggregateStore {
             try upsertRegistration.bind(6, delta.last)
             try upsertRegistration.step()
         }
+        for (key, delta) in origins {
+            upsertOrigin.reset()
+            try upsertOrigin.bind(1, key.relayID)
+            try upsertOrigin.bind(2, key.via)
+            try upsertOrigin.bind(3, delta.events)
+            try upsertOrigin.bind(4, delta.hits)
+            try upsertOrigin.bind(5, delta.registrations)
+            try upsertOrigin.bind(6, Int64(delta.epoch))
+            try upsertOrigin.bind(7, Int64(bitPattern: delta.lastSequence))
+            try upsertOrigin.bind(8, delta.first)
+            try upsertOrigin.bind(9, delta.last)
+            try upsertOrigin.step()
+        }
     }
 
     /// The row of a delivery, created (with zero counts) inside the current transaction when new.
@@ -244,7 +293,9 @@ final class AggregateStore {
 
     /// Checkpoints and closes the database, so the file alone holds everything.
     func close() {
-        for statement in [insertMessage, insertToken, findDelivery, insertDelivery, addToDelivery, upsertRegistration, readState, writePosition] {
+        for statement in [
+            insertMessage, insertToken, findDelivery, insertDelivery, addToDelivery, upsertRegistration, upsertOrigin, readState, writePosition,
+        ] {
             statement.finalize()
         }
         try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")

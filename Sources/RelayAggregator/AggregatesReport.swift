@@ -9,6 +9,8 @@ public import RelayCore
 ///                 "opens":…,"uniqueClicks":…,"uniqueImpressions":…,"uniqueOpens":…}],
 ///  "registrations":[{"distinctTokens":…,"firstEvent":…,"integrationKey":…,"lastEvent":…,
 ///                    "platform":"ios"|"android","registrations":…}],
+///  "origins":[{"epoch":…,"events":…,"firstEvent":…,"hits":…,"lastEvent":…,"lastSequence":…,
+///              "registrations":…,"relayId":…,"via":…}],
 ///  "sequences":{"first":F,"next":N+1}}
 /// ```
 ///
@@ -20,19 +22,23 @@ public struct AggregatesReport: Sendable, Hashable, Encodable {
     public var deliveries: [DeliveryCounts]
     /// Registrations per app and platform, most recently active first.
     public var registrations: [RegistrationCounts]
+    /// Events other relays handed on, per first origin (and the relay they came through), most
+    /// recently active first; empty on a relay that receives from SDKs only.
+    public var origins: [OriginCounts]
 
-    /// A report of `deliveries` and `registrations`, covering `sequences`.
-    public init(sequences: Range<UInt64>, deliveries: [DeliveryCounts], registrations: [RegistrationCounts]) {
+    /// A report of `deliveries`, `registrations` and `origins`, covering `sequences`.
+    public init(sequences: Range<UInt64>, deliveries: [DeliveryCounts], registrations: [RegistrationCounts], origins: [OriginCounts]) {
         self.sequences = sequences
         self.deliveries = deliveries
         self.registrations = registrations
+        self.origins = origins
     }
 
     /// The last sequence counted (0 when none).
     public var aggregatedThrough: UInt64 { sequences.upperBound > 0 ? sequences.upperBound - 1 : 0 }
 
     private enum CodingKeys: String, CodingKey {
-        case aggregatedThrough, sequences, deliveries, registrations
+        case aggregatedThrough, sequences, deliveries, registrations, origins
     }
 
     private enum SequenceKeys: String, CodingKey {
@@ -47,5 +53,6 @@ public struct AggregatesReport: Sendable, Hashable, Encodable {
         try range.encode(sequences.upperBound, forKey: .next)
         try container.encode(deliveries, forKey: .deliveries)
         try container.encode(registrations, forKey: .registrations)
+        try container.encode(origins, forKey: .origins)
     }
 }

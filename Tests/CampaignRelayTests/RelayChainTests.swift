@@ -96,6 +96,21 @@ struct RelayChainTests {
         #expect(stored.allSatisfy { $0.event.chain?.first.relayID == edgeID }, "the first origin is the edge")
         #expect(stored.allSatisfy { $0.event.chain?.hop?.relayID == regionalID }, "the hop is the regional relay")
         #expect(stored.map { $0.event.chain?.first.sequence } == (1...300).map { Optional(UInt64($0)) })
+
+        // `stats` counts them once, for the edge, through the regional relay.
+        let stats = try await RelayBinary.run(try RelayBinary.path(), ["stats", "--json", "--data-dir", central.dataDirectory])
+        #expect(stats.status == 0, "\(stats.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any])
+        let origins = try #require(report["origins"] as? [[String: Any]])
+        #expect(origins.count == 1, "\(origins)")
+        #expect(origins.first?["relayId"] as? String == edgeID)
+        #expect(origins.first?["via"] as? String == regionalID)
+        #expect(origins.first?["events"] as? Int == 300)
+        #expect(origins.first?["hits"] as? Int == 300)
+        #expect(origins.first?["lastSequence"] as? Int == 300)
+        let text = try await RelayBinary.run(try RelayBinary.path(), ["stats", "--data-dir", central.dataDirectory])
+        #expect(text.stdout.contains("handed on by other relays"), "\(text.stdout)")
+        #expect(text.stdout.contains(edgeID) && text.stdout.contains(regionalID), "\(text.stdout)")
     }
 
     @Test(

@@ -124,6 +124,79 @@ struct TLSTests {
         #expect(seen["without"] as? Int == nil, "a client without a certificate must not be served: \(seen["without"] ?? "")")
     }
 
+    @Test(
+        "relay chain over mutual TLS: an edge without a client certificate gets nothing in; with --upstream-client-cert its log arrives, once"
+    )
+    func relayChainWithClientCertificates() async throws {
+        let binary = try RelayBinary.path()
+        let certificates = try Self.makeCertificates()
+        let token = "relay-token-0123456789"
+        let centralDirectory = Self.temporaryDataDirectory("mtls-central")
+        let edgeDirectory = Self.temporaryDataDirectory("mtls-edge")
+        defer {
+            for directory in [centralDirectory, edgeDirectory, certificates] { try? FileManager.default.removeItem(atPath: directory) }
+        }
+        let central = try ChildProcess(
+            binary,
+            [
+                "serve", "--bind", "127.0.0.1:0", "--data-dir", centralDirectory, "--tls-cert", "\(certificates)/a.pem", "--tls-key",
+                "\(certificates)/a.key", "--tls-client-ca", "\(certificates)/ca.pem", "--relay-token", token,
+            ]
+        )
+        defer { central.stop() }
+        let port = try await central.await(#"address=127\.0\.0\.1:(\d+) scheme=https"#)
+        var lines = ""
+        for id in 1...250 { lines += #"{"kind":"track","action":"open","messageId":"\#(id)","deliveryId":"mtls"}"# + "\n" }
+        let ingest = try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", edgeDirectory, "--json"], input: Data(lines.utf8))
+        try #require(ingest.status == 0, "\(ingest.stderr)")
+        let handOn = [
+            "upload", "--data-dir", edgeDirectory, "--upstream-relay", "https://127.0.0.1:\(port)", "--upstream-token", token, "--ca-file",
+            "\(certificates)/ca.pem", "--until-drained", "--json",
+        ]
+
+        // Without a certificate the handshake fails: the edge keeps its events and says why.
+        let refused = try ChildProcess(binary, handOn)
+        _ = try await refused.await(#"(the host requires a client certificate: give --upstream-client-cert)"#)
+        refused.stop()
+        #expect(refused.process.terminationStatus == 1, "not drained: \(refused.text)")
+        #expect(refused.text.contains("stopped before the log was drained (backlog 250)"), "\(refused.text)")
+
+        // The same with curl, a client this project did not write: no certificate, no answer.
+        let curl = try await RelayBinary.run(
+            "/usr/bin/curl",
+            [
+                "-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", "\(certificates)/ca.pem", "-X", "POST", "-H",
+                "Authorization: Bearer \(token)",
+                "https://127.0.0.1:\(port)/v1/relay/batches",
+            ])
+        #expect(curl.stdout == "000", "curl without a certificate got an HTTP answer: \(curl.stdout)")
+        let curlWithCertificate = try await RelayBinary.run(
+            "/usr/bin/curl",
+            [
+                "-s", "-w", "\n%{http_code}", "--cacert", "\(certificates)/ca.pem", "--cert", "\(certificates)/client.pem", "--key",
+                "\(certificates)/client.key", "-X", "POST", "-H", "Authorization: Bearer \(token)", "https://127.0.0.1:\(port)/v1/relay/batches",
+            ])
+        #expect(
+            curlWithCertificate.stdout.hasSuffix("\n400"),
+            "a request without relay headers is refused by the relay itself: \(curlWithCertificate.stdout)")
+
+        let accepted = try await RelayBinary.run(
+            binary, handOn + ["--upstream-client-cert", "\(certificates)/client.pem", "--upstream-client-key", "\(certificates)/client.key"],
+            seconds: 60)
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(accepted.stdout.utf8)) as? [String: Any], "\(accepted.stdout)")
+        #expect(summary["delivered"] as? Int == 250, "\(accepted.stdout)")
+        central.stop()
+        let dump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", centralDirectory])
+        let stored = dump.stdout.split(separator: "\n")
+        #expect(stored.count == 250, "each event once at the central relay")
+        #expect(stored.allSatisfy { $0.contains(#""relayOrigin""#) })
+
+        let half = try await RelayBinary.run(binary, handOn + ["--upstream-client-cert", "\(certificates)/client.pem"])
+        #expect(half.status == 64)
+        #expect(half.stderr.contains("--upstream-client-cert needs --upstream-client-key"), "\(half.stderr)")
+    }
+
     @Test("unusable TLS files stop the start with a message naming the file")
     func badFiles() throws {
         let binary = try RelayBinary.path()

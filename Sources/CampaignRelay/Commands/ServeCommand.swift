@@ -114,6 +114,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let central = try upstreamRelay.central(campaignHosts: (tracking, marketing)) {
             configuration.upstreamRelay = central.host
             configuration.upstreamToken = central.token
+            configuration.upload.clientCertificate = central.clientCertificate
         }
         if let token = configuration.relayToken, token.count < 16 {
             throw ValidationError("CAMPAIGN_RELAY_RELAY_TOKEN must be at least 16 characters")

@@ -15,7 +15,9 @@ struct StatsCommand: AsyncParsableCommand {
             running `serve` holds the log: it counts continuously, and stats says how far it has \
             got ("aggregated through sequence N of M stored"). Totals count every \
             hit; unique counts count distinct messages (the SDKs may send a hit twice). Deliveries are \
-            sorted by last activity.
+            sorted by last activity. A central relay (one that takes batches from other relays, \
+            serve --relay-token) also lists the events per origin relay: the relay that took them \
+            from the SDKs, and in a chain of three or more the relay they came through.
 
             --rebuild drops the aggregates and recomputes them from the log, with progress; it \
             refuses when the log no longer starts at sequence 1 (older segments deleted) unless \
@@ -99,6 +101,7 @@ struct StatsCommand: AsyncParsableCommand {
         let covered = try await queries.coveredSequences()
         let deliveries = try await queries.deliveries(deliveryId: delivery, limit: limit)
         let registrations = delivery == nil ? try await queries.registrations() : []
+        let origins = delivery == nil ? try await queries.origins() : []
         var lag: (server: ServerRecord, lastDurable: UInt64)?
         if let server {
             let handoff = ServerHandoff(record: server)
@@ -107,7 +110,7 @@ struct StatsCommand: AsyncParsableCommand {
         }
         var output = StandardOutput.output()
         if common.json {
-            let report = AggregatesReport(sequences: covered, deliveries: deliveries, registrations: registrations)
+            let report = AggregatesReport(sequences: covered, deliveries: deliveries, registrations: registrations, origins: origins)
             output.line(
                 APIJSON.text(
                     StatsOutput(report: report, server: lag.map { StatsOutput.Server(record: $0.server, lastDurableSequence: $0.lastDurable) })))
@@ -117,7 +120,7 @@ struct StatsCommand: AsyncParsableCommand {
                     "aggregated through sequence \(covered.upperBound - 1) of \(lag.lastDurable) stored; the server (pid \(lag.server.pid)) at \(lag.server.url) counts continuously"
                 )
             }
-            output.write(Self.table(covered: covered, deliveries: deliveries, registrations: registrations))
+            output.write(Self.table(covered: covered, deliveries: deliveries, registrations: registrations, origins: origins))
         }
         output.flush()
         errors.flush()
@@ -128,7 +131,7 @@ struct StatsCommand: AsyncParsableCommand {
         }
     }
 
-    static func table(covered: Range<UInt64>, deliveries: [DeliveryCounts], registrations: [RegistrationCounts]) -> String {
+    static func table(covered: Range<UInt64>, deliveries: [DeliveryCounts], registrations: [RegistrationCounts], origins: [OriginCounts]) -> String {
         var text = "aggregated log sequences \(covered.lowerBound) to \(covered.upperBound - 1)\n\n"
         let deliveryRows = deliveries.map { row in
             [
@@ -152,6 +155,19 @@ struct StatsCommand: AsyncParsableCommand {
                     ]
                 },
                 rightAligned: [2, 3]
+            )
+        }
+        if !origins.isEmpty {
+            text += "\nhanded on by other relays (first origin; via: the relay in between, in a chain)\n"
+            text += TextTable.render(
+                header: ["origin relay", "via", "events", "hits", "registrations", "epoch", "up to origin seq.", "first event", "last event"],
+                rows: origins.map {
+                    [
+                        $0.relayId, $0.via ?? "-", "\($0.events)", "\($0.hits)", "\($0.registrations)", "\($0.epoch)", "\($0.lastSequence)",
+                        $0.firstEvent.rfc3339, $0.lastEvent.rfc3339,
+                    ]
+                },
+                rightAligned: Set(2...6)
             )
         }
         return text

@@ -39,7 +39,7 @@ struct UploadCommand: AsyncParsableCommand {
 
     func run() async throws {
         if let central = try upstreamRelay.central(campaignHosts: try upstream.hosts(requireOne: false)) {
-            return try await handOn(to: central.host, token: central.token)
+            return try await handOn(to: central)
         }
         let (tracking, marketing) = try upstream.hosts()
         let logger = common.logger("campaign-relay.upload")
@@ -117,9 +117,10 @@ struct UploadCommand: AsyncParsableCommand {
     }
 
     /// `--upstream-relay`: the log, batch by batch, to a central relay.
-    private func handOn(to central: CampaignHost, token: String) async throws {
+    private func handOn(to central: UpstreamRelayOptions.Central) async throws {
         let logger = common.logger("campaign-relay.upload")
-        let configuration = try upstream.configuration()
+        var configuration = try upstream.configuration()
+        configuration.clientCertificate = central.clientCertificate
         let log: WriteAheadLog
         do {
             log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
@@ -132,12 +133,13 @@ struct UploadCommand: AsyncParsableCommand {
         do {
             transport = try HTTPClientTransport(
                 connectionsPerHost: 1, retryStatuses: configuration.retryStatuses, maximumRedirects: 0,
-                caFile: configuration.trustedCertificateAuthorities)
+                caFile: configuration.trustedCertificateAuthorities, clientCertificate: configuration.clientCertificate)
         } catch {
             await log.close()
             throw error
         }
-        let lane = RelayUpstreamLane(log: log, central: central, token: token, transport: transport, configuration: configuration, logger: logger)
+        let lane = RelayUpstreamLane(
+            log: log, central: central.host, token: central.token, transport: transport, configuration: configuration, logger: logger)
         try await runReporting(
             log: log, statistics: { [.relay: await lane.stats] }, run: { target in try await lane.run(until: target) },
             afterwards: { await transport.shutdown() }, pendingDeadLetters: { 0 })

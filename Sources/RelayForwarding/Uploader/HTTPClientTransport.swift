@@ -18,12 +18,13 @@ public final class HTTPClientTransport: CampaignTransport {
 
     /// A transport keeping up to `connectionsPerHost` connections open to each host, retrying
     /// `retryStatuses`, following `maximumRedirects` redirections of `GET` requests, trusting
-    /// `caFile`'s authorities besides the system's.
+    /// `caFile`'s authorities besides the system's, and presenting `clientCertificate` to hosts
+    /// that ask for one.
     ///
-    /// - Throws: ``UpstreamTLS/Failure`` when `caFile` cannot be used.
+    /// - Throws: ``UpstreamTLS/Failure`` when `caFile` or `clientCertificate` cannot be used.
     public init(
         connectionsPerHost: Int = 8, retryStatuses: Set<Int> = DeliveryOutcome.defaultRetryStatuses, maximumRedirects: Int = 3,
-        caFile: String? = nil, eventLoopGroup: (any EventLoopGroup)? = nil
+        caFile: String? = nil, clientCertificate: UpstreamTLS.ClientCertificate? = nil, eventLoopGroup: (any EventLoopGroup)? = nil
     ) throws(UpstreamTLS.Failure) {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connectionsPerHost))
@@ -32,7 +33,7 @@ public final class HTTPClientTransport: CampaignTransport {
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .disabled
-        configuration.tlsConfiguration = try UpstreamTLS.clientConfiguration(trusting: caFile)
+        configuration.tlsConfiguration = try UpstreamTLS.clientConfiguration(trusting: caFile, presenting: clientCertificate)
         client = HTTPClient(eventLoopGroupProvider: eventLoopGroup.map { .shared($0) } ?? .singleton, configuration: configuration)
         self.retryStatuses = retryStatuses
         self.maximumRedirects = maximumRedirects

@@ -29,11 +29,23 @@ enum TransportErrorText {
             default: return "\(error)"
             }
         case let error as NIOSSLError:
-            return "TLS failed: \(error)"
+            return "TLS failed: \(error)" + clientCertificateHint("\(error)")
         case let error as BoringSSLError:
-            return "TLS failed: \(error)"
+            return "TLS failed: \(error)" + clientCertificateHint("\(error)")
         default:
             return "\(error)"
         }
+    }
+
+    /// What to do when the host refused the handshake for want of a (good) client certificate:
+    /// BoringSSL names the alert the host sent.
+    static func clientCertificateHint(_ text: String) -> String {
+        if text.contains("CERTIFICATE_REQUIRED") {
+            return "; the host requires a client certificate: give --upstream-client-cert and --upstream-client-key"
+        }
+        if text.contains("ALERT_UNKNOWN_CA") || text.contains("ALERT_BAD_CERTIFICATE") || text.contains("ALERT_CERTIFICATE_UNKNOWN") {
+            return "; the host refused this relay's client certificate: give one issued by the CA of its --tls-client-ca"
+        }
+        return ""
     }
 }

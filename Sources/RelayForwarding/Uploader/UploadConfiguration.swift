@@ -31,6 +31,9 @@ public struct UploadConfiguration: Sendable, Hashable {
     public var registrationDeduplicationWindow: Duration
     /// A PEM file of certificate authorities trusted for `https` hosts besides the system's.
     public var trustedCertificateAuthorities: String?
+    /// The certificate presented to `https` hosts that ask for one (a central relay with
+    /// `--tls-client-ca`); `nil` presents none.
+    public var clientCertificate: UpstreamTLS.ClientCertificate?
     /// How the lanes' threads and the connections' event loop are scheduled. `serve` uses
     /// ``BlockingExecutor/Priority/background``, so forwarding a backlog never takes a core from
     /// request handling; a command that only uploads has nothing to yield to (the default).

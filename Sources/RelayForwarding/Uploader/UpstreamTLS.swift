@@ -9,11 +9,56 @@ public enum UpstreamTLS {
         public var description: String
     }
 
-    /// A client configuration trusting the system's roots and those of `caFile`.
+    /// A certificate the uploader presents to the host (a central relay started with
+    /// `--tls-client-ca`): the PEM files of its chain (leaf first) and of its private key.
+    public struct ClientCertificate: Sendable, Hashable {
+        /// The PEM file of the certificate chain, the relay's own certificate first.
+        public var certificateFile: String
+        /// The PEM file of the certificate's private key.
+        public var keyFile: String
+
+        /// The certificate in `certificateFile`, with its key in `keyFile`.
+        public init(certificateFile: String, keyFile: String) {
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+        }
+    }
+
+    /// A client configuration trusting the system's roots and those of `caFile`, presenting
+    /// `clientCertificate` when the host asks for one.
     ///
-    /// - Throws: ``Failure`` naming the file when it cannot be read or holds no PEM certificate.
-    public static func clientConfiguration(trusting caFile: String?) throws(Failure) -> TLSConfiguration {
+    /// - Throws: ``Failure`` naming the file when one cannot be read, holds no PEM certificate, or
+    ///   (the key) no PEM private key.
+    public static func clientConfiguration(trusting caFile: String?, presenting clientCertificate: ClientCertificate? = nil) throws(Failure)
+        -> TLSConfiguration
+    {
         var configuration = TLSConfiguration.makeClientConfiguration()
+        if let clientCertificate {
+            let chain: [NIOSSLCertificate]
+            do {
+                chain = try NIOSSLCertificate.fromPEMFile(clientCertificate.certificateFile)
+            } catch {
+                throw Failure(
+                    description:
+                        "--upstream-client-cert \(clientCertificate.certificateFile): cannot read PEM certificates (\(error)); give a readable PEM file, the relay's certificate first"
+                )
+            }
+            guard !chain.isEmpty else {
+                throw Failure(
+                    description: "--upstream-client-cert \(clientCertificate.certificateFile): no certificate in the file; give a PEM certificate")
+            }
+            let key: NIOSSLPrivateKey
+            do {
+                key = try NIOSSLPrivateKey(file: clientCertificate.keyFile, format: .pem)
+            } catch {
+                throw Failure(
+                    description:
+                        "--upstream-client-key \(clientCertificate.keyFile): cannot read a PEM private key (\(error)); give the key of --upstream-client-cert"
+                )
+            }
+            configuration.certificateChain = chain.map { .certificate($0) }
+            configuration.privateKey = .privateKey(key)
+        }
         guard let caFile else { return configuration }
         let certificates: [NIOSSLCertificate]
         do {

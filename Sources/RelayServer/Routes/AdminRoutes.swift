@@ -62,7 +62,8 @@ struct AdminRoutes: Sendable {
                 return Responses.json(.ok, APIJSON.text(row))
             }
             let report = AggregatesReport(
-                sequences: try await queries.coveredSequences(), deliveries: rows, registrations: try await queries.registrations())
+                sequences: try await queries.coveredSequences(), deliveries: rows, registrations: try await queries.registrations(),
+                origins: try await queries.origins())
             return Responses.json(.ok, APIJSON.text(report))
         } catch {
             return Responses.error(.internalServerError, "reading the aggregates failed: \(error)")

@@ -64,7 +64,8 @@ struct RelayUpstreamService: Service {
         do {
             transport = try HTTPClientTransport(
                 connectionsPerHost: 1, retryStatuses: configuration.retryStatuses, maximumRedirects: 0,
-                caFile: configuration.trustedCertificateAuthorities, eventLoopGroup: upstream.group)
+                caFile: configuration.trustedCertificateAuthorities, clientCertificate: configuration.clientCertificate,
+                eventLoopGroup: upstream.group)
         } catch {
             Task { await upstream.shutdown() }
             throw error
