@@ -44,7 +44,27 @@ actor RelayBatchReceiver {
         switch outcome {
         case .stored(let appended, let alreadyStored, _):
             ingestor.metrics.recordRelayBatch(from: origin.relayID, answer: alreadyStored ? "already_stored" : "appended", appended: appended)
-        case .gap:
+            // A batch sent again (its answer was lost, or the sender lost its position) is normal
+            // after a failure, and worth a line: it is where exactly-once does its work.
+            if alreadyStored {
+                logger.notice(
+                    "relay batch already stored; answered so, nothing appended",
+                    metadata: ["relay-id": "\(origin.relayID)", "sequences": "\(origin.sequences.lowerBound)-\(origin.sequences.upperBound)"])
+            } else if appended < events.count {
+                logger.notice(
+                    "relay batch partly stored already; appended only its new part",
+                    metadata: [
+                        "relay-id": "\(origin.relayID)", "sequences": "\(origin.sequences.lowerBound)-\(origin.sequences.upperBound)",
+                        "appended": "\(appended)", "already-stored": "\(events.count - appended)",
+                    ])
+            }
+        case .gap(let expected):
+            logger.notice(
+                "relay batch beyond what is stored; asked for the earlier events",
+                metadata: [
+                    "relay-id": "\(origin.relayID)", "sequences": "\(origin.sequences.lowerBound)-\(origin.sequences.upperBound)",
+                    "expected": "\(expected)",
+                ])
             ingestor.metrics.recordRelayBatch(from: origin.relayID, answer: "gap", appended: 0)
         case .staleEpoch:
             ingestor.metrics.recordRelayBatch(from: origin.relayID, answer: "stale_epoch", appended: 0)
