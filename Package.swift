@@ -32,6 +32,7 @@ let package = Package(
         .library(name: "CampaignEmulator", targets: ["CampaignEmulator"]),
         .library(name: "RelayTLS", targets: ["RelayTLS"]),
         .library(name: "RelayChain", targets: ["RelayChain"]),
+        .library(name: "RelayPostgres", targets: ["RelayPostgres"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
@@ -43,6 +44,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
         .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
     ],
     targets: [
         // System libraries: the C APIs of zlib and SQLite, with shims for the macros Swift cannot import.
@@ -98,6 +100,20 @@ let package = Package(
                 "RelayIO",
                 "RelayLog",
                 "RelaySQLite",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Fleet mode: this relay's counts in a shared PostgreSQL, exactly once, beside other relays'.
+        .target(
+            name: "RelayPostgres",
+            dependencies: [
+                "RelayCore",
+                "RelayIO",
+                "RelayLog",
+                "RelayAggregator",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -164,6 +180,7 @@ let package = Package(
                 "RelayLog",
                 "RelayAggregator",
                 "RelayForwarding",
+                "RelayPostgres",
                 "RelaySQLite",
                 "RelayTLS",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -185,6 +202,7 @@ let package = Package(
                 "RelayLog",
                 "RelayAggregator",
                 "RelayForwarding",
+                "RelayPostgres",
                 "CampaignEmulator",
                 "RelayServer",
                 "RelayTLS",
@@ -201,7 +219,7 @@ let package = Package(
         // Test helpers shared by several test targets: a simulated crash-prone file system.
         .target(
             name: "RelayTestSupport",
-            dependencies: ["RelayLog", "CampaignEmulator", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["RelayLog", "RelayIO", "CampaignEmulator", .product(name: "Logging", package: "swift-log")],
             path: "Tests/RelayTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -250,7 +268,7 @@ let package = Package(
             name: "CampaignRelayTests",
             dependencies: [
                 "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain", "RelayAggregator",
-                "RelayForwarding",
+                "RelayForwarding", "RelayPostgres",
                 "CampaignEmulator", "RelayTestSupport",
                 "RelayServer", "CampaignRelay",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -8,6 +8,14 @@ public struct AggregationProgress: Sendable, Hashable {
     public var events: Int
     /// Seconds since the run started.
     public var seconds: Double
+
+    /// Progress at `position` of a run to `end`.
+    public init(position: UInt64, end: UInt64, events: Int, seconds: Double) {
+        self.position = position
+        self.end = end
+        self.events = events
+        self.seconds = seconds
+    }
 }
 
 /// What an aggregation run did.
@@ -24,6 +32,12 @@ public struct AggregationSummary: Sendable, Hashable {
     public var skippedSequences: UInt64 = 0
     /// Seconds the run took.
     public var seconds = 0.0
+
+    /// A summary of a run from `startPosition` to `endPosition`, filled in as it goes.
+    public init(startPosition: UInt64 = 0, endPosition: UInt64 = 0) {
+        self.startPosition = startPosition
+        self.endPosition = endPosition
+    }
 
     /// Events counted per second.
     public var eventsPerSecond: Double { seconds > 0 ? Double(events) / seconds : 0 }

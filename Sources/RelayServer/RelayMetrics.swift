@@ -29,6 +29,10 @@ public final class RelayMetrics: Sendable {
     let uploadDelivered: Counter
     let deadLetters: Gauge
     let aggregatorLag: Gauge
+    /// Durable events not counted in the fleet's PostgreSQL yet (`serve --postgres-url`).
+    let postgresLag: Gauge
+    /// Failed attempts to count into PostgreSQL.
+    let postgresErrors: Counter
     let lastDurableSequence: Gauge
     let process = ProcessMetrics()
     /// The uploader's totals at the last sample, to turn them into counter increments.
@@ -73,6 +77,10 @@ public final class RelayMetrics: Sendable {
         uploadDelivered = registry.makeCounter(descriptor: .named("relay_upload_delivered_total", "Events Campaign accepted (HTTP 200)."))
         deadLetters = registry.makeGauge(descriptor: .named("relay_dead_letters", "Dead letters waiting in the store (not re-queued)."))
         aggregatorLag = registry.makeGauge(descriptor: .named("relay_aggregator_lag_events", "Durable events not counted in the aggregates yet."))
+        postgresLag = registry.makeGauge(
+            descriptor: .named("relay_postgres_lag_events", "Durable events not counted in the fleet's PostgreSQL yet (serve --postgres-url)."))
+        postgresErrors = registry.makeCounter(
+            descriptor: .named("relay_postgres_errors_total", "Failed attempts to count into the fleet's PostgreSQL; each is retried."))
         lastDurableSequence = registry.makeGauge(
             descriptor: .named("relay_wal_last_durable_sequence", "Sequence number of the newest durable event (0: the log is empty)."))
         registry.makeGauge(descriptor: .named("relay_build_info", "The relay's version; always 1."), labels: [("version", version)]).set(Int64(1))

@@ -6,6 +6,7 @@ import RelayCore
 import RelayForwarding
 import RelayIO
 public import RelayLog
+import RelayPostgres
 import RelayTLS
 import ServiceLifecycle
 
@@ -113,6 +114,18 @@ public struct RelayServer: Sendable {
                 throw error
             }
         }
+        // The fleet's PostgreSQL: its own consumer of the log, with its position in the database.
+        var fleet: (location: PostgresLocation, status: FleetStatus)?
+        if let postgres = configuration.postgres {
+            do {
+                try await log.registerCursor(FleetAggregator.cursorName)
+            } catch {
+                await log.close()
+                throw error
+            }
+            fleet = (postgres, FleetStatus())
+            logger.notice("counting into the fleet's PostgreSQL too", metadata: ["database": "\(postgres)"])
+        }
         let ingestor = EventIngestor(log: log, metrics: metrics, integrationKeys: configuration.integrationKeys)
         let router = Router()
         router.add(middleware: RouteMetricsMiddleware(metrics: metrics))
@@ -128,9 +141,9 @@ public struct RelayServer: Sendable {
         .add(to: routes)
         AdminRoutes(
             dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store, log: log,
-            upstream: relayLane?.lane
+            upstream: relayLane?.lane, fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }
         ).add(to: routes)
-        HealthRoutes(ingestor: ingestor, upstream: relayLane?.lane).add(to: routes)
+        HealthRoutes(ingestor: ingestor, upstream: relayLane?.lane, fleet: fleet?.status).add(to: routes)
         if let relayToken = configuration.relayToken {
             RelayBatchRoute(receiver: RelayBatchReceiver(ingestor: ingestor, logger: logger), token: relayToken).add(to: routes)
         }
@@ -170,8 +183,13 @@ public struct RelayServer: Sendable {
         if let aggregator { services.append(AggregatorService(aggregator: aggregator, logger: logger)) }
         if let uploader { services.append(UploaderService(uploader: uploader, logger: logger)) }
         if let relayLane { services.append(relayLane) }
+        if let fleet {
+            services.append(FleetAggregationService(location: fleet.location, log: log, status: fleet.status, metrics: metrics, logger: logger))
+        }
         services.append(
-            MetricsSampler(metrics: metrics, log: log, uploader: uploader, relayLane: relayLane?.lane, aggregator: aggregator, store: store))
+            MetricsSampler(
+                metrics: metrics, log: log, uploader: uploader, relayLane: relayLane?.lane, fleet: fleet?.status, aggregator: aggregator, store: store
+            ))
         if let certificates { services.append(CertificateReloadService(certificates: certificates, logger: logger)) }
         services.append(app)
         services.append(ShutdownNotifier(ingestor: ingestor, delay: configuration.shutdownDelay, logger: logger))

@@ -1,6 +1,7 @@
 public import CampaignProtocol
 public import RelayForwarding
 public import RelayLog
+public import RelayPostgres
 public import RelayTLS
 
 /// Everything `campaign-relay serve` is configured with.
@@ -28,6 +29,9 @@ public struct RelayServerConfiguration: Sendable {
     public var upstreamRelay: CampaignHost?
     /// The central relay's `--relay-token`, presented with every batch.
     public var upstreamToken: String?
+    /// The fleet's PostgreSQL (`--postgres-url`): this relay's counts go there too, and
+    /// `GET /v1/deliveries` answers the fleet's; `nil`: aggregates.sqlite only.
+    public var postgres: PostgresLocation?
     /// The token other relays present to hand their events to this one (`POST /v1/relay/batches`);
     /// `nil`: the endpoint does not exist.
     public var relayToken: String?

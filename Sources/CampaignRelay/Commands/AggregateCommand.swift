@@ -1,32 +1,41 @@
 import ArgumentParser
 import RelayAggregator
 import RelayLog
+import RelayPostgres
 import RelayServer
 
 /// `campaign-relay aggregate`: catches the aggregates up with the log, then exits.
 struct AggregateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "aggregate",
-        abstract: "Count every logged event into aggregates.sqlite (exactly once), then exit.",
+        abstract: "Count every logged event into aggregates.sqlite, or the fleet's PostgreSQL (exactly once), then exit.",
         discussion: """
             For jobs: catches up with the log and exits; `campaign-relay serve` does the same \
             continuously. Safe to kill at any moment: counts and the log position are committed \
             together, so the next run neither loses nor double-counts an event. Needs the log to \
             itself (not while a server runs on the same --data-dir).
+
+            With --postgres-url the counts go to the fleet's PostgreSQL instead of \
+            aggregates.sqlite: this relay's rows, beside every other relay's, with its position in \
+            the same transactions (docs/aggregates-postgres.md). The schema is created or migrated \
+            on the way, safely when many relays start at once.
             """
     )
 
-    @Option(name: .long, help: ArgumentHelp("Events per SQLite transaction.", valueName: "n"))
-    var batchSize: Int = 50_000
+    @Option(name: .long, help: ArgumentHelp("Events per transaction (default 50000 for SQLite, 20000 for PostgreSQL).", valueName: "n"))
+    var batchSize: Int?
+
+    @OptionGroup var postgres: PostgresOptions
 
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
-        guard batchSize >= 1 else { throw ValidationError("--batch-size must be at least 1") }
+        if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
     }
 
     func run() async throws {
         let logger = common.logger("campaign-relay.aggregate")
+        let database = try postgres.location()
         let log: WriteAheadLog
         do {
             log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
@@ -48,9 +57,21 @@ struct AggregateCommand: AsyncParsableCommand {
         }
         let summary: AggregationSummary
         do {
-            let aggregator = try await Aggregator(log: log, dataDirectory: common.dataDir, batchSize: batchSize, logger: logger)
-            summary = try await aggregator.catchUp(progress: ProgressLine.aggregationReporter(enabled: !common.json))
-            await aggregator.close()
+            let progress = ProgressLine.aggregationReporter(enabled: !common.json)
+            if let database {
+                let size = batchSize ?? 20_000
+                summary = try await database.connectedSession(timeout: FleetAggregator.operationTimeout(batchSize: size), logger: logger) {
+                    connection, watch in
+                    let aggregator = try await FleetAggregator(connection: connection, watch: watch, log: log, batchSize: size, logger: logger)
+                    let summary = try await aggregator.catchUp(progress: progress)
+                    await aggregator.close()
+                    return summary
+                }
+            } else {
+                let aggregator = try await Aggregator(log: log, dataDirectory: common.dataDir, batchSize: batchSize ?? 50_000, logger: logger)
+                summary = try await aggregator.catchUp(progress: progress)
+                await aggregator.close()
+            }
         } catch {
             await log.close()
             throw error

@@ -57,6 +57,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var upstreamRelay: UpstreamRelayOptions
 
+    @OptionGroup(title: "Fleet counts") var postgres: PostgresOptions
+
     @Option(name: .long, help: ArgumentHelp("Largest POST /v1/events body.", valueName: "bytes"))
     var maxBodyBytes: Int = 4 << 20
 
@@ -126,6 +128,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.shutdownDelay = .milliseconds(Int64(shutdownDelay * 1000))
         configuration.aggregates = !noAggregates
         configuration.tls = try tls.files()
+        configuration.postgres = try postgres.location()
         let server = RelayServer(configuration: configuration, logger: common.logger("campaign-relay"))
         do {
             try await server.run()

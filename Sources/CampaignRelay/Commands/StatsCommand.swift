@@ -1,8 +1,10 @@
 import ArgumentParser
 import Foundation
+import Logging
 import RelayAggregator
 import RelayCore
 import RelayLog
+import RelayPostgres
 import RelayServer
 
 /// `campaign-relay stats`: prints the aggregates.
@@ -22,8 +24,15 @@ struct StatsCommand: AsyncParsableCommand {
             --rebuild drops the aggregates and recomputes them from the log, with progress; it \
             refuses when the log no longer starts at sequence 1 (older segments deleted) unless \
             --allow-partial is given.
+
+            With --postgres-url it prints the fleet's counts instead: every relay that counts into \
+            that database (aggregate or serve with the same --postgres-url), summed per delivery \
+            and app, unique counts fleet-wide, and each relay's position. It reads only; this \
+            relay's own events are there as far as its aggregator has got (listed under relays).
             """
     )
+
+    @OptionGroup var postgres: PostgresOptions
 
     @Option(name: .long, help: ArgumentHelp("Only this delivery.", valueName: "id"))
     var delivery: String?
@@ -50,6 +59,13 @@ struct StatsCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = common.logger("campaign-relay.stats")
+        if let database = try postgres.location() {
+            guard !rebuild else {
+                throw ValidationError(
+                    "--rebuild recomputes aggregates.sqlite; the fleet's counts in PostgreSQL are kept exact by each relay's aggregator")
+            }
+            return try await printFleet(database, logger: logger)
+        }
         var errors = StandardOutput.error()
         try common.requireDataDirectory()
         // The counts are brought up to date first when this process can have the log; a server
@@ -131,8 +147,41 @@ struct StatsCommand: AsyncParsableCommand {
         }
     }
 
-    static func table(covered: Range<UInt64>, deliveries: [DeliveryCounts], registrations: [RegistrationCounts], origins: [OriginCounts]) -> String {
-        var text = "aggregated log sequences \(covered.lowerBound) to \(covered.upperBound - 1)\n\n"
+    /// `--postgres-url`: the fleet's counts.
+    private func printFleet(_ database: PostgresLocation, logger: Logger) async throws {
+        let delivery = self.delivery
+        let limit = self.limit
+        let report: FleetReport
+        do {
+            report = try await FleetQueries(location: database, logger: logger).report(deliveryId: delivery, limit: limit)
+        } catch {
+            throw RuntimeFailure(
+                "reading the fleet's counts from \(database): \(error); check that PostgreSQL runs and that a relay has counted into it")
+        }
+        var output = StandardOutput.output()
+        if common.json {
+            output.line(APIJSON.text(report))
+        } else {
+            var text = "fleet counts from \(database), \(report.relays.count) relay(s)\n\n"
+            text += Self.table(covered: nil, deliveries: report.deliveries, registrations: report.registrations, origins: [])
+            text += "\n"
+            text += TextTable.render(
+                header: ["relay", "epoch", "counted through sequence", "events", "last commit"],
+                rows: report.relays.map { [$0.relayId, "\($0.epoch)", "\($0.nextSequence - 1)", "\($0.events)", $0.updatedAt.rfc3339] },
+                rightAligned: [1, 2, 3])
+            output.write(text)
+        }
+        output.flush()
+        if let delivery, report.deliveries.isEmpty {
+            var errors = StandardOutput.error()
+            errors.line("no events counted for delivery \(JSONText.quoted(delivery)) in the fleet")
+            errors.flush()
+            throw ExitCode(1)
+        }
+    }
+
+    static func table(covered: Range<UInt64>?, deliveries: [DeliveryCounts], registrations: [RegistrationCounts], origins: [OriginCounts]) -> String {
+        var text = covered.map { "aggregated log sequences \($0.lowerBound) to \($0.upperBound - 1)\n\n" } ?? ""
         let deliveryRows = deliveries.map { row in
             [
                 row.deliveryId, "\(row.impressions)", "\(row.opens)", "\(row.clicks)", "\(row.uniqueImpressions)", "\(row.uniqueOpens)",

@@ -38,6 +38,34 @@ struct Readiness: Encodable {
     var reason: String?
     var lastDurableSequence: UInt64
     var upstream: UpstreamReadiness?
+    var postgres: PostgresReadiness?
+}
+
+/// `"postgres":{"failingSince":T,"lag":N,"lastError":…,"nextSequence":S}`: how far the fleet's
+/// PostgreSQL has counted this relay's log (`lag` events behind), and why not further while
+/// `failingSince` is set. PostgreSQL down does not make the relay unready: it keeps taking events.
+struct PostgresReadiness: Encodable {
+    var nextSequence: UInt64?
+    var lag: UInt64?
+    var lastError: String?
+    var failingSince: String?
+
+    init(_ state: FleetStatus.State, durable: UInt64) {
+        nextSequence = state.nextSequence
+        lag = state.nextSequence.map { durable > $0 ? durable - $0 : 0 }
+        lastError = state.lastError
+        failingSince = state.failingSince?.rfc3339
+    }
+
+    private enum CodingKeys: String, CodingKey { case nextSequence, lag, lastError, failingSince }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(nextSequence, forKey: .nextSequence)
+        try container.encode(lag, forKey: .lag)
+        try container.encode(lastError, forKey: .lastError)
+        try container.encode(failingSince, forKey: .failingSince)
+    }
 }
 
 /// `"upstream":{"backlog":N,"lastFailure":…,"oldestWaitingEvent":T,"reachable":B,"unreachableSince":T}`:

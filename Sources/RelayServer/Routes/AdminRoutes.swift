@@ -3,6 +3,7 @@ import RelayAggregator
 import RelayCore
 import RelayForwarding
 import RelayLog
+import RelayPostgres
 
 /// The admin endpoints: counts, dead letters and metrics, behind ``AdminAuthentication`` when an
 /// admin token is set.
@@ -14,6 +15,9 @@ struct AdminRoutes: Sendable {
     let log: WriteAheadLog
     /// The relay lane of `serve --upstream-relay`, whose state a scrape sees as of now.
     var upstream: RelayUpstreamLane? = nil
+    /// The fleet's counts (`serve --postgres-url`): `/v1/deliveries` answers them instead of this
+    /// relay's own.
+    var fleet: FleetQueries? = nil
     /// One read-only connection for every request, opened by the first that finds the database.
     let queries = OpenedOnce<AggregateQueries>()
 
@@ -48,6 +52,21 @@ struct AdminRoutes: Sendable {
     }
 
     func deliveries(_ id: String?, limit: Int?) async -> Response {
+        if let fleet {
+            let report: FleetReport
+            do {
+                report = try await fleet.report(deliveryId: id, limit: limit)
+            } catch {
+                return Responses.error(.serviceUnavailable, "the fleet's counts cannot be read from PostgreSQL now: \(error)")
+            }
+            if let id {
+                guard let row = report.deliveries.first else {
+                    return Responses.error(.notFound, "no events counted for delivery \(id) in the fleet")
+                }
+                return Responses.json(.ok, APIJSON.text(row))
+            }
+            return Responses.json(.ok, APIJSON.text(report))
+        }
         let path = Aggregator.databasePath(dataDirectory: dataDirectory)
         let queries: AggregateQueries
         do {

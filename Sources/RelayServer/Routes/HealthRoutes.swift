@@ -6,6 +6,8 @@ struct HealthRoutes: Sendable {
     let ingestor: EventIngestor
     /// The relay lane of `serve --upstream-relay`, whose state `/readyz` reports.
     let upstream: RelayUpstreamLane?
+    /// The fleet aggregator of `serve --postgres-url`, whose lag `/readyz` reports.
+    let fleet: FleetStatus?
 
     func add(to routes: RouteTable) {
         let identity = ingestor.log.identity
@@ -15,16 +17,21 @@ struct HealthRoutes: Sendable {
             // The newest durable event's sequence number (0: nothing stored yet).
             let last = await ingestor.log.durableSequence - 1
             let upstreamState = await upstream?.state()
+            let postgres = fleet.map { PostgresReadiness($0.current, durable: last + 1) }
             if ingestor.isShuttingDown {
                 return Responses.json(
                     .serviceUnavailable,
                     APIJSON.text(
                         Readiness(
-                            ready: false, reason: "shutting down", lastDurableSequence: last, upstream: upstreamState.map(UpstreamReadiness.init))))
+                            ready: false, reason: "shutting down", lastDurableSequence: last, upstream: upstreamState.map(UpstreamReadiness.init),
+                            postgres: postgres)))
             }
             // An unreachable central relay does not make this relay unready: it keeps taking events.
             return Responses.json(
-                .ok, APIJSON.text(Readiness(ready: true, reason: nil, lastDurableSequence: last, upstream: upstreamState.map(UpstreamReadiness.init)))
+                .ok,
+                APIJSON.text(
+                    Readiness(
+                        ready: true, reason: nil, lastDurableSequence: last, upstream: upstreamState.map(UpstreamReadiness.init), postgres: postgres))
             )
         }
     }

@@ -95,6 +95,7 @@ struct MetricsSampler: Service {
     let log: WriteAheadLog
     let uploader: Uploader?
     let relayLane: RelayUpstreamLane?
+    let fleet: FleetStatus?
     let aggregator: Aggregator?
     let store: ForwardingStore
 
@@ -104,6 +105,7 @@ struct MetricsSampler: Service {
                 let durable = await log.durableSequence
                 metrics.lastDurableSequence.set(Int64(durable) - 1)
                 if let aggregator { metrics.aggregatorLag.set(Int64(durable) - Int64(await aggregator.nextSequence)) }
+                if let fleet { metrics.postgresLag.set(Int64(durable) - Int64(fleet.current.nextSequence ?? 1)) }
                 if let uploader {
                     let lanes = await uploader.statistics()
                     metrics.uploadBacklogTracking.set(Int64(lanes[.tracking]?.backlog ?? 0))

@@ -1,0 +1,352 @@
+public import Logging
+public import PostgresNIO
+public import RelayAggregator
+import RelayCore
+public import RelayIO
+public import RelayLog
+
+/// Counts this relay's log into the fleet's PostgreSQL database, exactly once: every transaction
+/// holds the counts of a batch **and** moves this relay's row of `relay_positions` past it, so a
+/// crash, a kill or a database restart at any point neither loses nor double-counts an event.
+///
+/// Counts are kept per relay (`delivery_counts` and `registration_counts` have a row per relay),
+/// so relays bumping one delivery at the same moment never wait for each other's rows. Unique
+/// counts are fleet-wide: a message's first sighting anywhere in the fleet inserts it into
+/// `delivery_messages`, and only the relay whose insert it was counts it as unique.
+///
+/// It also keeps the log cursor ``cursorName`` (after the commits, so it may lag), which keeps the
+/// log from deleting segments PostgreSQL has not counted yet.
+public actor FleetAggregator {
+    /// The log cursor the fleet aggregator keeps.
+    public static let cursorName = "aggregator-postgres"
+
+    private let connection: PostgresConnection
+    private let watch: OperationWatch
+    private let log: WriteAheadLog
+    private let relayID: String
+    private let epoch: UInt32
+    private let readAhead: BlockingExecutor
+    /// `nil` while a read-ahead task holds it.
+    private var reader: LogReader?
+    private var position: UInt64
+    private let batchSize: Int
+    private let keepsCursor: Bool
+    private let logger: Logger
+    /// `deliveries.delivery_ref` by delivery id; refs are committed before they are used.
+    private var deliveryRefs: [String: Int64] = [:]
+    private var lastCursorCommit: Int64 = 0
+
+    /// Migrates the schema if needed, finds (or creates) this relay's position, and positions the
+    /// aggregator after the last event PostgreSQL has counted.
+    ///
+    /// A data directory restored from a copy (a newer epoch, see `docs/relay-identity.md`) counts
+    /// its new epoch from where it starts; an older copy than the database knows is refused.
+    ///
+    /// - Throws: ``FleetError``.
+    public init(
+        connection: PostgresConnection, watch: OperationWatch = OperationWatch(), log: WriteAheadLog, batchSize: Int = 20_000,
+        movesLogCursor: Bool = true,
+        priority: BlockingExecutor.Priority = .normal, logger: Logger
+    ) async throws(FleetError) {
+        self.connection = connection
+        self.watch = watch
+        self.log = log
+        self.batchSize = batchSize
+        self.keepsCursor = movesLogCursor
+        self.logger = logger
+        let identity = log.identity
+        relayID = identity.relayID
+        epoch = identity.epoch.number
+        readAhead = BlockingExecutor(name: "aggregator-postgres-read", priority: priority)
+        let oldest = await log.oldestSequence
+        let start: UInt64
+        watch.begin()
+        defer { watch.end() }
+        do {
+            try await FleetSchema.migrate(connection, logger: logger)
+            start = try await Self.establishPosition(connection: connection, identity: identity, oldest: oldest, logger: logger)
+        } catch {
+            throw FleetError.describe(error)
+        }
+        guard start >= oldest else { throw .logTrimmed(needed: start, oldest: oldest) }
+        position = start
+        reader = LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: start)
+        if movesLogCursor {
+            do {
+                try await log.registerCursor(Self.cursorName, initialPosition: start)
+            } catch {
+                throw .log(error)
+            }
+        }
+    }
+
+    /// This relay's row of `relay_positions`, created at the log's oldest event the first time; a
+    /// newer epoch of the directory starts counting where it diverged from the counted timeline.
+    private static func establishPosition(connection: PostgresConnection, identity: RelayIdentity, oldest: UInt64, logger: Logger) async throws
+        -> UInt64
+    {
+        let relayID = identity.relayID
+        let current = Int(identity.epoch.number)
+        return try await connection.withTransaction(logger: logger) { connection in
+            try await connection.query(
+                """
+                INSERT INTO relay_positions (relay_id, epoch, next_sequence, events, updated_at)
+                VALUES (\(relayID)::uuid, \(current), \(Int64(oldest)), 0, now()) ON CONFLICT (relay_id) DO NOTHING
+                """, logger: logger)
+            var stored: (epoch: Int, next: Int64) = (current, Int64(oldest))
+            for try await (storedEpoch, next) in try await connection.query(
+                "SELECT epoch, next_sequence FROM relay_positions WHERE relay_id = \(relayID)::uuid FOR UPDATE", logger: logger
+            ).decode((Int, Int64).self) {
+                stored = (storedEpoch, next)
+            }
+            if stored.epoch > current {
+                throw FleetError.staleCopy(relayID: relayID, databaseEpoch: UInt32(stored.epoch), directoryEpoch: UInt32(current))
+            }
+            guard stored.epoch < current else { return UInt64(max(stored.next, 1)) }
+            // The directory was restored from a copy: its events from the first newer epoch on are
+            // new; those before were counted (if PostgreSQL got that far).
+            let diverged = identity.epochs.first { Int($0.number) == stored.epoch + 1 }?.firstSequence ?? UInt64(stored.next)
+            let next = min(UInt64(max(stored.next, 1)), diverged)
+            try await connection.query(
+                "UPDATE relay_positions SET epoch = \(current), next_sequence = \(Int64(next)), updated_at = now() WHERE relay_id = \(relayID)::uuid",
+                logger: logger)
+            logger.notice(
+                "this data directory is a restored copy: counting its new epoch into PostgreSQL from where it diverged",
+                metadata: ["relay-id": "\(relayID)", "epoch": "\(current)", "from": "\(next)"])
+            return next
+        }
+    }
+
+    /// How long one transaction of `batchSize` events may go unanswered before its session gives
+    /// up on the connection: 5 s, and 1 s more per 4,000 events beyond 20,000 (a transaction of
+    /// 20,000 events takes well under a second here).
+    public static func operationTimeout(batchSize: Int) -> Duration { .seconds(max(5, batchSize / 4000)) }
+
+    /// The next sequence number to count: every event below it is in PostgreSQL.
+    public var nextSequence: UInt64 { position }
+
+    /// Counts every event that is durable in the log now, then returns.
+    ///
+    /// - Throws: ``FleetError``; what was committed before the error stays counted, and the next
+    ///   call goes on from there.
+    public func catchUp(progress: (@Sendable (AggregationProgress) -> Void)? = nil) async throws(FleetError) -> AggregationSummary {
+        let started = SystemClock.monotonicNanoseconds()
+        var summary = AggregationSummary(startPosition: position, endPosition: position)
+        let end = await log.durableSequence
+        var readAhead = position < end ? readNext(below: end) : nil
+        while position < end, let pending = readAhead {
+            let (returned, result) = await pending.value
+            reader = returned
+            readAhead = nil
+            let batch: LogReadBatch
+            do {
+                batch = try result.get()
+            } catch {
+                throw .log(error)
+            }
+            if batch.position < end, !batch.events.isEmpty { readAhead = readNext(below: end) }
+            for damage in batch.damage where damage.kind != .superseded {
+                logger.error("skipping damaged log bytes; their events cannot be counted", metadata: ["damage": "\(damage)"])
+            }
+            let next = batch.events.isEmpty ? end : batch.position
+            if batch.events.isEmpty {
+                summary.skippedSequences += end - position
+            } else if let first = batch.events.first, first.sequence > position {
+                summary.skippedSequences += first.sequence - position
+            }
+            do {
+                try await apply(batch.events[...], from: position, to: next)
+            } catch {
+                if let pending = readAhead { reader = await pending.value.0 }
+                throw FleetError.describe(error)
+            }
+            summary.events += batch.events.count
+            summary.transactions += 1
+            position = next
+            await commitCursor(force: false)
+            progress?(
+                AggregationProgress(
+                    position: position, end: end, events: summary.events, seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9))
+        }
+        await commitCursor(force: true)
+        summary.endPosition = position
+        summary.seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
+        return summary
+    }
+
+    /// Counts events as they become durable, until the task is cancelled or the log closes.
+    public func run(afterEachCatchUp: @Sendable (AggregationSummary) async -> Void = { _ in }) async throws(FleetError) {
+        while !Task.isCancelled {
+            let summary = try await catchUp()
+            await afterEachCatchUp(summary)
+            let durable = await log.waitForDurable(beyond: position)
+            if durable <= position { break }
+        }
+    }
+
+    private func readNext(below end: UInt64) -> Task<(LogReader, Result<LogReadBatch, LogError>), Never>? {
+        guard let taken = reader else { return nil }
+        reader = nil
+        let size = batchSize
+        let thread = readAhead
+        return Task {
+            await thread.run(moving: taken) { (owned: inout LogReader) throws(LogError) in try owned.read(maximumEvents: size, below: end) }
+        }
+    }
+
+    /// Delivery refs for `ids`, created in a transaction of their own (committed rows that no
+    /// count refers to yet are harmless), so counting transactions lock only message keys and
+    /// this relay's rows.
+    private func ensureDeliveryRefs(_ ids: Set<String>) async throws {
+        let missing = ids.filter { deliveryRefs[$0] == nil }.sorted()
+        guard !missing.isEmpty else { return }
+        let connection = self.connection
+        let logger = self.logger
+        let found = try await { () async throws -> [String: Int64] in
+            try await connection.query(
+                "INSERT INTO deliveries (delivery_id) SELECT unnest(\(missing)::text[]) ON CONFLICT (delivery_id) DO NOTHING", logger: logger)
+            var found: [String: Int64] = [:]
+            for try await (reference, id) in try await connection.query(
+                "SELECT delivery_ref, delivery_id FROM deliveries WHERE delivery_id = ANY(\(missing)::text[])", logger: logger
+            ).decode((Int64, String).self) {
+                found[id] = reference
+            }
+            return found
+        }()
+        deliveryRefs.merge(found) { old, _ in old }
+    }
+
+    /// One transaction: this relay's position moves from `start` to `end` with the counts of
+    /// `events`.
+    private func apply(_ events: ArraySlice<SequencedEvent>, from start: UInt64, to end: UInt64) async throws {
+        watch.begin()
+        defer { watch.end() }
+        try await ensureDeliveryRefs(FleetBatch.deliveryIds(of: events))
+        let batch = FleetBatch(events, deliveryRefs: deliveryRefs)
+        let relayID = self.relayID
+        let epoch = Int(self.epoch)
+        let logger = self.logger
+        try await connection.withTransaction(logger: logger) { connection in
+            // First, so a second aggregator of this relay waits here and then finds the position moved.
+            var moved: Int64?
+            for try await (next) in try await connection.query(
+                """
+                UPDATE relay_positions SET next_sequence = \(Int64(end)), events = events + \(Int64(batch.events)), updated_at = now()
+                WHERE relay_id = \(relayID)::uuid AND epoch = \(epoch) AND next_sequence = \(Int64(start)) RETURNING next_sequence
+                """, logger: logger
+            ).decode(Int64.self) {
+                moved = next
+            }
+            guard moved != nil else {
+                var found: Int64 = -1
+                for try await (next) in try await connection.query(
+                    "SELECT next_sequence FROM relay_positions WHERE relay_id = \(relayID)::uuid", logger: logger
+                ).decode(Int64.self) {
+                    found = next
+                }
+                throw FleetError.positionMoved(expected: start, found: UInt64(max(found, 0)))
+            }
+            var uniques: [Int64: [Int64]] = [:]
+            if !batch.integerMessages.isEmpty {
+                let actions = batch.integerMessages.map(\.deliveryAction)
+                let keys = batch.integerMessages.map(\.key)
+                for try await (deliveryAction) in try await connection.query(
+                    """
+                    INSERT INTO delivery_messages (delivery_action, message_key) SELECT * FROM unnest(\(actions)::int8[], \(keys)::int8[])
+                    ON CONFLICT DO NOTHING RETURNING delivery_action
+                    """, logger: logger
+                ).decode(Int64.self) {
+                    uniques[deliveryAction >> 2, default: [0, 0, 0]][Int(deliveryAction & 3)] += 1
+                }
+            }
+            if !batch.uuidMessages.isEmpty {
+                let actions = batch.uuidMessages.map(\.deliveryAction)
+                let keys = batch.uuidMessages.map(\.uuid)
+                for try await (deliveryAction) in try await connection.query(
+                    """
+                    INSERT INTO delivery_message_uuids (delivery_action, message_uuid) SELECT * FROM unnest(\(actions)::int8[], \(keys)::uuid[])
+                    ON CONFLICT DO NOTHING RETURNING delivery_action
+                    """, logger: logger
+                ).decode(Int64.self) {
+                    uniques[deliveryAction >> 2, default: [0, 0, 0]][Int(deliveryAction & 3)] += 1
+                }
+            }
+            if !batch.deliveries.isEmpty {
+                let references = batch.deliveries.keys.sorted()
+                let rows = references.map { (reference: $0, delta: batch.deliveries[$0] ?? FleetBatch.DeliveryDelta()) }
+                func column(_ value: (Int64, FleetBatch.DeliveryDelta) -> Int64) -> [Int64] { rows.map { value($0.reference, $0.delta) } }
+                let impressions = column { _, delta in delta.totals[0] }
+                let opens = column { _, delta in delta.totals[1] }
+                let clicks = column { _, delta in delta.totals[2] }
+                let uniqueImpressions = column { reference, _ in uniques[reference]?[0] ?? 0 }
+                let uniqueOpens = column { reference, _ in uniques[reference]?[1] ?? 0 }
+                let uniqueClicks = column { reference, _ in uniques[reference]?[2] ?? 0 }
+                let firsts = column { _, delta in delta.first }
+                let lasts = column { _, delta in delta.last }
+                try await connection.query(
+                    """
+                    INSERT INTO delivery_counts (delivery_ref, relay_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns)
+                    SELECT r, \(relayID)::uuid, i, o, c, ui, uo, uc, f, l
+                    FROM unnest(\(references)::int8[], \(impressions)::int8[], \(opens)::int8[], \(clicks)::int8[], \(uniqueImpressions)::int8[],
+                                \(uniqueOpens)::int8[], \(uniqueClicks)::int8[], \(firsts)::int8[], \(lasts)::int8[]) AS t(r, i, o, c, ui, uo, uc, f, l)
+                    ON CONFLICT (delivery_ref, relay_id) DO UPDATE SET
+                        impressions = delivery_counts.impressions + excluded.impressions,
+                        opens = delivery_counts.opens + excluded.opens,
+                        clicks = delivery_counts.clicks + excluded.clicks,
+                        unique_impressions = delivery_counts.unique_impressions + excluded.unique_impressions,
+                        unique_opens = delivery_counts.unique_opens + excluded.unique_opens,
+                        unique_clicks = delivery_counts.unique_clicks + excluded.unique_clicks,
+                        first_event_ns = least(delivery_counts.first_event_ns, excluded.first_event_ns),
+                        last_event_ns = greatest(delivery_counts.last_event_ns, excluded.last_event_ns)
+                    """, logger: logger)
+            }
+            if !batch.registrations.isEmpty {
+                var distinct: [FleetBatch.AppKey: Int64] = [:]
+                if !batch.tokens.isEmpty {
+                    for try await (key, platform) in try await connection.query(
+                        """
+                        INSERT INTO registration_tokens (integration_key, platform, registration_token)
+                        SELECT * FROM unnest(\(batch.tokens.map(\.integrationKey))::text[], \(batch.tokens.map(\.platform))::text[], \(batch.tokens.map(\.token))::text[])
+                        ON CONFLICT DO NOTHING RETURNING integration_key, platform
+                        """, logger: logger
+                    ).decode((String, String).self) {
+                        distinct[FleetBatch.AppKey(integrationKey: key, platform: platform), default: 0] += 1
+                    }
+                }
+                let apps = batch.registrations.keys.sorted { ($0.integrationKey, $0.platform) < ($1.integrationKey, $1.platform) }
+                let deltas = apps.map { batch.registrations[$0] ?? FleetBatch.RegistrationDelta() }
+                try await connection.query(
+                    """
+                    INSERT INTO registration_counts (integration_key, platform, relay_id, registrations, distinct_tokens, first_event_ns, last_event_ns)
+                    SELECT k, p, \(relayID)::uuid, n, d, f, l
+                    FROM unnest(\(apps.map(\.integrationKey))::text[], \(apps.map(\.platform))::text[], \(deltas.map(\.registrations))::int8[],
+                                \(apps.map { distinct[$0] ?? 0 })::int8[], \(deltas.map(\.first))::int8[], \(deltas.map(\.last))::int8[]) AS t(k, p, n, d, f, l)
+                    ON CONFLICT (integration_key, platform, relay_id) DO UPDATE SET
+                        registrations = registration_counts.registrations + excluded.registrations,
+                        distinct_tokens = registration_counts.distinct_tokens + excluded.distinct_tokens,
+                        first_event_ns = least(registration_counts.first_event_ns, excluded.first_event_ns),
+                        last_event_ns = greatest(registration_counts.last_event_ns, excluded.last_event_ns)
+                    """, logger: logger)
+            }
+        }
+    }
+
+    /// The log cursor only guards retention, so it is written at most once a second.
+    private func commitCursor(force: Bool) async {
+        guard keepsCursor else { return }
+        let now = SystemClock.monotonicNanoseconds()
+        guard force || now - lastCursorCommit >= 1_000_000_000 else { return }
+        lastCursorCommit = now
+        do {
+            try await log.commitCursor(Self.cursorName, to: position)
+        } catch {
+            logger.warning(
+                "could not write the PostgreSQL aggregator's log cursor; segments are kept until it succeeds", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Saves the log cursor.
+    public func close() async {
+        await commitCursor(force: true)
+    }
+}

@@ -1,0 +1,142 @@
+import Logging
+public import PostgresNIO
+
+/// The fleet's tables in PostgreSQL (documented in `docs/aggregates-postgres.md`), created and
+/// migrated by whichever relay starts first.
+public enum FleetSchema {
+    /// The version this relay writes and reads.
+    public static let version = 1
+
+    /// The key of the advisory lock that serializes migrations across relays starting at once.
+    static let migrationLock: Int64 = 0x6361_6D70_7265_6C79  // "camprely"
+
+    /// Each migration takes the schema from `version - 1` to `version`, in one transaction.
+    static let migrations: [(version: Int, statements: [String])] = [
+        (
+            1,
+            [
+                """
+                CREATE TABLE relay_positions (
+                    relay_id uuid PRIMARY KEY,
+                    epoch integer NOT NULL,
+                    next_sequence bigint NOT NULL,
+                    events bigint NOT NULL,
+                    updated_at timestamptz NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE deliveries (
+                    delivery_ref bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    delivery_id text NOT NULL UNIQUE
+                )
+                """,
+                """
+                CREATE TABLE delivery_counts (
+                    delivery_ref bigint NOT NULL,
+                    relay_id uuid NOT NULL,
+                    impressions bigint NOT NULL,
+                    opens bigint NOT NULL,
+                    clicks bigint NOT NULL,
+                    unique_impressions bigint NOT NULL,
+                    unique_opens bigint NOT NULL,
+                    unique_clicks bigint NOT NULL,
+                    first_event_ns bigint NOT NULL,
+                    last_event_ns bigint NOT NULL,
+                    PRIMARY KEY (delivery_ref, relay_id)
+                )
+                """,
+                """
+                CREATE TABLE delivery_messages (
+                    delivery_action bigint NOT NULL,
+                    message_key bigint NOT NULL,
+                    PRIMARY KEY (delivery_action, message_key)
+                )
+                """,
+                """
+                CREATE TABLE delivery_message_uuids (
+                    delivery_action bigint NOT NULL,
+                    message_uuid uuid NOT NULL,
+                    PRIMARY KEY (delivery_action, message_uuid)
+                )
+                """,
+                """
+                CREATE TABLE registration_counts (
+                    integration_key text NOT NULL,
+                    platform text NOT NULL,
+                    relay_id uuid NOT NULL,
+                    registrations bigint NOT NULL,
+                    distinct_tokens bigint NOT NULL,
+                    first_event_ns bigint NOT NULL,
+                    last_event_ns bigint NOT NULL,
+                    PRIMARY KEY (integration_key, platform, relay_id)
+                )
+                """,
+                """
+                CREATE TABLE registration_tokens (
+                    integration_key text NOT NULL,
+                    platform text NOT NULL,
+                    registration_token text NOT NULL,
+                    PRIMARY KEY (integration_key, platform, registration_token)
+                )
+                """,
+                """
+                CREATE VIEW delivery_stats AS
+                    SELECT d.delivery_id,
+                           sum(c.impressions)::bigint AS impressions, sum(c.opens)::bigint AS opens, sum(c.clicks)::bigint AS clicks,
+                           sum(c.unique_impressions)::bigint AS unique_impressions, sum(c.unique_opens)::bigint AS unique_opens,
+                           sum(c.unique_clicks)::bigint AS unique_clicks,
+                           to_timestamp(min(c.first_event_ns) / 1e9) AS first_event, to_timestamp(max(c.last_event_ns) / 1e9) AS last_event,
+                           count(*) AS relays
+                    FROM delivery_counts c JOIN deliveries d USING (delivery_ref)
+                    GROUP BY d.delivery_id
+                    ORDER BY max(c.last_event_ns) DESC
+                """,
+            ]
+        )
+    ]
+
+    /// Why the schema cannot be used.
+    public struct Mismatch: Error, Sendable, CustomStringConvertible {
+        /// The version found in the database.
+        public var found: Int
+        /// What is wrong and what to do.
+        public var description: String {
+            "the database has fleet schema version \(found), newer than this relay's \(FleetSchema.version): upgrade this relay (every relay of a fleet should run the same version)"
+        }
+    }
+
+    /// Brings the database to ``version``, under an advisory lock so that relays starting at once
+    /// migrate it one after the other (the later ones find it done). Returns the version found
+    /// before.
+    ///
+    /// - Throws: ``Mismatch`` when the database is newer than this relay; the database's error
+    ///   otherwise.
+    @discardableResult
+    public static func migrate(_ connection: PostgresConnection, logger: Logger) async throws -> Int {
+        try await connection.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
+            try await connection.query(
+                """
+                CREATE TABLE IF NOT EXISTS campaign_relay_schema (
+                    version integer PRIMARY KEY,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                )
+                """, logger: logger)
+            var found = 0
+            for try await (value) in try await connection.query("SELECT coalesce(max(version), 0) FROM campaign_relay_schema", logger: logger)
+                .decode(Int.self)
+            {
+                found = value
+            }
+            guard found <= version else { throw Mismatch(found: found) }
+            for migration in migrations where migration.version > found {
+                for statement in migration.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query("INSERT INTO campaign_relay_schema (version) VALUES (\(migration.version))", logger: logger)
+                logger.notice("migrated the fleet schema", metadata: ["version": "\(migration.version)"])
+            }
+            return found
+        }
+    }
+}

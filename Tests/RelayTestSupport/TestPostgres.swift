@@ -1,0 +1,153 @@
+import Foundation
+import RelayIO
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A throw-away PostgreSQL cluster for one test: `initdb` in a temporary directory (as the
+/// `postgres` user when the tests run as root, as PostgreSQL refuses root), started with `pg_ctl`
+/// on a free loopback port, removed by ``destroy()``. Its blocking steps run on a thread of their
+/// own, never on the cooperative pool.
+public final class TestPostgres: Sendable {
+    /// The cluster's port on 127.0.0.1.
+    public let port: Int
+    /// The data directory (with `socket/` and `server.log` beside it in ``root``).
+    public let root: String
+    private let binaries: String
+
+    /// `postgres://postgres@127.0.0.1:PORT/postgres?sslmode=disable`.
+    public var url: String { "postgres://postgres@127.0.0.1:\(port)/postgres?sslmode=disable" }
+
+    /// Why a cluster could not be made or controlled.
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    private static let executor = BlockingExecutor(name: "test-postgres")
+
+    /// Makes and starts a cluster.
+    ///
+    /// - Throws: ``Failure`` when PostgreSQL is not installed (`apt-get install postgresql`,
+    ///   which `.ci/run` does) or does not start.
+    public static func start() async throws -> TestPostgres {
+        try await executor.run { () throws(any Error) -> TestPostgres in
+            let postgres = try TestPostgres()
+            try postgres.control("start")
+            return postgres
+        }
+    }
+
+    private init() throws {
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        guard let version = versions.compactMap(Int.init).max() else {
+            throw Failure(description: "PostgreSQL is not installed (no /usr/lib/postgresql/N/bin): apt-get install postgresql, as .ci/run does")
+        }
+        binaries = "/usr/lib/postgresql/\(version)/bin"
+        root = "/tmp/campaign-relay-postgres-\(UInt64.random(in: 0...UInt64.max))"
+        port = try Self.freePort()
+        try FileManager.default.createDirectory(atPath: "\(root)/socket", withIntermediateDirectories: true)
+        if getuid() == 0 { try Self.run("/bin/chown", ["-R", "postgres:postgres", root]) }
+        try runAsOwner("\(binaries)/initdb", ["-D", "\(root)/data", "-A", "trust", "-U", "postgres", "--no-sync"])
+    }
+
+    /// `pg_ctl start`, `stop -m fast`, or `restart -m immediate` (a crash and recovery).
+    private func control(_ action: String) throws {
+        var arguments = ["-D", "\(root)/data", "-w", "-t", "60", "-l", "\(root)/server.log"]
+        switch action {
+        case "start":
+            arguments += ["-o", "-p \(port) -k \(root)/socket -c listen_addresses=127.0.0.1", "start"]
+        case "restart":
+            arguments += ["-m", "immediate", "-o", "-p \(port) -k \(root)/socket -c listen_addresses=127.0.0.1", "restart"]
+        default:
+            arguments += ["-m", "fast", "stop"]
+        }
+        try runAsOwner("\(binaries)/pg_ctl", arguments)
+    }
+
+    /// Stops the server (fast shutdown); ``resume()`` starts it again on the same port.
+    public func stop() async throws {
+        try await Self.executor.run { () throws(any Error) in try self.control("stop") }
+    }
+
+    /// Starts a stopped server again.
+    public func resume() async throws {
+        try await Self.executor.run { () throws(any Error) in try self.control("start") }
+    }
+
+    /// `pg_ctl restart -m immediate`: the server dies without a checkpoint and recovers from its WAL.
+    public func restartImmediately() async throws {
+        try await Self.executor.run { () throws(any Error) in try self.control("restart") }
+    }
+
+    /// Runs `sql` with psql and returns its unaligned, tuples-only output.
+    public func psql(_ sql: String) async throws -> String {
+        try await Self.executor.run { () throws(any Error) -> String in
+            try Self.run("\(self.binaries)/psql", ["-X", "-q", "-A", "-t", "-h", "127.0.0.1", "-p", "\(self.port)", "-U", "postgres", "-c", sql])
+        }
+    }
+
+    /// Stops the server and removes its directory.
+    public func destroy() async {
+        try? await stop()
+        await Self.executor.run { try? FileManager.default.removeItem(atPath: self.root) }
+    }
+
+    private func runAsOwner(_ program: String, _ arguments: [String]) throws {
+        if getuid() == 0 {
+            _ = try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", program] + arguments)
+        } else {
+            _ = try Self.run(program, arguments)
+        }
+    }
+
+    /// Runs a program to its end, with posix_spawn and waitpid. Not Foundation's `Process`: its
+    /// `waitUntilExit` also waits for descriptors it shares with the child to close, and the server
+    /// `pg_ctl` starts keeps them open for its whole life. Output goes to a file, not a pipe, for the
+    /// same reason.
+    @discardableResult
+    private static func run(_ program: String, _ arguments: [String]) throws -> String {
+        let outputPath = "/tmp/campaign-relay-postgres-output-\(UInt64.random(in: 0...UInt64.max))"
+        defer { unlink(outputPath) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, program, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw Failure(description: "cannot start \(program): \(String(cString: strerror(spawned)))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        let text = ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        // WIFEXITED and WEXITSTATUS, spelled out (they are C macros).
+        let exited = status & 0x7f == 0
+        let code = (status >> 8) & 0xff
+        guard exited, code == 0 else {
+            throw Failure(description: "\(program) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
+        }
+        return text
+    }
+
+    private static func freePort() throws -> Int {
+        let socketDescriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketDescriptor >= 0 else { throw Failure(description: "socket() failed") }
+        defer { close(socketDescriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketDescriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw Failure(description: "bind() failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketDescriptor, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
