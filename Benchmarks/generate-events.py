@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Writes N tracking events as JSONL, the same file for the same N (seed 7): the input of the
-benchmark scripts. Usage: generate-events.py N PATH"""
+benchmark scripts. Usage: generate-events.py N PATH [SEED=7] (another seed: another relay's events)"""
 import random
 import sys
 
 count, path = int(sys.argv[1]), sys.argv[2]
-random.seed(7)
+random.seed(int(sys.argv[3]) if len(sys.argv) > 3 else 7)
 actions = ["impression"] * 6 + ["open"] * 3 + ["click"]
 with open(path, "w") as f:
     for i in range(count):
