@@ -130,48 +130,27 @@ public actor FleetAggregator {
     /// - Throws: ``FleetError``; what was committed before the error stays counted, and the next
     ///   call goes on from there.
     public func catchUp(progress: (@Sendable (AggregationProgress) -> Void)? = nil) async throws(FleetError) -> AggregationSummary {
-        let started = SystemClock.monotonicNanoseconds()
-        var summary = AggregationSummary(startPosition: position, endPosition: position)
         let end = await log.durableSequence
-        var readAhead = position < end ? readNext(below: end) : nil
-        while position < end, let pending = readAhead {
-            let (returned, result) = await pending.value
-            reader = returned
-            readAhead = nil
-            let batch: LogReadBatch
-            do {
-                batch = try result.get()
-            } catch {
-                throw .log(error)
-            }
-            if batch.position < end, !batch.events.isEmpty { readAhead = readNext(below: end) }
-            for damage in batch.damage where damage.kind != .superseded {
-                logger.error("skipping damaged log bytes; their events cannot be counted", metadata: ["damage": "\(damage)"])
-            }
-            let next = batch.events.isEmpty ? end : batch.position
-            if batch.events.isEmpty {
-                summary.skippedSequences += end - position
-            } else if let first = batch.events.first, first.sequence > position {
-                summary.skippedSequences += first.sequence - position
-            }
-            do {
-                try await apply(batch.events[...], from: position, to: next)
-            } catch {
-                if let pending = readAhead { reader = await pending.value.0 }
-                throw FleetError.describe(error)
-            }
-            summary.events += batch.events.count
-            summary.transactions += 1
-            position = next
-            await commitCursor(force: false)
-            progress?(
-                AggregationProgress(
-                    position: position, end: end, events: summary.events, seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9))
-        }
+        let start = position
+        let outcome = await LogCatchUp.run(
+            reader: reader ?? LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: start), from: start, to: end,
+            batchSize: batchSize, readAhead: readAhead, logger: logger, progress: progress,
+            apply: { (events, from, to) throws(FleetError) in
+                do {
+                    try await apply(events, from: from, to: to)
+                } catch {
+                    throw FleetError.describe(error)
+                }
+                position = to
+            },
+            afterBatch: { await commitCursor(force: false) })
+        reader = outcome.reader ?? LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: position)
         await commitCursor(force: true)
-        summary.endPosition = position
-        summary.seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
-        return summary
+        switch outcome.failure {
+        case .log(let error)?: throw .log(error)
+        case .apply(let error)?: throw error
+        case nil: return outcome.summary
+        }
     }
 
     /// Counts events as they become durable, until the task is cancelled or the log closes.
@@ -181,16 +160,6 @@ public actor FleetAggregator {
             await afterEachCatchUp(summary)
             let durable = await log.waitForDurable(beyond: position)
             if durable <= position { break }
-        }
-    }
-
-    private func readNext(below end: UInt64) -> Task<(LogReader, Result<LogReadBatch, LogError>), Never>? {
-        guard let taken = reader else { return nil }
-        reader = nil
-        let size = batchSize
-        let thread = readAhead
-        return Task {
-            await thread.run(moving: taken) { (owned: inout LogReader) throws(LogError) in try owned.read(maximumEvents: size, below: end) }
         }
     }
 

@@ -1,0 +1,92 @@
+package import Logging
+package import RelayCore
+package import RelayIO
+package import RelayLog
+
+/// The loop every aggregator runs (SQLite's and PostgreSQL's): read the log in batches up to an
+/// end, decoding the next batch on a thread of its own while the consumer applies this one, skip
+/// damaged bytes with a log line, and move a position past each applied batch.
+package enum LogCatchUp {
+    /// Why a catch-up stopped early.
+    package enum Failure<ApplyError: Error>: Error {
+        /// Reading the log failed.
+        case log(LogError)
+        /// The consumer failed to apply a batch (nothing of that batch counts).
+        case apply(ApplyError)
+    }
+
+    /// What a catch-up did, and the reader to go on with (`nil` only if it was lost, which the
+    /// caller replaces with a new reader at `summary.endPosition`).
+    package struct Outcome<ApplyError: Error> {
+        package var reader: LogReader?
+        package var summary: AggregationSummary
+        package var failure: Failure<ApplyError>?
+    }
+
+    /// Applies the events of `reader` from `position` to `end`, in batches of `batchSize`;
+    /// `apply(events, from, to)` must apply them and move its position from `from` to `to` (a
+    /// batch covers every sequence number in between, damaged ones included); `afterBatch` runs
+    /// after each (cursor commits).
+    package static func run<ApplyError: Error>(
+        reader: LogReader, from position: UInt64, to end: UInt64, batchSize: Int, readAhead: BlockingExecutor, logger: Logger,
+        progress: (@Sendable (AggregationProgress) -> Void)?, isolation: isolated (any Actor)? = #isolation,
+        apply: (ArraySlice<SequencedEvent>, UInt64, UInt64) async throws(ApplyError) -> Void, afterBatch: () async -> Void
+    ) async -> Outcome<ApplyError> {
+        let started = SystemClock.monotonicNanoseconds()
+        var summary = AggregationSummary(startPosition: position, endPosition: position)
+        var position = position
+        var held: LogReader? = reader
+        func readNext() -> Task<(LogReader, Result<LogReadBatch, LogError>), Never>? {
+            guard let taken = held else { return nil }
+            held = nil
+            return Task {
+                await readAhead.run(moving: taken) { (owned: inout LogReader) throws(LogError) in try owned.read(maximumEvents: batchSize, below: end)
+                }
+            }
+        }
+        func finish(_ failure: Failure<ApplyError>?, pending: Task<(LogReader, Result<LogReadBatch, LogError>), Never>?) async -> Outcome<ApplyError>
+        {
+            // The reader comes back from a read-ahead under way, so a later call can resume.
+            if held == nil, let pending { held = await pending.value.0 }
+            summary.endPosition = position
+            summary.seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
+            return Outcome(reader: held, summary: summary, failure: failure)
+        }
+        var pending = position < end ? readNext() : nil
+        while position < end, let task = pending {
+            let (returned, result) = await task.value
+            held = returned
+            pending = nil
+            let batch: LogReadBatch
+            do {
+                batch = try result.get()
+            } catch {
+                return await finish(.log(error), pending: nil)
+            }
+            if batch.position < end, !batch.events.isEmpty { pending = readNext() }
+            for damage in batch.damage where damage.kind != .superseded {
+                logger.error("skipping damaged log bytes; their events cannot be counted", metadata: ["damage": "\(damage)"])
+            }
+            // Damaged frames up to the end leave nothing to read: move past them rather than loop.
+            let next = batch.events.isEmpty ? end : batch.position
+            if batch.events.isEmpty {
+                summary.skippedSequences += end - position
+            } else if let first = batch.events.first, first.sequence > position {
+                summary.skippedSequences += first.sequence - position
+            }
+            do {
+                try await apply(batch.events[...], position, next)
+            } catch {
+                return await finish(.apply(error), pending: pending)
+            }
+            summary.events += batch.events.count
+            summary.transactions += 1
+            position = next
+            await afterBatch()
+            progress?(
+                AggregationProgress(
+                    position: position, end: end, events: summary.events, seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9))
+        }
+        return await finish(nil, pending: pending)
+    }
+}
