@@ -40,13 +40,15 @@ public enum FleetError: Error, Sendable, CustomStringConvertible {
     public static func describe(_ error: any Error) -> FleetError {
         if let fleet = error as? FleetError { return fleet }
         if let mismatch = error as? FleetSchema.Mismatch { return .schema(mismatch) }
-        if let error = error as? PSQLError {
-            if let info = error.serverInfo {
-                return .database("\(info[.message] ?? "error") (SQLSTATE \(info[.sqlState] ?? "?"))")
-            }
-            let underlying = error.underlying.map { ": \($0)" } ?? ""
-            return .database("\(error.code)\(underlying)")
-        }
-        return .database("\(error)")
+        return .database(reason(error))
+    }
+
+    /// The words of `error` alone, without a prefix.
+    static func reason(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "\(error)" }
+        if let info = error.serverInfo { return "\(info[.message] ?? "error") (SQLSTATE \(info[.sqlState] ?? "?"))" }
+        // A failure to connect wraps the socket's error, whose words say what happened.
+        if let underlying = error.underlying { return "\(underlying)" }
+        return "\(error.code)"
     }
 }

@@ -82,9 +82,7 @@ extension PostgresLocation {
         do {
             connection = try await PostgresConnection.connect(configuration: connectionConfiguration, id: 1, logger: logger)
         } catch {
-            // PostgresNIO wraps the socket's error; the innermost says what happened ("Connection refused").
-            let reason = (error as? PSQLError)?.underlying.map { "\($0)" } ?? "\(error)"
-            throw FleetError.database("cannot connect to \(self): \(reason)")
+            throw FleetError.database("cannot connect to \(self): \(FleetError.reason(error))")
         }
         let watch = OperationWatch()
         let description = self.description

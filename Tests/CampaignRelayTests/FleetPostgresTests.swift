@@ -265,4 +265,32 @@ struct FleetPostgresTests {
         await postgres.destroy()
         removeTree(directory)
     }
+
+    @Test("sslmode: require and verify-full (with sslrootcert) count over TLS; verify-full without the CA is refused, naming the failure")
+    func tlsModes() async throws {
+        let binary = try RelayBinary.path()
+        let postgres = try await TestPostgres.start(tls: true)
+        let directory = temporaryDirectory("fleet-tls")
+        var generator = SeededGenerator(seed: 11)
+        var expected = Expected()
+        try await Self.ingest(binary, directory, Self.events(relay: 0, count: 300, generator: &generator, expected: &expected))
+        let base = "postgres://postgres@localhost:\(postgres.port)/postgres"
+        let required = try await RelayBinary.run(
+            binary, ["aggregate", "--postgres-url", base + "?sslmode=require", "--data-dir", directory, "--json"])
+        #expect(required.status == 0, "\(required.stderr)")
+        let verified = base + "?sslmode=verify-full&sslrootcert=\(postgres.certificate)"
+        let (fleet, _) = try await Self.fleetCounts(binary, verified)
+        #expect(fleet.totals == expected.totals)
+        // The server takes TCP connections over TLS only (hostssl): without it the relay is refused.
+        let clear = try await RelayBinary.run(binary, ["stats", "--postgres-url", base + "?sslmode=disable"])
+        #expect(clear.status == 1)
+        #expect(clear.stderr.contains("no pg_hba.conf entry"), "\(clear.stderr)")
+        let unverified = try await RelayBinary.run(binary, ["stats", "--postgres-url", base + "?sslmode=verify-full"])
+        #expect(unverified.status == 1)
+        #expect(unverified.stderr.contains("handshakeFailed"), "\(unverified.stderr)")
+        let bogus = try await RelayBinary.run(binary, ["stats", "--postgres-url", base + "?sslmode=bogus"])
+        #expect(bogus.stderr.contains("sslmode bogus is not one of disable, prefer, require, verify-ca, verify-full"), "\(bogus.stderr)")
+        await postgres.destroy()
+        removeTree(directory)
+    }
 }

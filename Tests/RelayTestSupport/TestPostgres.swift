@@ -15,6 +15,11 @@ public final class TestPostgres: Sendable {
     /// The data directory (with `socket/` and `server.log` beside it in ``root``).
     public let root: String
     private let binaries: String
+    /// Whether the server offers TLS, with the self-signed certificate ``certificate``.
+    public let tls: Bool
+
+    /// The server's certificate (CN localhost, for localhost and 127.0.0.1) when ``tls``.
+    public var certificate: String { "\(root)/server.crt" }
 
     /// `postgres://postgres@127.0.0.1:PORT/postgres?sslmode=disable`.
     public var url: String { "postgres://postgres@127.0.0.1:\(port)/postgres?sslmode=disable" }
@@ -30,15 +35,16 @@ public final class TestPostgres: Sendable {
     ///
     /// - Throws: ``Failure`` when PostgreSQL is not installed (`apt-get install postgresql`,
     ///   which `.ci/run` does) or does not start.
-    public static func start() async throws -> TestPostgres {
+    public static func start(tls: Bool = false) async throws -> TestPostgres {
         try await executor.run { () throws(any Error) -> TestPostgres in
-            let postgres = try TestPostgres()
+            let postgres = try TestPostgres(tls: tls)
             try postgres.control("start")
             return postgres
         }
     }
 
-    private init() throws {
+    private init(tls: Bool) throws {
+        self.tls = tls
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
         guard let version = versions.compactMap(Int.init).max() else {
             throw Failure(description: "PostgreSQL is not installed (no /usr/lib/postgresql/N/bin): apt-get install postgresql, as .ci/run does")
@@ -49,6 +55,24 @@ public final class TestPostgres: Sendable {
         try FileManager.default.createDirectory(atPath: "\(root)/socket", withIntermediateDirectories: true)
         if getuid() == 0 { try Self.run("/bin/chown", ["-R", "postgres:postgres", root]) }
         try runAsOwner("\(binaries)/initdb", ["-D", "\(root)/data", "-A", "trust", "-U", "postgres", "--no-sync"])
+        if tls {
+            try Self.run(
+                "/usr/bin/openssl",
+                [
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(root)/server.key", "-out", "\(root)/server.crt", "-days", "2",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                ])
+            chmod("\(root)/server.key", 0o600)
+            // TCP only over TLS: a client that got in used it.
+            try "local all all trust\nhostssl all all 127.0.0.1/32 trust\n".write(
+                toFile: "\(root)/data/pg_hba.conf", atomically: false, encoding: .utf8)
+            if getuid() == 0 { try Self.run("/bin/chown", ["postgres:postgres", "\(root)/server.key", "\(root)/server.crt"]) }
+        }
+    }
+
+    private var serverOptions: String {
+        "-p \(port) -k \(root)/socket -c listen_addresses=127.0.0.1"
+            + (tls ? " -c ssl=on -c ssl_cert_file=\(root)/server.crt -c ssl_key_file=\(root)/server.key" : "")
     }
 
     /// `pg_ctl start`, `stop -m fast`, or `restart -m immediate` (a crash and recovery).
@@ -56,9 +80,9 @@ public final class TestPostgres: Sendable {
         var arguments = ["-D", "\(root)/data", "-w", "-t", "60", "-l", "\(root)/server.log"]
         switch action {
         case "start":
-            arguments += ["-o", "-p \(port) -k \(root)/socket -c listen_addresses=127.0.0.1", "start"]
+            arguments += ["-o", serverOptions, "start"]
         case "restart":
-            arguments += ["-m", "immediate", "-o", "-p \(port) -k \(root)/socket -c listen_addresses=127.0.0.1", "restart"]
+            arguments += ["-m", "immediate", "-o", serverOptions, "restart"]
         default:
             arguments += ["-m", "fast", "stop"]
         }
