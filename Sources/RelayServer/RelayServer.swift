@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 public import Logging
 import RelayAggregator
 import RelayCore
@@ -151,12 +152,18 @@ public struct RelayServer: Sendable {
 
         let host = configuration.host
         let serverLogger = logger
+        let idleTimeoutNanoseconds = configuration.idleTimeout.nanoseconds
         let scheme = certificates == nil ? "http" : "https"
         // server.json is written and removed off the cooperative pool, as every file operation is.
         let recordFiles = BlockingExecutor(name: "server-record")
         let app = Application(
             router: router,
-            server: .http1(tls: certificates),
+            server: .http1(
+                tls: certificates,
+                // Hummingbird's idle timeout counts from the last request part read (or answer
+                // written): header bytes that never complete a head are not a part, so a slowloris
+                // client is closed like an idle one.
+                configuration: HTTP1Channel.Configuration(idleTimeout: .nanoseconds(idleTimeoutNanoseconds))),
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: "campaign-relay"),
             onServerRunning: { [configuration] channel in
                 let port = channel.localAddress?.port ?? 0

@@ -35,6 +35,10 @@ public struct RelayServerConfiguration: Sendable {
     /// The token other relays present to hand their events to this one (`POST /v1/relay/batches`);
     /// `nil`: the endpoint does not exist.
     public var relayToken: String?
+    /// How long a connection that is not waiting for an answer may go without a part of a request
+    /// arriving: nothing at all, a request head trickling in a byte at a time (slowloris), a
+    /// stalled body. Then it is closed, so slow or idle clients cannot hold descriptors.
+    public var idleTimeout: Duration = .seconds(60)
     /// The largest request body accepted on `POST /v1/events`.
     public var maximumBatchBytes = 4 << 20
     /// The most events in one `POST /v1/events`.

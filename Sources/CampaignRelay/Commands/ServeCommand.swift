@@ -59,6 +59,13 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Fleet counts") var postgres: PostgresOptions
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Seconds a connection not waiting for an answer may go without a request part arriving (idle, a head trickling in, a stalled body); then it is closed.",
+            valueName: "seconds"))
+    var idleTimeout: Double = 60
+
     @Option(name: .long, help: ArgumentHelp("Largest POST /v1/events body.", valueName: "bytes"))
     var maxBodyBytes: Int = 4 << 20
 
@@ -91,6 +98,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard maxBodyBytes >= 1024, maxBatchEvents >= 1 else {
             throw ValidationError("--max-body-bytes must be at least 1024 and --max-batch-events at least 1")
         }
+        guard idleTimeout > 0, idleTimeout <= 86_400 else { throw ValidationError("--idle-timeout must be above 0 and at most 86400 seconds") }
         guard idempotencyWindowHours > 0, shutdownTimeout > 0 else {
             throw ValidationError("--idempotency-window-hours and --shutdown-timeout must be positive")
         }
@@ -125,6 +133,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.maximumBatchEvents = maxBatchEvents
         configuration.idempotencyWindow = .seconds(Int64(idempotencyWindowHours * 3600))
         configuration.shutdownTimeout = .milliseconds(Int64(shutdownTimeout * 1000))
+        configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         configuration.shutdownDelay = .milliseconds(Int64(shutdownDelay * 1000))
         configuration.aggregates = !noAggregates
         configuration.tls = try tls.files()
