@@ -23,13 +23,13 @@ public actor Aggregator: BlockingActor {
     private let readAhead: BlockingExecutor
     private let log: WriteAheadLog
     private let store: AggregateStore
-    /// `nil` while a read-ahead task holds it.
-    private var reader: LogReader?
+    /// Where the next catch-up reads from (``LogCatchUp`` hands it back after each).
+    private var reader: LogReader
     private var position: UInt64
     private let batchSize: Int
     private let logger: Logger
-    private let keepsCursor: Bool
-    private var lastCursorCommit: Int64 = 0
+    /// `nil` when this aggregator does not keep a log cursor.
+    private let cursor: RetentionCursor?
 
     /// Opens the aggregates of `dataDirectory` and positions the aggregator after the last counted event.
     ///
@@ -87,7 +87,7 @@ public actor Aggregator: BlockingActor {
         self.reader = LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: max(state.nextSequence, 1))
         self.batchSize = batchSize
         self.logger = logger
-        self.keepsCursor = keepsCursor
+        self.cursor = keepsCursor ? RetentionCursor(name: Self.cursorName, log: log, logger: logger) : nil
         if keepsCursor {
             do {
                 try await log.registerCursor(Self.cursorName, initialPosition: position)
@@ -102,19 +102,15 @@ public actor Aggregator: BlockingActor {
 
     /// Counts every event that is durable in the log now, then returns.
     public func catchUp(progress: (@Sendable (AggregationProgress) -> Void)? = nil) async throws(AggregatorError) -> AggregationSummary {
-        let end = await log.durableSequence
-        let start = position
         // Decoding the next batch runs on the other core while SQLite counts this one.
         let outcome = await LogCatchUp.run(
-            reader: reader ?? LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: start), from: start, to: end,
-            batchSize: batchSize, readAhead: readAhead, logger: logger, progress: progress,
-            apply: { (events, from, to) throws(AggregatorError) in
-                try store.apply(events, from: from, to: to)
-                position = to
-            },
-            afterBatch: { await commitCursor(force: false) })
-        reader = outcome.reader ?? LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: position)
-        await commitCursor(force: true)
+            log: log, reader: reader, from: position, batchSize: batchSize, readAhead: readAhead, cursor: cursor, logger: logger,
+            progress: progress
+        ) { (events, from, to) throws(AggregatorError) in
+            try store.apply(events, from: from, to: to)
+            position = to
+        }
+        reader = outcome.reader
         switch outcome.failure {
         case .log(let error)?: throw .log(error)
         case .apply(let error)?: throw error
@@ -136,21 +132,8 @@ public actor Aggregator: BlockingActor {
 
     /// Closes the database.
     public func close() async {
-        await commitCursor(force: true)
+        await cursor?.commit(to: position, force: true)
         store.close()
-    }
-
-    /// The log cursor only guards retention, so it is written at most once a second.
-    private func commitCursor(force: Bool) async {
-        guard keepsCursor else { return }
-        let now = SystemClock.monotonicNanoseconds()
-        guard force || now - lastCursorCommit >= 1_000_000_000 else { return }
-        lastCursorCommit = now
-        do {
-            try await log.commitCursor(Self.cursorName, to: position)
-        } catch {
-            logger.warning("could not write the aggregator's log cursor; segments are kept until it succeeds", metadata: ["error": "\(error)"])
-        }
     }
 
     // MARK: Rebuild

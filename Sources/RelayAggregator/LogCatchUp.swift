@@ -3,9 +3,10 @@ package import RelayCore
 package import RelayIO
 package import RelayLog
 
-/// The loop every aggregator runs (SQLite's and PostgreSQL's): read the log in batches up to an
-/// end, decoding the next batch on a thread of its own while the consumer applies this one, skip
-/// damaged bytes with a log line, and move a position past each applied batch.
+/// The loop every aggregator runs (SQLite's and PostgreSQL's): read the log in batches up to its
+/// durable end, decoding the next batch on a thread of its own while the consumer applies this
+/// one, skip damaged bytes with a log line, move a position past each applied batch, and keep the
+/// consumer's retention cursor behind it.
 package enum LogCatchUp {
     /// Why a catch-up stopped early.
     package enum Failure<ApplyError: Error>: Error {
@@ -15,27 +16,28 @@ package enum LogCatchUp {
         case apply(ApplyError)
     }
 
-    /// What a catch-up did, and the reader to go on with (`nil` only if it was lost, which the
-    /// caller replaces with a new reader at `summary.endPosition`).
+    /// What a catch-up did, and the reader to go on with (at `summary.endPosition`).
     package struct Outcome<ApplyError: Error> {
-        package var reader: LogReader?
+        package var reader: LogReader
         package var summary: AggregationSummary
         package var failure: Failure<ApplyError>?
     }
 
-    /// Applies the events of `reader` from `position` to `end`, in batches of `batchSize`;
-    /// `apply(events, from, to)` must apply them and move its position from `from` to `to` (a
-    /// batch covers every sequence number in between, damaged ones included); `afterBatch` runs
-    /// after each (cursor commits).
+    /// Applies the events of `log` from `position` (read with `reader`, a new one when `nil`) to its
+    /// durable end now, in batches of `batchSize`; `apply(events, from, to)` must apply them and
+    /// move its position from `from` to `to` (a batch covers every sequence number in between,
+    /// damaged ones included). `cursor` follows after each batch, at most once a second, and at
+    /// the end.
     package static func run<ApplyError: Error>(
-        reader: LogReader, from position: UInt64, to end: UInt64, batchSize: Int, readAhead: BlockingExecutor, logger: Logger,
-        progress: (@Sendable (AggregationProgress) -> Void)?, isolation: isolated (any Actor)? = #isolation,
-        apply: (ArraySlice<SequencedEvent>, UInt64, UInt64) async throws(ApplyError) -> Void, afterBatch: () async -> Void
+        log: WriteAheadLog, reader: LogReader?, from position: UInt64, batchSize: Int, readAhead: BlockingExecutor, cursor: RetentionCursor?,
+        logger: Logger, progress: (@Sendable (AggregationProgress) -> Void)?, isolation: isolated (any Actor)? = #isolation,
+        apply: (ArraySlice<SequencedEvent>, UInt64, UInt64) async throws(ApplyError) -> Void
     ) async -> Outcome<ApplyError> {
         let started = SystemClock.monotonicNanoseconds()
+        let end = await log.durableSequence
         var summary = AggregationSummary(startPosition: position, endPosition: position)
         var position = position
-        var held: LogReader? = reader
+        var held: LogReader? = reader ?? LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: position)
         func readNext() -> Task<(LogReader, Result<LogReadBatch, LogError>), Never>? {
             guard let taken = held else { return nil }
             held = nil
@@ -48,9 +50,11 @@ package enum LogCatchUp {
         {
             // The reader comes back from a read-ahead under way, so a later call can resume.
             if held == nil, let pending { held = await pending.value.0 }
+            await cursor?.commit(to: position, force: true)
             summary.endPosition = position
             summary.seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
-            return Outcome(reader: held, summary: summary, failure: failure)
+            let reader = held ?? LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: position)
+            return Outcome(reader: reader, summary: summary, failure: failure)
         }
         var pending = position < end ? readNext() : nil
         while position < end, let task = pending {
@@ -82,7 +86,7 @@ package enum LogCatchUp {
             summary.events += batch.events.count
             summary.transactions += 1
             position = next
-            await afterBatch()
+            await cursor?.commit(to: position, force: false)
             progress?(
                 AggregationProgress(
                     position: position, end: end, events: summary.events, seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9))

@@ -7,24 +7,39 @@ public struct RelayPosition: Sendable, Hashable {
     public let epoch: UInt32
     /// The event's sequence number in that relay's log (1 or more).
     public let sequence: UInt64
+    /// The relay id's 128 bits (high, low), parsed once: what the log stores, so appending a
+    /// handed-on event never parses its text again.
+    package let relayIDHigh: UInt64
+    package let relayIDLow: UInt64
 
     /// Validates a position.
     ///
     /// - Throws: ``EventInputError`` naming `field` when the relay id is not a UUID, or the epoch
     ///   or the sequence number is 0.
     public init(relayID: String, epoch: UInt32, sequence: UInt64, field: String = "relayOrigin") throws(EventInputError) {
-        guard case .uuid? = MessageID.parseUUID(relayID) else {
+        guard case .uuid(let bytes, _)? = MessageID.parseUUID(relayID) else {
             throw EventInputError(field: field, "\(field).relayId \(relayID.quotedForMessage) is not a UUID")
         }
         guard epoch >= 1, sequence >= 1 else { throw EventInputError(field: field, "\(field) needs an epoch and a sequence number of 1 or more") }
-        self.init(uncheckedRelayID: relayID.lowercased(), epoch: epoch, sequence: sequence)
+        self.init(relayIDBytes: bytes, epoch: epoch, sequence: sequence)
     }
 
-    /// A position whose values are known to be valid (decoded from the log).
-    package init(uncheckedRelayID relayID: String, epoch: UInt32, sequence: UInt64) {
+    /// A position whose values are known to be valid (decoded from the log): the relay id from its
+    /// bits.
+    package init(relayIDBytes bytes: MessageID.UUIDBytes, epoch: UInt32, sequence: UInt64) {
+        self.init(relayID: MessageID.uuidText(bytes, uppercase: false), bytes: bytes, epoch: epoch, sequence: sequence)
+    }
+
+    private init(relayID: String, bytes: MessageID.UUIDBytes, epoch: UInt32, sequence: UInt64) {
         self.relayID = relayID
+        (relayIDHigh, relayIDLow) = bytes
         self.epoch = epoch
         self.sequence = sequence
+    }
+
+    /// The same relay and epoch at another sequence number.
+    package func at(sequence: UInt64) -> RelayPosition {
+        RelayPosition(relayID: relayID, bytes: (relayIDHigh, relayIDLow), epoch: epoch, sequence: sequence)
     }
 }
 

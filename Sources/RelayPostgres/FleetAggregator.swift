@@ -26,15 +26,15 @@ public actor FleetAggregator {
     private let relayID: String
     private let epoch: UInt32
     private let readAhead: BlockingExecutor
-    /// `nil` while a read-ahead task holds it.
-    private var reader: LogReader?
+    /// Where the next catch-up reads from (``LogCatchUp`` hands it back after each).
+    private var reader: LogReader
     private var position: UInt64
     private let batchSize: Int
-    private let keepsCursor: Bool
+    /// `nil` when this aggregator does not keep a log cursor.
+    private let cursor: RetentionCursor?
     private let logger: Logger
     /// `deliveries.delivery_ref` by delivery id; refs are committed before they are used.
     private var deliveryRefs: [String: Int64] = [:]
-    private var lastCursorCommit: Int64 = 0
 
     /// Migrates the schema if needed, finds (or creates) this relay's position, and positions the
     /// aggregator after the last event PostgreSQL has counted.
@@ -52,7 +52,7 @@ public actor FleetAggregator {
         self.watch = watch
         self.log = log
         self.batchSize = batchSize
-        self.keepsCursor = movesLogCursor
+        self.cursor = movesLogCursor ? RetentionCursor(name: Self.cursorName, log: log, logger: logger) : nil
         self.logger = logger
         let identity = log.identity
         relayID = identity.relayID
@@ -130,22 +130,18 @@ public actor FleetAggregator {
     /// - Throws: ``FleetError``; what was committed before the error stays counted, and the next
     ///   call goes on from there.
     public func catchUp(progress: (@Sendable (AggregationProgress) -> Void)? = nil) async throws(FleetError) -> AggregationSummary {
-        let end = await log.durableSequence
-        let start = position
         let outcome = await LogCatchUp.run(
-            reader: reader ?? LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: start), from: start, to: end,
-            batchSize: batchSize, readAhead: readAhead, logger: logger, progress: progress,
-            apply: { (events, from, to) throws(FleetError) in
-                do {
-                    try await apply(events, from: from, to: to)
-                } catch {
-                    throw FleetError.describe(error)
-                }
-                position = to
-            },
-            afterBatch: { await commitCursor(force: false) })
-        reader = outcome.reader ?? LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: position)
-        await commitCursor(force: true)
+            log: log, reader: reader, from: position, batchSize: batchSize, readAhead: readAhead, cursor: cursor, logger: logger,
+            progress: progress
+        ) { (events, from, to) throws(FleetError) in
+            do {
+                try await apply(events, from: from, to: to)
+            } catch {
+                throw FleetError.describe(error)
+            }
+            position = to
+        }
+        reader = outcome.reader
         switch outcome.failure {
         case .log(let error)?: throw .log(error)
         case .apply(let error)?: throw error
@@ -169,20 +165,13 @@ public actor FleetAggregator {
     private func ensureDeliveryRefs(_ ids: Set<String>) async throws {
         let missing = ids.filter { deliveryRefs[$0] == nil }.sorted()
         guard !missing.isEmpty else { return }
-        let connection = self.connection
-        let logger = self.logger
-        let found = try await { () async throws -> [String: Int64] in
-            try await connection.query(
-                "INSERT INTO deliveries (delivery_id) SELECT unnest(\(missing)::text[]) ON CONFLICT (delivery_id) DO NOTHING", logger: logger)
-            var found: [String: Int64] = [:]
-            for try await (reference, id) in try await connection.query(
-                "SELECT delivery_ref, delivery_id FROM deliveries WHERE delivery_id = ANY(\(missing)::text[])", logger: logger
-            ).decode((Int64, String).self) {
-                found[id] = reference
-            }
-            return found
-        }()
-        deliveryRefs.merge(found) { old, _ in old }
+        try await connection.query(
+            "INSERT INTO deliveries (delivery_id) SELECT unnest(\(missing)::text[]) ON CONFLICT (delivery_id) DO NOTHING", logger: logger)
+        for try await (reference, id) in try await connection.query(
+            "SELECT delivery_ref, delivery_id FROM deliveries WHERE delivery_id = ANY(\(missing)::text[])", logger: logger
+        ).decode((Int64, String).self) {
+            deliveryRefs[id] = reference
+        }
     }
 
     /// One transaction: this relay's position moves from `start` to `end` with the counts of
@@ -300,22 +289,8 @@ public actor FleetAggregator {
         }
     }
 
-    /// The log cursor only guards retention, so it is written at most once a second.
-    private func commitCursor(force: Bool) async {
-        guard keepsCursor else { return }
-        let now = SystemClock.monotonicNanoseconds()
-        guard force || now - lastCursorCommit >= 1_000_000_000 else { return }
-        lastCursorCommit = now
-        do {
-            try await log.commitCursor(Self.cursorName, to: position)
-        } catch {
-            logger.warning(
-                "could not write the PostgreSQL aggregator's log cursor; segments are kept until it succeeds", metadata: ["error": "\(error)"])
-        }
-    }
-
     /// Saves the log cursor.
     public func close() async {
-        await commitCursor(force: true)
+        await cursor?.commit(to: position, force: true)
     }
 }

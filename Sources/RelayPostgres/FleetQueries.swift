@@ -33,59 +33,53 @@ public struct FleetQueries: Sendable {
     }
 
     private static func read(_ connection: PostgresConnection, deliveryId: String?, limit: Int?, logger: Logger) async throws -> FleetReport {
-        do {
-            return try await { () async throws -> FleetReport in
-                var deliveries: [DeliveryCounts] = []
-                let limitValue = Int64(max(0, limit ?? Int(Int32.max)))
-                let rows = try await connection.query(
-                    """
-                    SELECT d.delivery_id, sum(c.impressions)::int8, sum(c.opens)::int8, sum(c.clicks)::int8, sum(c.unique_impressions)::int8,
-                           sum(c.unique_opens)::int8, sum(c.unique_clicks)::int8, min(c.first_event_ns), max(c.last_event_ns)
-                    FROM delivery_counts c JOIN deliveries d USING (delivery_ref)
-                    WHERE \(deliveryId)::text IS NULL OR d.delivery_id = \(deliveryId)::text
-                    GROUP BY d.delivery_id ORDER BY max(c.last_event_ns) DESC, d.delivery_id LIMIT \(limitValue)
-                    """, logger: logger)
-                for try await (id, impressions, opens, clicks, uniqueImpressions, uniqueOpens, uniqueClicks, first, last) in rows.decode(
-                    (String, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64).self)
-                {
-                    deliveries.append(
-                        DeliveryCounts(
-                            deliveryId: id, impressions: impressions, opens: opens, clicks: clicks, uniqueImpressions: uniqueImpressions,
-                            uniqueOpens: uniqueOpens, uniqueClicks: uniqueClicks,
-                            firstEvent: EventTime(nanosecondsSinceEpoch: first, fractionDigits: 3),
-                            lastEvent: EventTime(nanosecondsSinceEpoch: last, fractionDigits: 3)))
-                }
-                var registrations: [RegistrationCounts] = []
-                if deliveryId == nil {
-                    let rows = try await connection.query(
-                        """
-                        SELECT integration_key, platform, sum(registrations)::int8, sum(distinct_tokens)::int8, min(first_event_ns), max(last_event_ns)
-                        FROM registration_counts GROUP BY integration_key, platform ORDER BY max(last_event_ns) DESC, integration_key, platform
-                        """, logger: logger)
-                    for try await (key, platform, count, tokens, first, last) in rows.decode((String, String, Int64, Int64, Int64, Int64).self) {
-                        registrations.append(
-                            RegistrationCounts(
-                                integrationKey: key, platform: Platform(rawValue: platform) ?? .ios, registrations: count, distinctTokens: tokens,
-                                firstEvent: EventTime(nanosecondsSinceEpoch: first, fractionDigits: 3),
-                                lastEvent: EventTime(nanosecondsSinceEpoch: last, fractionDigits: 3)))
-                    }
-                }
-                var relays: [FleetReport.CountedRelay] = []
-                let positions = try await connection.query(
-                    """
-                    SELECT relay_id::text, epoch, next_sequence, events, (extract(epoch FROM updated_at) * 1000)::int8
-                    FROM relay_positions ORDER BY updated_at DESC, relay_id
-                    """, logger: logger)
-                for try await (relayID, epoch, next, events, milliseconds) in positions.decode((String, Int, Int64, Int64, Int64).self) {
-                    relays.append(
-                        FleetReport.CountedRelay(
-                            relayId: relayID, epoch: UInt32(clamping: epoch), nextSequence: UInt64(max(next, 0)), events: events,
-                            updatedAt: EventTime(nanosecondsSinceEpoch: milliseconds * 1_000_000, fractionDigits: 3)))
-                }
-                return FleetReport(deliveries: deliveries, registrations: registrations, relays: relays)
-            }()
-        } catch {
-            throw FleetError.describe(error)
+        var deliveries: [DeliveryCounts] = []
+        let limitValue = Int64(max(0, limit ?? Int(Int32.max)))
+        let rows = try await connection.query(
+            """
+            SELECT d.delivery_id, sum(c.impressions)::int8, sum(c.opens)::int8, sum(c.clicks)::int8, sum(c.unique_impressions)::int8,
+                   sum(c.unique_opens)::int8, sum(c.unique_clicks)::int8, min(c.first_event_ns), max(c.last_event_ns)
+            FROM delivery_counts c JOIN deliveries d USING (delivery_ref)
+            WHERE \(deliveryId)::text IS NULL OR d.delivery_id = \(deliveryId)::text
+            GROUP BY d.delivery_id ORDER BY max(c.last_event_ns) DESC, d.delivery_id LIMIT \(limitValue)
+            """, logger: logger)
+        for try await (id, impressions, opens, clicks, uniqueImpressions, uniqueOpens, uniqueClicks, first, last) in rows.decode(
+            (String, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64).self)
+        {
+            deliveries.append(
+                DeliveryCounts(
+                    deliveryId: id, impressions: impressions, opens: opens, clicks: clicks, uniqueImpressions: uniqueImpressions,
+                    uniqueOpens: uniqueOpens, uniqueClicks: uniqueClicks,
+                    firstEvent: EventTime(nanosecondsSinceEpoch: first, fractionDigits: 3),
+                    lastEvent: EventTime(nanosecondsSinceEpoch: last, fractionDigits: 3)))
         }
+        var registrations: [RegistrationCounts] = []
+        if deliveryId == nil {
+            let rows = try await connection.query(
+                """
+                SELECT integration_key, platform, sum(registrations)::int8, sum(distinct_tokens)::int8, min(first_event_ns), max(last_event_ns)
+                FROM registration_counts GROUP BY integration_key, platform ORDER BY max(last_event_ns) DESC, integration_key, platform
+                """, logger: logger)
+            for try await (key, platform, count, tokens, first, last) in rows.decode((String, String, Int64, Int64, Int64, Int64).self) {
+                registrations.append(
+                    RegistrationCounts(
+                        integrationKey: key, platform: Platform(rawValue: platform) ?? .ios, registrations: count, distinctTokens: tokens,
+                        firstEvent: EventTime(nanosecondsSinceEpoch: first, fractionDigits: 3),
+                        lastEvent: EventTime(nanosecondsSinceEpoch: last, fractionDigits: 3)))
+            }
+        }
+        var relays: [FleetReport.CountedRelay] = []
+        let positions = try await connection.query(
+            """
+            SELECT relay_id::text, epoch, next_sequence, events, (extract(epoch FROM updated_at) * 1000)::int8
+            FROM relay_positions ORDER BY updated_at DESC, relay_id
+            """, logger: logger)
+        for try await (relayID, epoch, next, events, milliseconds) in positions.decode((String, Int, Int64, Int64, Int64).self) {
+            relays.append(
+                FleetReport.CountedRelay(
+                    relayId: relayID, epoch: UInt32(clamping: epoch), nextSequence: UInt64(max(next, 0)), events: events,
+                    updatedAt: EventTime(nanosecondsSinceEpoch: milliseconds * 1_000_000, fractionDigits: 3)))
+        }
+        return FleetReport(deliveries: deliveries, registrations: registrations, relays: relays)
     }
 }

@@ -3,7 +3,7 @@ public import PostgresNIO
 import Synchronization
 
 /// When the PostgreSQL operation under way started, so a session can give up on one that gets
-/// no answer (a server gone without closing its connections, a pool waiting to reconnect).
+/// no answer (a server gone without closing its connections).
 public final class OperationWatch: Sendable {
     private let started = Mutex<ContinuousClock.Instant?>(nil)
 

@@ -36,11 +36,14 @@ actor RelayBatchReceiver {
     }
 
     /// Decides on `events`, the batch `origin` of a relay, and appends what is new; counts the
-    /// answer per sending relay in the metrics.
-    func receive(_ events: [SequencedEvent], origin: OriginLedger.BatchOrigin) async throws(EventIngestor.Refusal) -> Outcome {
+    /// answer per sending relay in the metrics. `sender` is the sending relay's position at the
+    /// batch's first sequence (its id parsed once, for every event it stamps).
+    func receive(_ events: [SequencedEvent], origin: OriginLedger.BatchOrigin, sender: RelayPosition) async throws(EventIngestor.Refusal)
+        -> Outcome
+    {
         await takeTurn()
         defer { endTurn() }
-        let outcome = try await decideAndAppend(events, origin: origin)
+        let outcome = try await decideAndAppend(events, origin: origin, sender: sender)
         switch outcome {
         case .stored(let appended, let alreadyStored, _):
             ingestor.metrics.recordRelayBatch(from: origin.relayID, answer: alreadyStored ? "already_stored" : "appended", appended: appended)
@@ -72,7 +75,9 @@ actor RelayBatchReceiver {
         return outcome
     }
 
-    private func decideAndAppend(_ events: [SequencedEvent], origin: OriginLedger.BatchOrigin) async throws(EventIngestor.Refusal) -> Outcome {
+    private func decideAndAppend(_ events: [SequencedEvent], origin: OriginLedger.BatchOrigin, sender: RelayPosition) async throws(EventIngestor
+        .Refusal) -> Outcome
+    {
         var ledger = try await currentLedger()
         switch ledger.decide(origin) {
         case .alreadyStored:
@@ -88,7 +93,7 @@ actor RelayBatchReceiver {
         case .append(let range):
             let stamped: [Event] = events.filter { range.contains($0.sequence) }.map { sequenced in
                 var event = sequenced.event
-                let position = RelayPosition(uncheckedRelayID: origin.relayID, epoch: origin.epoch, sequence: sequenced.sequence)
+                let position = sender.at(sequence: sequenced.sequence)
                 // The first origin stays with the event across hops; the sender is this hop.
                 event.chain = ChainOrigin(first: event.chain?.first ?? position, hop: position)
                 event.request = nil

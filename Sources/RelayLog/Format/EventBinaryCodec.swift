@@ -140,14 +140,8 @@ public enum EventBinaryCodec {
 
     /// A relay position: the relay id's 16 bytes, the epoch and the sequence number.
     private static func encode(_ position: RelayPosition, into writer: inout BinaryWriter) {
-        if case .uuid(let bytes, _)? = MessageID.parseUUID(position.relayID) {
-            writer.u64(bytes.0.bigEndian)
-            writer.u64(bytes.1.bigEndian)
-        } else {
-            // RelayPosition admits UUIDs only; never reached.
-            writer.u64(0)
-            writer.u64(0)
-        }
+        writer.u64(position.relayIDHigh.bigEndian)
+        writer.u64(position.relayIDLow.bigEndian)
         writer.varint(UInt64(position.epoch))
         writer.varint(position.sequence)
     }
@@ -159,7 +153,7 @@ public enum EventBinaryCodec {
         guard epoch >= 1, epoch <= UInt64(UInt32.max), sequence >= 1 else {
             throw reader.failure("a relay position with epoch \(epoch) and sequence \(sequence)")
         }
-        return RelayPosition(uncheckedRelayID: MessageID.uuidText(bytes, uppercase: false), epoch: UInt32(epoch), sequence: sequence)
+        return RelayPosition(relayIDBytes: bytes, epoch: UInt32(epoch), sequence: sequence)
     }
 
     private static func actionCode(_ action: TrackingAction) -> UInt8 {

@@ -16,9 +16,9 @@ struct RelayBatchRoute: Sendable {
     }
 
     func receive(_ request: Request) async -> Response {
-        let origin: OriginLedger.BatchOrigin
+        let (origin, sender): (OriginLedger.BatchOrigin, RelayPosition)
         switch Self.origin(of: request) {
-        case .success(let value): origin = value
+        case .success(let value): (origin, sender) = value
         case .failure(let problem): return Responses.error(.badRequest, problem.message)
         }
         guard let body = await request.bodyBytes(limit: Self.maximumBodyBytes) else { return Responses.tooLarge(Self.maximumBodyBytes, json: true) }
@@ -29,7 +29,7 @@ struct RelayBatchRoute: Sendable {
             return Responses.error(.badRequest, "the batch body is malformed: \(error)")
         }
         do {
-            switch try await receiver.receive(events, origin: origin) {
+            switch try await receiver.receive(events, origin: origin, sender: sender) {
             case .stored(let appended, let alreadyStored, let next):
                 return Responses.json(.ok, APIJSON.text(RelayBatchAnswer(appended: appended, alreadyStored: alreadyStored, next: next)))
             case .gap(let expected):
@@ -57,8 +57,9 @@ struct RelayBatchRoute: Sendable {
         }
     }
 
-    /// The batch's origin from its headers: `Relay-Id`, `Relay-Epoch`, `Relay-Sequences: FIRST-END`.
-    static func origin(of request: Request) -> Result<OriginLedger.BatchOrigin, EventInputError> {
+    /// The batch's origin from its headers: `Relay-Id`, `Relay-Epoch`, `Relay-Sequences: FIRST-END`;
+    /// and the sending relay's position at the batch's first sequence.
+    static func origin(of request: Request) -> Result<(OriginLedger.BatchOrigin, RelayPosition), EventInputError> {
         guard let relayID = request.headers[.relayID], let epochText = request.headers[.relayEpoch],
             let sequencesText = request.headers[.relaySequences]
         else {
@@ -76,7 +77,7 @@ struct RelayBatchRoute: Sendable {
         } catch {
             return .failure(error)
         }
-        return .success(OriginLedger.BatchOrigin(relayID: position.relayID, epoch: epoch, sequences: first..<end))
+        return .success((OriginLedger.BatchOrigin(relayID: position.relayID, epoch: epoch, sequences: first..<end), position))
     }
 }
 

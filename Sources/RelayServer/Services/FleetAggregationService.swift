@@ -46,7 +46,7 @@ struct FleetAggregationService: Service {
     let logger: Logger
 
     func run() async throws {
-        try? await cancelWhenGracefulShutdown { await aggregateWithRetries() }
+        await cancelWhenGracefulShutdown { await aggregateWithRetries() }
         logger.notice("PostgreSQL aggregator stopped", metadata: ["next-sequence": "\(status.current.nextSequence ?? 0)"])
     }
 
