@@ -8,6 +8,9 @@ import PackageDescription
 // build of the relay's modules; they are added only when CAMPAIGN_RELAY_BENCHMARKS is set, so a
 // plain `swift build` or `swift test` never compiles them or resolves their harness.
 let benchmarks = Context.environment["CAMPAIGN_RELAY_BENCHMARKS"] != nil
+// The libFuzzer driver (Fuzz/Driver) has no `main` of its own: libFuzzer gives it one. It is added
+// only when CAMPAIGN_RELAY_FUZZ is set, by Fuzz/fuzz.sh, which builds with -sanitize=fuzzer.
+let fuzzing = Context.environment["CAMPAIGN_RELAY_FUZZ"] != nil
 
 /// One list of settings for every target: Swift 6 language mode with strict concurrency everywhere.
 let swiftSettings: [SwiftSetting] = [
@@ -45,6 +48,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
         .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
+        .package(url: "https://github.com/LebJe/TOMLKit", exact: "0.6.0"),
     ],
     targets: [
         // System libraries: the C APIs of zlib and SQLite, with shims for the macros Swift cannot import.
@@ -54,6 +58,7 @@ let package = Package(
         // The I/O boundary: threads of their own for blocking calls, as actor executors or for closures.
         .target(
             name: "RelayIO",
+            dependencies: [.product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         // The event model: events, message ids, times, validation, and a JSON parser.
@@ -96,6 +101,7 @@ let package = Package(
         .target(
             name: "RelayAggregator",
             dependencies: [
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "RelayCore",
                 "RelayIO",
                 "RelayLog",
@@ -108,6 +114,7 @@ let package = Package(
         .target(
             name: "RelayPostgres",
             dependencies: [
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "RelayCore",
                 "RelayIO",
                 "RelayLog",
@@ -148,6 +155,7 @@ let package = Package(
         .target(
             name: "RelayTLS",
             dependencies: [
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -161,6 +169,7 @@ let package = Package(
         .target(
             name: "CampaignEmulator",
             dependencies: [
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "RelayCore",
                 "CampaignProtocol",
                 "RelayTLS",
@@ -172,6 +181,7 @@ let package = Package(
         .target(
             name: "RelayServer",
             dependencies: [
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "RelayCore",
                 "RelayChain",
                 "CampaignProtocol",
@@ -196,6 +206,7 @@ let package = Package(
         .executableTarget(
             name: "CampaignRelay",
             dependencies: [
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "RelayCore",
                 "RelayIO",
                 "CampaignProtocol",
@@ -213,14 +224,35 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
             ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The fuzz targets: what must hold of each parser of untrusted bytes. Built always, so the
+        // tests replay the committed corpora (Fuzz/Corpus) through them.
+        .target(
+            name: "RelayFuzzTargets",
+            dependencies: [
+                "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayLog", "RelayChain",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Fuzz/Targets",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FuzzCorpusTests",
+            dependencies: ["RelayFuzzTargets"],
             swiftSettings: swiftSettings
         ),
 
         // Test helpers shared by several test targets: a simulated crash-prone file system.
         .target(
             name: "RelayTestSupport",
-            dependencies: ["RelayLog", "RelayIO", "CampaignEmulator", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "RelayLog", "RelayIO", "CampaignEmulator", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/RelayTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -245,7 +277,8 @@ let package = Package(
         .testTarget(
             name: "RelayLogTests",
             dependencies: [
-                "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayTestSupport", .product(name: "Logging", package: "swift-log"),
+                "RelayLog", "RelayIO", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayTestSupport",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -273,12 +306,24 @@ let package = Package(
                 "CampaignEmulator", "RelayTestSupport",
                 "RelayServer", "CampaignRelay",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             exclude: ["Scripts"],
             swiftSettings: swiftSettings
         ),
     ]
 )
+
+if fuzzing {
+    package.targets.append(
+        .executableTarget(
+            name: "RelayFuzzer",
+            dependencies: ["RelayFuzzTargets"],
+            path: "Fuzz/Driver",
+            swiftSettings: swiftSettings
+        )
+    )
+}
 
 if benchmarks {
     // As the benchmarks were written: Swift 6 mode, imports public by default.

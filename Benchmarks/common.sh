@@ -2,12 +2,18 @@
 # stops the processes listed in `pids` (letting them stop cleanly) before removing it.
 # BUILD_CONFIGURATION=debug is for the CI smoke run only: debug figures mean nothing.
 configuration=${BUILD_CONFIGURATION:-release}
+# The sourcing script's arguments: --json anywhere sets json=1, the others stay in order in args.
+json=0
+args=()
+for arg in "$@"; do if [ "$arg" = --json ]; then json=1; else args+=("$arg"); fi; done
 here=$(cd "$(dirname "$0")" && pwd)
 # The benchmark targets are part of the relay's package when this is set (see Package.swift); every
 # build of a benchmark run sets it, so they all plan the same package.
 export CAMPAIGN_RELAY_BENCHMARKS=1
 swift build -c "$configuration" --package-path "$here/.." --product campaign-relay >&2
 relay="$(swift build -c "$configuration" --package-path "$here/.." --show-bin-path)/campaign-relay"
+# RELAY_BINARY runs another build instead (a before/after comparison in one sitting).
+relay=${RELAY_BINARY:-$relay}
 work=$(mktemp -d "/tmp/campaign-relay-$(basename "$0" .sh).XXXXXX")
 pids=()
 cleanup() {

@@ -1,31 +1,48 @@
 #!/usr/bin/env bash
 # Drain a backlog of N tracking hits to `campaign-relay emulate` over loopback (release build), with
-# the ceiling of the same emulator measured by wrk on the same number of connections in the same run.
-# Usage: Benchmarks/drain.sh [EVENTS=1000000] [CONCURRENCY=8]
+# the ceiling of the same emulator measured by wrk on the same number of connections in the same run,
+# and the uploader's CPU per forwarded hit (user + system time of the `upload` process).
+# PIN=1 gives the emulator core 0 and the client (the uploader, then wrk) core 1: the two clients
+# then get the same core, instead of the C client leaving the emulator more of the two than the
+# uploader does.
+# Usage: [PIN=1] Benchmarks/drain.sh [EVENTS=1000000] [CONCURRENCY=8]
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 events=${1:-1000000}
 concurrency=${2:-8}
 python3 "$here/generate-events.py" "$events" "$work/events.jsonl"
 "$relay" ingest "$work/events.jsonl" --data-dir "$work/data" --json > /dev/null
-"$relay" emulate --bind 127.0.0.1:18092 --kept-requests 0 --log-level warning > /dev/null &
+server_cpu=() client_cpu=()
+if [ "${PIN:-0}" = 1 ]; then server_cpu=(taskset -c 0) client_cpu=(taskset -c 1); fi
+"${server_cpu[@]}" "$relay" emulate --bind 127.0.0.1:18092 --kept-requests 0 --log-level warning > /dev/null &
 pids+=($!)
 sleep 1
-drain=$("$relay" upload --until-drained --tracking-host http://127.0.0.1:18092 --data-dir "$work/data" --concurrency "$concurrency" --json --log-level warning)
+# /usr/bin/time's line goes to a file of its own: the uploader's logs share standard error.
+drain=$(/usr/bin/time -o "$work/upload-time" -f "%U %S" "${client_cpu[@]}" "$relay" upload --until-drained \
+    --tracking-host http://127.0.0.1:18092 --data-dir "$work/data" --concurrency "$concurrency" --json --log-level warning)
 accepted=$(curl -s http://127.0.0.1:18092/emulator/hits | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["accepted"], d["distinct"])')
 ceiling=""
 if command -v wrk >/dev/null; then
-    ceiling=$(wrk -t1 -c"$concurrency" -d5s "http://127.0.0.1:18092/r/?id=hd828,f0190,1" | awk '/Requests\/sec/ {print int($2)}')
+    ceiling=$("${client_cpu[@]}" wrk -t1 -c"$concurrency" -d5s "http://127.0.0.1:18092/r/?id=hd828,f0190,1" | awk '/Requests\/sec/ {print int($2)}')
 fi
-python3 - "$drain" "$accepted" "$ceiling" "$events" "$concurrency" <<'PY'
+python3 - "$drain" "$accepted" "$ceiling" "$events" "$concurrency" "$(cat "$work/upload-time")" "${PIN:-0}" "$json" <<'PY'
 import json, sys
 drain, (accepted, distinct), ceiling = json.loads(sys.argv[1]), sys.argv[2].split(), sys.argv[3]
+user, system = map(float, sys.argv[6].split())
 rate = drain["delivered"] / drain["seconds"]
-print("| run | hits/s |")
-print("|---|---|")
-print("| drain %s hits, concurrency %s | %d |" % (sys.argv[4], sys.argv[5], rate))
+cpu = (user + system) / drain["delivered"] * 1e6 if drain["delivered"] else None
+pinned = sys.argv[7] == "1"
+if sys.argv[8] == "1":
+    print(json.dumps({"hits": drain["delivered"], "concurrency": int(sys.argv[5]), "hitsPerSecond": round(rate),
+                      "cpuMicrosecondsPerHit": cpu and round(cpu, 2), "wrkCeiling": int(ceiling) if ceiling else None,
+                      "ratioToCeiling": round(rate / float(ceiling), 3) if ceiling else None, "pinned": pinned,
+                      "emulatorAccepted": int(accepted), "emulatorDistinct": int(distinct)}))
+    sys.exit(0)
+print("| run | hits/s | uploader CPU per hit |")
+print("|---|---|---|")
+print("| drain %s hits, concurrency %s%s | %d | %.1f µs |" % (sys.argv[4], sys.argv[5], ", pinned" if pinned else "", rate, cpu or 0))
 if ceiling:
-    print("| ceiling: wrk against the same emulator, %s connections | %s |" % (sys.argv[5], ceiling))
+    print("| ceiling: wrk against the same emulator, %s connections | %s | |" % (sys.argv[5], ceiling))
     print()
     print("drain / emulator ceiling: %.2fx" % (rate / float(ceiling)))
 print("emulator accepted %s hits, %s distinct" % (accepted, distinct))

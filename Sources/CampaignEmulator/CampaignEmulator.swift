@@ -1,10 +1,10 @@
 import CampaignProtocol
 public import Hummingbird
 public import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import RelayCore
 public import RelayTLS
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -20,19 +20,19 @@ import Synchronization
 public final class CampaignEmulator: Sendable {
     /// What arrived.
     public let recorder: EmulatorRecorder
-    private let faults: Mutex<EmulatorFaults>
-    private let rateWindow = Mutex<(second: Int64, count: Int)>((0, 0))
+    private let faults: NIOLockedValueBox<EmulatorFaults>
+    private let rateWindow = NIOLockedValueBox<(second: Int64, count: Int)>((0, 0))
 
     /// An emulator injecting `faults`.
     public init(faults: EmulatorFaults = EmulatorFaults(), keptRequests: Int = 10_000) {
         self.recorder = EmulatorRecorder(keptRequests: keptRequests)
-        self.faults = Mutex(faults)
+        self.faults = NIOLockedValueBox(faults)
     }
 
     /// The faults in force.
     public var currentFaults: EmulatorFaults {
-        get { faults.withLock { $0 } }
-        set { faults.withLock { $0 = newValue } }
+        get { faults.withLockedValue { $0 } }
+        set { faults.withLockedValue { $0 = newValue } }
     }
 
     /// The emulator's routes.
@@ -101,7 +101,7 @@ public final class CampaignEmulator: Sendable {
         }
         if let limit = faults.rateLimit {
             let second = Int64(now)
-            let allowed = rateWindow.withLock { window -> Bool in
+            let allowed = rateWindow.withLockedValue { window -> Bool in
                 if window.second != second { window = (second, 0) }
                 window.count += 1
                 return Double(window.count) <= limit

@@ -1,5 +1,5 @@
+import NIOConcurrencyHelpers
 import RelayCore
-import Synchronization
 
 /// What the emulator received, for tests and staging checks.
 public final class EmulatorRecorder: Sendable {
@@ -39,7 +39,7 @@ public final class EmulatorRecorder: Sendable {
 
     /// A lock, not an actor: the emulator records on every request, and an actor hop per request
     /// would make the emulator the bottleneck of drain benchmarks.
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
     /// How many raw requests are kept (the oldest are dropped).
     public let keptRequests: Int
 
@@ -50,7 +50,7 @@ public final class EmulatorRecorder: Sendable {
 
     func record(_ request: RawRequest) {
         let kept = keptRequests
-        state.withLock { state in
+        state.withLockedValue { state in
             state.requestCount += 1
             guard kept > 0 else { return }
             state.requests.append(request)
@@ -59,39 +59,39 @@ public final class EmulatorRecorder: Sendable {
     }
 
     func record(_ hit: Hit) {
-        state.withLock { state in
+        state.withLockedValue { state in
             state.hitCounts[hit, default: 0] += 1
             state.totalHits += 1
         }
     }
 
     func record(registration fields: [String: String]) {
-        state.withLock { $0.registrations.append(fields) }
+        state.withLockedValue { $0.registrations.append(fields) }
     }
 
     /// Forgets everything received.
     public func reset() async {
-        state.withLock { $0 = State() }
+        state.withLockedValue { $0 = State() }
     }
 
     /// Hits accepted (answered 200), counting repeats.
-    public var acceptedHits: Int { get async { state.withLock { $0.totalHits } } }
+    public var acceptedHits: Int { get async { state.withLockedValue { $0.totalHits } } }
     /// Distinct hits accepted.
-    public var distinctHits: Int { get async { state.withLock { $0.hitCounts.count } } }
+    public var distinctHits: Int { get async { state.withLockedValue { $0.hitCounts.count } } }
     /// Every distinct hit and how often it was accepted.
-    public var hits: [Hit: Int] { get async { state.withLock { $0.hitCounts } } }
+    public var hits: [Hit: Int] { get async { state.withLockedValue { $0.hitCounts } } }
     /// Registrations accepted, as their decoded form fields.
-    public var acceptedRegistrations: [[String: String]] { get async { state.withLock { $0.registrations } } }
+    public var acceptedRegistrations: [[String: String]] { get async { state.withLockedValue { $0.registrations } } }
     /// The last raw requests, oldest first.
-    public func lastRequests(_ count: Int) async -> [RawRequest] { state.withLock { Array($0.requests.suffix(count)) } }
+    public func lastRequests(_ count: Int) async -> [RawRequest] { state.withLockedValue { Array($0.requests.suffix(count)) } }
     /// Requests received, answered or not.
-    public var receivedRequests: Int { get async { state.withLock { $0.requestCount } } }
+    public var receivedRequests: Int { get async { state.withLockedValue { $0.requestCount } } }
 
     /// Accepted hits per delivery and tag.
     public var countsByDelivery: [String: [String: Int]] {
         get async {
             var counts: [String: [String: Int]] = [:]
-            for (hit, count) in state.withLock({ $0.hitCounts }) { counts[hit.deliveryId, default: [:]][String(hit.tag), default: 0] += count }
+            for (hit, count) in state.withLockedValue({ $0.hitCounts }) { counts[hit.deliveryId, default: [:]][String(hit.tag), default: 0] += count }
             return counts
         }
     }

@@ -22,7 +22,28 @@ struct CampaignRelayCommand: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, IngestCommand.self, AggregateCommand.self, StatsCommand.self, UploadCommand.self, ReplayCommand.self,
             DeadLetterCommand.self,
-            EmulateCommand.self, WALCommand.self,
+            EmulateCommand.self, WALCommand.self, ConfigCommand.self,
         ]
     )
+
+    /// Expands `--config FILE` into the options it sets (see ``ConfigurationFile``), then runs the
+    /// command as swift-argument-parser's own `main` would.
+    static func main() async {
+        let arguments: [String]
+        do {
+            arguments = try ConfigurationFile.expand(Array(CommandLine.arguments.dropFirst()), environment: ConfigurationFile.currentEnvironment())
+        } catch {
+            exit(withError: RuntimeFailure(error.description))
+        }
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

@@ -56,6 +56,34 @@ public actor AggregateQueries: BlockingActor {
         connection.close()
     }
 
+    /// The covered positions, the deliveries (only `deliveryId` when given, at most `limit`) and,
+    /// with `everything`, the registrations and origins, all read in one read transaction: one
+    /// snapshot, whatever the aggregator commits meanwhile.
+    ///
+    /// Read one by one, a transaction committed between two reads made the positions claim events
+    /// that the counts, read first, did not hold yet (seen as 4 impressions of 8 counted "through"
+    /// the last one, in a test run under AddressSanitizer).
+    public func report(deliveryId: String? = nil, limit: Int? = nil, everything: Bool = true) throws(AggregatorError) -> AggregatesReport {
+        do {
+            // A deferred BEGIN takes the snapshot at the first read and holds it to the COMMIT.
+            try connection.execute("BEGIN")
+        } catch {
+            throw .database(error)
+        }
+        do throws(AggregatorError) {
+            let report = AggregatesReport(
+                sequences: try coveredSequences(), deliveries: try deliveries(deliveryId: deliveryId, limit: limit),
+                registrations: everything ? try registrations() : [], origins: everything ? try origins() : [])
+            // The reads are done; a COMMIT that fails must still end the transaction, or every
+            // later BEGIN on this connection would fail.
+            do throws(SQLiteError) { try connection.execute("COMMIT") } catch { try? connection.execute("ROLLBACK") }
+            return report
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
     /// The log positions the aggregates cover: events `first ..< next`.
     public func coveredSequences() throws(AggregatorError) -> Range<UInt64> {
         do {

@@ -20,18 +20,25 @@ final class AggregateStore {
     private var deliveryRefs: [String: Int64] = [:]
 
     /// Opens (creating if needed) the database at `path`; a new database starts at `firstSequence`.
-    init(path: String, firstSequence: UInt64) throws(AggregatorError) {
+    /// Its page cache holds up to `pageCacheBytes`.
+    init(path: String, firstSequence: UInt64, pageCacheBytes: Int = Aggregator.defaultPageCacheBytes) throws(AggregatorError) {
         self.path = path
         do {
             // Exactness comes from atomic transactions, not from syncing each one: a transaction lost
             // to power failure takes its position with it and is simply aggregated again.
-            connection = try SQLiteConnection(path: path, walWithSynchronous: .normal)
-            try connection.execute("PRAGMA cache_size=-131072")
-            try connection.execute(AggregateSchema.create)
-            try connection.execute(AggregateSchema.migrateFromVersion1)
-            try connection.execute(
-                "INSERT OR IGNORE INTO aggregator_state (id, schema_version, next_sequence, first_sequence, updated_at) VALUES (1, \(AggregateSchema.version), \(firstSequence), \(firstSequence), '\(EventTime.now().rfc3339)')"
-            )
+            let opened = try SQLiteConnection(path: path, walWithSynchronous: .normal)
+            connection = opened
+            // A negative cache_size is in KiB.
+            try opened.execute("PRAGMA cache_size=-\(max(1, pageCacheBytes >> 10))")
+            // One transaction: a failure while creating (a full disk, an I/O error) leaves no tables
+            // without their state row, which every later reader would take for a damaged file.
+            try opened.transaction { () throws(SQLiteError) in
+                try opened.execute(AggregateSchema.create)
+                try opened.execute(AggregateSchema.migrateFromVersion1)
+                try opened.execute(
+                    "INSERT OR IGNORE INTO aggregator_state (id, schema_version, next_sequence, first_sequence, updated_at) VALUES (1, \(AggregateSchema.version), \(firstSequence), \(firstSequence), '\(EventTime.now().rfc3339)')"
+                )
+            }
             insertMessage = try connection.prepare("INSERT OR IGNORE INTO delivery_messages (delivery_action, message_key) VALUES (?, ?)")
             insertToken = try connection.prepare(
                 "INSERT OR IGNORE INTO registration_tokens (integration_key, platform, registration_token) VALUES (?, ?, ?)")
@@ -43,12 +50,22 @@ final class AggregateStore {
             readState = try connection.prepare("SELECT schema_version, next_sequence, first_sequence FROM aggregator_state WHERE id = 1")
             writePosition = try connection.prepare("UPDATE aggregator_state SET next_sequence = ?, updated_at = ? WHERE id = 1")
         } catch {
-            throw .unreadableDatabase(path: path, error)
+            throw Self.openingFailure(path: path, error)
         }
         let state = try self.state()
         guard state.schemaVersion == AggregateSchema.version else {
             throw .schemaMismatch(path: path, found: state.schemaVersion, expected: AggregateSchema.version)
         }
+    }
+
+    /// SQLite's primary result codes that say the disk or the moment failed, not the file: full,
+    /// I/O error, cannot open, read-only, busy, locked, out of memory.
+    static let transientCodes: Set<Int32> = [13, 10, 14, 8, 5, 6, 7]
+
+    /// What a failure to open or create the database means: a failing disk (full, I/O error) is a
+    /// database error to fix and retry, never a damaged file that would need a rebuild.
+    static func openingFailure(path: String, _ error: SQLiteError) -> AggregatorError {
+        transientCodes.contains(error.code & 0xff) ? .database(error) : .unreadableDatabase(path: path, error)
     }
 
     struct State {

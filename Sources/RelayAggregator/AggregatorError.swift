@@ -16,6 +16,9 @@ public enum AggregatorError: Error, Sendable, CustomStringConvertible {
     case database(SQLiteError)
     /// Reading the log failed.
     case log(LogError)
+    /// A rebuild `--from-archive` whose archive ends before the log starts: the events in
+    /// between are in neither, so the counts would silently miss them.
+    case archiveGap(archive: String, archiveEnd: UInt64, logStart: UInt64)
     /// A file operation of a rebuild failed (removing a leftover side file, moving a damaged
     /// database into quarantine, renaming the rebuilt database into place).
     case files(FileSystemError)
@@ -34,6 +37,8 @@ public enum AggregatorError: Error, Sendable, CustomStringConvertible {
             "aggregates database: \(error)"
         case .log(let error):
             "reading the log: \(error)"
+        case .archiveGap(let archive, let end, let start):
+            "the archive \(archive) ends at sequence \(end) but the log starts at \(start): sequences \(end + 1) to \(start - 1) are in neither, so nothing was rebuilt; archive the missing segments (wal archive, --archive-dir) or rebuild without --from-archive"
         case .files(let error):
             "rebuilding the aggregates: \(error); the previous aggregates (if any) are still in place: fix the cause and run `campaign-relay stats --rebuild` again"
         }

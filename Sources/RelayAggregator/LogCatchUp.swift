@@ -16,7 +16,8 @@ package enum LogCatchUp {
         case apply(ApplyError)
     }
 
-    /// What a catch-up did, and the reader to go on with (at `summary.endPosition`).
+    /// What a catch-up did, and the reader to go on with (at `summary.endPosition`, also after a
+    /// failure, so that a caller may try again).
     package struct Outcome<ApplyError: Error> {
         package var reader: LogReader
         package var summary: AggregationSummary
@@ -27,9 +28,11 @@ package enum LogCatchUp {
     /// durable end now, in batches of `batchSize`; `apply(events, from, to)` must apply them and
     /// move its position from `from` to `to` (a batch covers every sequence number in between,
     /// damaged ones included). `cursor` follows after each batch, at most once a second, and at
-    /// the end.
+    /// the end. A cancelled task stops after the batch under way (the summary's end position says
+    /// where).
     package static func run<ApplyError: Error>(
-        log: WriteAheadLog, reader: LogReader?, from position: UInt64, batchSize: Int, readAhead: BlockingExecutor, cursor: RetentionCursor?,
+        log: WriteAheadLog, reader: LogReader?, archiveDirectory: String? = nil, from position: UInt64, batchSize: Int, readAhead: BlockingExecutor,
+        cursor: RetentionCursor?,
         logger: Logger, progress: (@Sendable (AggregationProgress) -> Void)?, isolation: isolated (any Actor)? = #isolation,
         apply: (ArraySlice<SequencedEvent>, UInt64, UInt64) async throws(ApplyError) -> Void
     ) async -> Outcome<ApplyError> {
@@ -37,7 +40,8 @@ package enum LogCatchUp {
         let end = await log.durableSequence
         var summary = AggregationSummary(startPosition: position, endPosition: position)
         var position = position
-        var held: LogReader? = reader ?? LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: position)
+        var held: LogReader? =
+            reader ?? LogReader(walDirectory: log.walDirectory, archiveDirectory: archiveDirectory, fileSystem: log.fileSystem, from: position)
         func readNext() -> Task<(LogReader, Result<LogReadBatch, LogError>), Never>? {
             guard let taken = held else { return nil }
             held = nil
@@ -50,14 +54,24 @@ package enum LogCatchUp {
         {
             // The reader comes back from a read-ahead under way, so a later call can resume.
             if held == nil, let pending { held = await pending.value.0 }
+            if failure != nil {
+                // After a failure the reader stands past the batch that failed (and past the one the
+                // read-ahead decoded): a later call must read again from the position.
+                held?.close()
+                held = nil
+            }
             await cursor?.commit(to: position, force: true)
             summary.endPosition = position
             summary.seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
-            let reader = held ?? LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: position)
+            let reader =
+                held ?? LogReader(walDirectory: log.walDirectory, archiveDirectory: archiveDirectory, fileSystem: log.fileSystem, from: position)
             return Outcome(reader: reader, summary: summary, failure: failure)
         }
         var pending = position < end ? readNext() : nil
-        while position < end, let task = pending {
+        // A cancelled task (a server shutting down) stops after the batch under way: catching up a
+        // backlog of millions of events must not hold SIGTERM for minutes, and the position and
+        // cursor are saved below as after any batch.
+        while position < end, !Task.isCancelled, let task = pending {
             let (returned, result) = await task.value
             held = returned
             pending = nil

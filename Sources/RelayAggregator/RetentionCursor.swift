@@ -1,7 +1,7 @@
 package import Logging
+import NIOConcurrencyHelpers
 import RelayCore
 package import RelayLog
-import Synchronization
 
 /// The log cursor of a consumer whose own position lives elsewhere (in SQLite or PostgreSQL, with
 /// its counts): it only keeps the log from deleting segments the consumer has not passed. So it is
@@ -12,7 +12,7 @@ package final class RetentionCursor: Sendable {
     package let name: String
     private let log: WriteAheadLog
     private let logger: Logger
-    private let lastCommit = Mutex<Int64>(0)
+    private let lastCommit = NIOLockedValueBox<Int64>(0)
 
     /// The cursor `name` of `log`.
     package init(name: String, log: WriteAheadLog, logger: Logger) {
@@ -24,7 +24,7 @@ package final class RetentionCursor: Sendable {
     /// Moves the cursor to `position`, unless it moved less than a second ago and `force` is false.
     package func commit(to position: UInt64, force: Bool) async {
         let now = SystemClock.monotonicNanoseconds()
-        let due = lastCommit.withLock { last in
+        let due = lastCommit.withLockedValue { last in
             guard force || now - last >= 1_000_000_000 else { return false }
             last = now
             return true

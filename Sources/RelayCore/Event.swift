@@ -3,7 +3,12 @@ public enum Event: Sendable, Hashable {
     /// A push tracking hit (impression, open, click).
     case tracking(TrackingEvent)
     /// A device registration.
-    case registration(Registration)
+    ///
+    /// Boxed (`indirect`): an enum is as large as its largest case, and a registration (360
+    /// bytes) is half as large again as a tracking hit (232), so unboxed every tracking event, the
+    /// bulk of the traffic, would be moved and copied at a registration's size on every step of
+    /// its way (``EventLayoutTests``).
+    indirect case registration(Registration)
 
     /// The entry this event is a copy of; `nil` for an original (see ``EventOrigin``).
     public var origin: EventOrigin? {

@@ -195,11 +195,12 @@ public struct JSONParser: ~Copyable {
         index += 1
         let start = index
         // Fast path: no escapes, so the bytes between the quotes are the string once UTF-8 is checked.
+        var ascii = true
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
-                guard let text = String(validating: slice, as: UTF8.self) else {
+                guard let text = UTF8Text.string(slice, isASCII: ascii) else {
                     index = start
                     throw error("a string is not valid UTF-8")
                 }
@@ -208,6 +209,7 @@ public struct JSONParser: ~Copyable {
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("a raw control character (byte 0x\(String(byte, radix: 16))) in a string; escape it") }
+            ascii = ascii && byte < 0x80
             index += 1
         }
         guard index < bytes.count else { throw error("unterminated string") }

@@ -75,9 +75,10 @@ public enum EventDecoder {
             throw EventInputError(field: "relayHop", "relayHop needs relayOrigin beside it")
         }
         var event = try decodeKind(members, defaultTime: defaultTime)
-        event.origin = origin
-        event.request = request
-        event.chain = chain
+        // Each setter copies the event out of the enum and back in: only for what is there.
+        if origin != nil { event.origin = origin }
+        if request != nil { event.request = request }
+        if chain != nil { event.chain = chain }
         return event
     }
 

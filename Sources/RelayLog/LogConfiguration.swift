@@ -20,17 +20,24 @@ public struct LogConfiguration: Sendable, Hashable {
     public var preallocationStep: Int64
     /// How long opening waits for a lock file that someone else holds before it fails with
     /// ``LogError/locked(path:)``. The lock's open file description is shared with any child
-    /// process forked by its holder until that child calls `exec`, so a lock released by
-    /// ``WriteAheadLog/close()`` can stay held for a moment by a process the holder is spawning;
-    /// a short wait rides that out, while a log truly in use is still reported quickly.
+    /// process forked by its holder until that child calls `exec`. ``WriteAheadLog/close()``
+    /// releases it for every copy (`LOCK_UN`), but a holder killed meanwhile leaves it held for a
+    /// moment by the process it was spawning; a short wait rides that out, while a log truly in
+    /// use is still reported quickly.
     public var lockWait: Duration
+    /// How long and within how many bytes segments every consumer has passed are kept.
+    public var retention: LogRetention
+    /// Where segments leaving the log are copied first (crash-safely, see ``SegmentArchive``);
+    /// `nil`: they are deleted.
+    public var archiveDirectory: String?
 
     /// The defaults: 64 MiB segments preallocated 4 MiB at a time, no size limit, zlib level 1,
-    /// 4 million pending events, half a second of waiting for a held lock.
+    /// 4 million pending events, half a second of waiting for a held lock, passed segments kept
+    /// a day within 10 GiB (``LogRetention/standard``), no archive.
     public init(
         segmentBytes: Int64 = 64 << 20, maximumLogBytes: Int64? = nil, compressionLevel: Int32 = 1,
         maximumPendingEvents: Int = 4_000_000, preallocateSegments: Bool = true, preallocationStep: Int64 = 4 << 20,
-        lockWait: Duration = .milliseconds(500)
+        lockWait: Duration = .milliseconds(500), retention: LogRetention = .standard, archiveDirectory: String? = nil
     ) {
         self.segmentBytes = segmentBytes
         self.maximumLogBytes = maximumLogBytes
@@ -39,5 +46,7 @@ public struct LogConfiguration: Sendable, Hashable {
         self.preallocateSegments = preallocateSegments
         self.preallocationStep = preallocationStep
         self.lockWait = lockWait
+        self.retention = retention
+        self.archiveDirectory = archiveDirectory
     }
 }

@@ -3,8 +3,8 @@
 /// An append that throws was **not** acknowledged: none of its events may be assumed durable, and
 /// the caller should report the failure (HTTP 503, a failed ingest) so the sender retries.
 public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The log would pass its size limit (`--max-wal-bytes`). Consumers must catch up (segments are
-    /// deleted once every cursor has passed them) or the limit must be raised.
+    /// The log would pass its size limit (`--max-wal-bytes`), even after the segments every cursor
+    /// has passed made room. Consumers must catch up or the limit must be raised.
     case logFull(usedBytes: Int64, limitBytes: Int64)
     /// Too many events are already waiting for a group commit.
     case overloaded(pendingEvents: Int, limit: Int)
@@ -22,6 +22,9 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     case closed
     /// A cursor name that is not 1 to 64 letters, digits, `-` or `_`.
     case invalidCursorName(String)
+    /// The archive already holds a different file under a segment's name (another relay's
+    /// segments, or a damaged copy). Nothing was overwritten and the segment stays in the log.
+    case archiveConflict(segment: String, archiveDirectory: String)
 
     public var description: String {
         switch self {
@@ -41,6 +44,8 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
             "the log is closed"
         case .invalidCursorName(let name):
             "invalid cursor name \(name) (use 1 to 64 letters, digits, '-' or '_')"
+        case .archiveConflict(let segment, let directory):
+            "the archive \(directory) already holds a different \(segment) (another relay's archive, or a damaged copy); the segment stays in the log: give each relay its own archive directory, or move the other file away"
         }
     }
 }

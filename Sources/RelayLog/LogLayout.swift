@@ -26,4 +26,6 @@ public struct LogLayout: Sendable, Hashable {
 
     static let lockHeldErrno = EWOULDBLOCK
     static let noSuchFileErrno = ENOENT
+    /// A full disk, or a full quota of the file system's user.
+    static let noSpaceErrnos: Set<Int32> = [ENOSPC, EDQUOT]
 }

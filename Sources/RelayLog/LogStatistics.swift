@@ -12,6 +12,22 @@ public struct LogStatistics: Sendable, Hashable {
     public var failedCommits = 0
     /// Appends refused because too many events were pending.
     public var overloadRejections = 0
+    /// Passed segments removed because the retention age ran out (or, without retention, at once).
+    public var segmentsExpired = 0
+    /// Passed segments removed early because the log needed room (quota or size limit).
+    public var segmentsRemovedForRoom = 0
+    /// Removed segments copied into the archive first.
+    public var segmentsArchived = 0
+
+    mutating func recordRemovals(_ removals: [SegmentRemoval]) {
+        for removal in removals {
+            switch removal.reason {
+            case .expired: segmentsExpired += 1
+            case .quota: segmentsRemovedForRoom += 1
+            }
+            if removal.archived { segmentsArchived += 1 }
+        }
+    }
 
     mutating func recordCommit(events: Int, bytes: Int, frames: Int) {
         self.events += events

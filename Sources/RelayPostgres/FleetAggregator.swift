@@ -156,6 +156,8 @@ public actor FleetAggregator {
             await afterEachCatchUp(summary)
             let durable = await log.waitForDurable(beyond: position)
             if durable <= position { break }
+            // As the SQLite aggregator does: fewer, larger transactions under many small commits.
+            try? await Task.sleep(for: Aggregator.followPause)
         }
     }
 

@@ -1,24 +1,24 @@
 public import Logging
+import NIOConcurrencyHelpers
 public import PostgresNIO
-import Synchronization
 
 /// When the PostgreSQL operation under way started, so a session can give up on one that gets
 /// no answer (a server gone without closing its connections).
 public final class OperationWatch: Sendable {
-    private let started = Mutex<ContinuousClock.Instant?>(nil)
+    private let started = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
 
     /// A watch with nothing under way.
     public init() {}
 
     /// An operation starts.
-    public func begin() { started.withLock { $0 = .now } }
+    public func begin() { started.withLockedValue { $0 = .now } }
 
     /// It ended (answered or failed).
-    public func end() { started.withLock { $0 = nil } }
+    public func end() { started.withLockedValue { $0 = nil } }
 
     /// Whether the operation under way started more than `limit` ago.
     func isOverdue(_ limit: Duration) -> Bool {
-        started.withLock { start in start.map { ContinuousClock.now - $0 > limit } ?? false }
+        started.withLockedValue { start in start.map { ContinuousClock.now - $0 > limit } ?? false }
     }
 }
 
@@ -34,10 +34,10 @@ private final class FirstAnswer<Value: Sendable>: Sendable {
         var overdue = false
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     func wait(_ continuation: CheckedContinuation<Result<Value, any Error>, Never>) {
-        let early: Result<Value, any Error>? = state.withLock { state in
+        let early: Result<Value, any Error>? = state.withLockedValue { state in
             guard let early = state.early else {
                 state.continuation = continuation
                 return nil
@@ -47,13 +47,13 @@ private final class FirstAnswer<Value: Sendable>: Sendable {
         if let early { continuation.resume(returning: early) }
     }
 
-    var isAnswered: Bool { state.withLock { $0.answered } }
+    var isAnswered: Bool { state.withLockedValue { $0.answered } }
 
     /// Whether the session ended without the work's answer (overdue or cancelled).
-    var isOverdueAnswer: Bool { state.withLock { $0.overdue } }
+    var isOverdueAnswer: Bool { state.withLockedValue { $0.overdue } }
 
     func answer(_ result: Result<Value, any Error>, overdue: Bool = false) {
-        let waiting: CheckedContinuation<Result<Value, any Error>, Never>? = state.withLock { state in
+        let waiting: CheckedContinuation<Result<Value, any Error>, Never>? = state.withLockedValue { state in
             guard !state.answered else { return nil }
             state.answered = true
             state.overdue = overdue

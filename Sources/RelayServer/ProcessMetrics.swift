@@ -1,6 +1,6 @@
+import NIOConcurrencyHelpers
 import Prometheus
 import RelayIO
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -8,7 +8,7 @@ import Synchronization
 
 /// The standard `process_*` metrics of Prometheus clients, read from `/proc/self` (Linux).
 final class ProcessMetrics: Sendable {
-    private let gauges = Mutex<Gauges?>(nil)
+    private let gauges = NIOLockedValueBox<Gauges?>(nil)
     /// procfs reads are file reads: they run here, never on the cooperative pool.
     private let reading = BlockingExecutor(name: "proc-sampler", priority: .background)
 
@@ -33,7 +33,7 @@ final class ProcessMetrics: Sendable {
                 descriptor: .named("process_start_time_seconds", "Start time of the process since the Unix epoch in seconds.")),
             cpuSecondsSeen: 0
         )
-        gauges.withLock { $0 = made }
+        gauges.withLockedValue { $0 = made }
     }
 
     /// Reads `/proc/self` into the gauges (cheap: three small procfs reads and a directory count),
@@ -55,7 +55,7 @@ final class ProcessMetrics: Sendable {
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         let descriptors = Self.countEntries("/proc/self/fd")
-        gauges.withLock { gauges in
+        gauges.withLockedValue { gauges in
             guard var current = gauges else { return }
             let cpu = (user + system) / ticks
             if cpu > current.cpuSecondsSeen {

@@ -1,8 +1,8 @@
+import NIOConcurrencyHelpers
 public import Prometheus
 import RelayCore
 import RelayForwarding
 import RelayLog
-import Synchronization
 
 /// The server's Prometheus metrics, in a registry of their own (no global bootstrap, so several
 /// servers can run in one process, as in tests).
@@ -24,6 +24,9 @@ public final class RelayMetrics: Sendable {
     let uploadBacklogMarketing: Gauge
     let uploadBacklogRelay: Gauge
     let upstreamUnreachable: Gauge
+    let oldestUnsentTracking: Gauge
+    let oldestUnsentMarketing: Gauge
+    let oldestUnsentRelay: Gauge
     let upstreamOldestWaiting: Gauge
     let uploadRetries: Counter
     let uploadDelivered: Counter
@@ -34,9 +37,21 @@ public final class RelayMetrics: Sendable {
     /// Failed attempts to count into PostgreSQL.
     let postgresErrors: Counter
     let lastDurableSequence: Gauge
+    let segmentsRemoved: [SegmentRemoval.Reason: Counter]
+    let segmentBytesRemoved: [SegmentRemoval.Reason: Counter]
+    let segmentsArchived: Counter
     let process = ProcessMetrics()
     /// The uploader's totals at the last sample, to turn them into counter increments.
-    private let uploadTotals = Mutex<(retries: Int, delivered: Int)>((0, 0))
+    private let uploadTotals = NIOLockedValueBox<(retries: Int, delivered: Int)>((0, 0))
+    /// The series of `relay_http_requests_total` and `relay_http_request_duration_seconds` made so
+    /// far; bounded like their labels (matched route patterns, methods, statuses).
+    private let requestSeries = NIOLockedValueBox<[RequestSeriesKey: (Counter, DurationHistogram)]>([:])
+
+    private struct RequestSeriesKey: Hashable {
+        var route: String
+        var method: String
+        var status: Int
+    }
 
     static let requestDurationBuckets: [Duration] = [
         .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(3), .milliseconds(5),
@@ -67,6 +82,14 @@ public final class RelayMetrics: Sendable {
         uploadBacklogTracking = registry.makeGauge(descriptor: .named("relay_upload_backlog", backlog), labels: [("lane", "tracking")])
         uploadBacklogMarketing = registry.makeGauge(descriptor: .named("relay_upload_backlog", backlog), labels: [("lane", "marketing")])
         uploadBacklogRelay = registry.makeGauge(descriptor: .named("relay_upload_backlog", backlog), labels: [("lane", "relay")])
+        let oldestUnsent =
+            "Age in seconds (by its event time) of the oldest event the destination is still owed: read for it and not delivered, dead-lettered or handed on yet; 0 when none is."
+        oldestUnsentTracking = registry.makeGauge(
+            descriptor: .named("relay_upload_oldest_unsent_seconds", oldestUnsent), labels: [("destination", "tracking")])
+        oldestUnsentMarketing = registry.makeGauge(
+            descriptor: .named("relay_upload_oldest_unsent_seconds", oldestUnsent), labels: [("destination", "marketing")])
+        oldestUnsentRelay = registry.makeGauge(
+            descriptor: .named("relay_upload_oldest_unsent_seconds", oldestUnsent), labels: [("destination", "relay")])
         upstreamUnreachable = registry.makeGauge(
             descriptor: .named(
                 "relay_upstream_unreachable_seconds", "How long the central relay (--upstream-relay) has not answered; 0 while it answers."))
@@ -81,6 +104,23 @@ public final class RelayMetrics: Sendable {
             descriptor: .named("relay_postgres_lag_events", "Durable events not counted in the fleet's PostgreSQL yet (serve --postgres-url)."))
         postgresErrors = registry.makeCounter(
             descriptor: .named("relay_postgres_errors_total", "Failed attempts to count into the fleet's PostgreSQL; each is retried."))
+        var removed: [SegmentRemoval.Reason: Counter] = [:]
+        var removedBytes: [SegmentRemoval.Reason: Counter] = [:]
+        for reason in SegmentRemoval.Reason.allCases {
+            removed[reason] = registry.makeCounter(
+                descriptor: .named(
+                    "relay_wal_segments_removed_total",
+                    "Segments every consumer had passed that left the log, by reason: expired (older than --retain) or quota (the log needed room: --retain-bytes or --max-wal-bytes)."
+                ),
+                labels: [("reason", reason.rawValue)])
+            removedBytes[reason] = registry.makeCounter(
+                descriptor: .named("relay_wal_segment_bytes_removed_total", "Bytes of the segments that left the log, by reason."),
+                labels: [("reason", reason.rawValue)])
+        }
+        segmentsRemoved = removed
+        segmentBytesRemoved = removedBytes
+        segmentsArchived = registry.makeCounter(
+            descriptor: .named("relay_wal_segments_archived_total", "Segments copied into --archive-dir before they left the log."))
         lastDurableSequence = registry.makeGauge(
             descriptor: .named("relay_wal_last_durable_sequence", "Sequence number of the newest durable event (0: the log is empty)."))
         registry.makeGauge(descriptor: .named("relay_build_info", "The relay's version; always 1."), labels: [("version", version)]).set(Int64(1))
@@ -91,8 +131,26 @@ public final class RelayMetrics: Sendable {
     func record(upstream state: RelayUpstreamLane.UpstreamState) {
         let now = EventTime.now().nanosecondsSinceEpoch
         uploadBacklogRelay.set(Int64(clamping: state.backlog))
-        upstreamUnreachable.set(Double(state.unreachableSince.map { max(0, now - $0.nanosecondsSinceEpoch) } ?? 0) / 1e9)
-        upstreamOldestWaiting.set(Double(state.oldestWaitingEvent.map { max(0, now - $0.nanosecondsSinceEpoch) } ?? 0) / 1e9)
+        upstreamUnreachable.set(Self.age(of: state.unreachableSince, now: now))
+        let oldest = Self.age(of: state.oldestWaitingEvent, now: now)
+        upstreamOldestWaiting.set(oldest)
+        oldestUnsentRelay.set(oldest)
+    }
+
+    /// The upload lanes' state (`serve --tracking-host`, `--marketing-host`).
+    func record(lanes: [UploadLane.Kind: LaneStatistics]) {
+        let now = EventTime.now().nanosecondsSinceEpoch
+        uploadBacklogTracking.set(Int64(lanes[.tracking]?.backlog ?? 0))
+        uploadBacklogMarketing.set(Int64(lanes[.marketing]?.backlog ?? 0))
+        oldestUnsentTracking.set(Self.age(of: lanes[.tracking]?.oldestUnsentEvent, now: now))
+        oldestUnsentMarketing.set(Self.age(of: lanes[.marketing]?.oldestUnsentEvent, now: now))
+        recordUploadTotals(retries: lanes.values.reduce(0) { $0 + $1.retries }, delivered: lanes.values.reduce(0) { $0 + $1.delivered })
+    }
+
+    /// Seconds from `time` to `now` (nanoseconds since the epoch); 0 without a time, or for an
+    /// event time in the future.
+    static func age(of time: EventTime?, now: Int64) -> Double {
+        Double(time.map { max(0, now - $0.nanosecondsSinceEpoch) } ?? 0) / 1e9
     }
 
     /// Counts a batch another relay handed to this one (`POST /v1/relay/batches`), by sending relay
@@ -120,14 +178,35 @@ public final class RelayMetrics: Sendable {
 
     /// Counts one HTTP request of `route` (the matched path pattern) and its duration.
     func recordRequest(route: String, method: String, status: Int, duration: Duration) {
-        registry.makeCounter(
-            descriptor: .named("relay_http_requests_total", "HTTP requests answered, by route, method and status."),
-            labels: [("route", route), ("method", method), ("status", String(status))]
-        ).increment()
-        registry.makeDurationHistogram(
-            descriptor: .named("relay_http_request_duration_seconds", "Time from a request's arrival to its answer, by route."),
-            labels: [("route", route)], buckets: Self.requestDurationBuckets
-        ).record(duration)
+        let key = RequestSeriesKey(route: route, method: method, status: status)
+        // The registry validates names and help texts and hashes the labels on every `make…`: a
+        // measurable share of a single tracking hit's CPU, so each series is made once and kept.
+        let (count, durations) = requestSeries.withLockedValue { series in
+            if let known = series[key] { return known }
+            let made = (
+                registry.makeCounter(
+                    descriptor: .named("relay_http_requests_total", "HTTP requests answered, by route, method and status."),
+                    labels: [("route", route), ("method", method), ("status", String(status))]
+                ),
+                registry.makeDurationHistogram(
+                    descriptor: .named("relay_http_request_duration_seconds", "Time from a request's arrival to its answer, by route."),
+                    labels: [("route", route)], buckets: Self.requestDurationBuckets
+                )
+            )
+            series[key] = made
+            return made
+        }
+        count.increment()
+        durations.record(duration)
+    }
+
+    /// Counts segments the log's retention removed, by reason, and those archived first.
+    func record(_ removals: [SegmentRemoval]) {
+        for removal in removals {
+            segmentsRemoved[removal.reason]?.increment()
+            segmentBytesRemoved[removal.reason]?.increment(by: removal.bytes)
+            if removal.archived { segmentsArchived.increment() }
+        }
     }
 
     func record(_ commit: CommitReport) {
@@ -138,7 +217,7 @@ public final class RelayMetrics: Sendable {
 
     /// The uploader's running totals; the counters move by the difference since the last call.
     func recordUploadTotals(retries: Int, delivered: Int) {
-        let (moreRetries, moreDelivered) = uploadTotals.withLock { last -> (Int, Int) in
+        let (moreRetries, moreDelivered) = uploadTotals.withLockedValue { last -> (Int, Int) in
             defer { last = (max(last.retries, retries), max(last.delivered, delivered)) }
             return (max(0, retries - last.retries), max(0, delivered - last.delivered))
         }

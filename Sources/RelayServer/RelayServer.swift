@@ -56,7 +56,12 @@ public struct RelayServer: Sendable {
         let log = try await WriteAheadLog.open(
             dataDirectory: configuration.dataDirectory, configuration: configuration.log, fileSystem: fileSystem, logger: logger)
         let metrics = RelayMetrics(version: RelayVersion.current)
-        await log.observeCommits { metrics.record($0) }
+        let history = StatusHistory()
+        await log.observeCommits { commit in
+            metrics.record(commit)
+            history.recordSync(commit.synchronizeDuration)
+        }
+        await log.observeSegmentRemovals { removals in metrics.record(removals) }
         let store: ForwardingStore
         let idempotency: IdempotencyStore
         do {
@@ -81,7 +86,9 @@ public struct RelayServer: Sendable {
         if configuration.aggregates {
             do {
                 // Counting and forwarding yield a busy core to request handling.
-                aggregator = try await Aggregator(log: log, dataDirectory: configuration.dataDirectory, priority: .background, logger: logger)
+                aggregator = try await Aggregator(
+                    log: log, dataDirectory: configuration.dataDirectory, batchSize: configuration.aggregatorBatchSize, priority: .background,
+                    pageCacheBytes: configuration.aggregatorPageCacheBytes, logger: logger)
             } catch {
                 logger.error("aggregates are off until this is fixed; events are still stored and forwarded", metadata: ["error": "\(error)"])
             }
@@ -145,6 +152,13 @@ public struct RelayServer: Sendable {
             upstream: relayLane?.lane, fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }
         ).add(to: routes)
         HealthRoutes(ingestor: ingestor, upstream: relayLane?.lane, fleet: fleet?.status).add(to: routes)
+        var hosts: [String: String] = [:]
+        if let host = configuration.trackingHost { hosts[UploadLane.Kind.tracking.rawValue] = host.description }
+        if let host = configuration.marketingHost { hosts[UploadLane.Kind.marketing.rawValue] = host.description }
+        StatusRoutes(
+            adminToken: configuration.adminToken, log: log, store: store, history: history, uploader: uploader, hosts: hosts,
+            relayLane: relayLane?.lane, relayURL: configuration.upstreamRelay?.description, aggregator: aggregator, fleet: fleet?.status
+        ).add(to: routes)
         if let relayToken = configuration.relayToken {
             RelayBatchRoute(receiver: RelayBatchReceiver(ingestor: ingestor, logger: logger), token: relayToken).add(to: routes)
         }
@@ -164,7 +178,13 @@ public struct RelayServer: Sendable {
                 // written): header bytes that never complete a head are not a part, so a slowloris
                 // client is closed like an idle one.
                 configuration: HTTP1Channel.Configuration(idleTimeout: .nanoseconds(idleTimeoutNanoseconds))),
-            configuration: .init(address: .hostname(host, port: configuration.port), serverName: "campaign-relay"),
+            // A backlog of 4,096 (Linux's default net.core.somaxconn, which caps it) rather than
+            // Hummingbird's 256: when thousands of SDKs reconnect at once, a full accept queue
+            // drops their SYNs and each waits out a 1 s retransmission; 10,000 connections opened
+            // in 1.4 s instead of 14.6 s (a release build, Tests/…/Scripts/idle_flood.py).
+            configuration: .init(
+                address: .hostname(host, port: configuration.port), serverName: "campaign-relay", backlog: 4096,
+                availableConnectionsDelegate: MaximumAvailableConnections(ConnectionBudget.maximumConnections(), logger: logger)),
             onServerRunning: { [configuration] channel in
                 let port = channel.localAddress?.port ?? 0
                 let reachable = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "[::1]" : host.contains(":") ? "[\(host)]" : host
@@ -182,6 +202,7 @@ public struct RelayServer: Sendable {
                 }
                 // Logged once the record exists, so whoever waits for this line finds the server.
                 serverLogger.notice("campaign-relay listening", metadata: ["address": "\(host):\(port)", "scheme": "\(scheme)"])
+                configuration.systemd.notify("READY=1\nSTATUS=listening on \(host):\(port)", telling: "the relay is ready", logger: serverLogger)
                 await onRunning(port)
             },
             logger: logger
@@ -195,11 +216,13 @@ public struct RelayServer: Sendable {
         }
         services.append(
             MetricsSampler(
-                metrics: metrics, log: log, uploader: uploader, relayLane: relayLane?.lane, fleet: fleet?.status, aggregator: aggregator, store: store
+                metrics: metrics, history: history, log: log, uploader: uploader, relayLane: relayLane?.lane, fleet: fleet?.status,
+                aggregator: aggregator, store: store
             ))
         if let certificates { services.append(CertificateReloadService(certificates: certificates, logger: logger)) }
         services.append(app)
-        services.append(ShutdownNotifier(ingestor: ingestor, delay: configuration.shutdownDelay, logger: logger))
+        services.append(
+            ShutdownNotifier(ingestor: ingestor, delay: configuration.shutdownDelay, systemd: configuration.systemd, logger: logger))
         var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownDelay + configuration.shutdownTimeout
         let dataDirectory = configuration.dataDirectory

@@ -55,6 +55,16 @@ public struct RelayServerConfiguration: Sendable {
     public var shutdownDelay: Duration = .zero
     /// Whether the aggregator runs in the server.
     public var aggregates = true
+    /// SQLite's page cache for the server's aggregator. Smaller than a batch `aggregate`'s
+    /// (``Aggregator/defaultPageCacheBytes``): the server counts as events arrive, a few
+    /// thousand at a time, and its memory is shared with request handling.
+    public var aggregatorPageCacheBytes = 4 << 20
+    /// Events the server's aggregator reads and counts per transaction (two batches are in memory
+    /// at once: one read ahead while the other is counted).
+    public var aggregatorBatchSize = 8_192
+    /// Where readiness and shutdown are announced to systemd (`Type=notify`); by default the
+    /// socket named by `NOTIFY_SOCKET`, if any.
+    public var systemd = SystemdNotifier.fromEnvironment()
     /// TLS on the listener (certificate, key, optional client CAs); `nil`: plain HTTP.
     public var tls: TLSCertificateStore.Files?
 

@@ -1,7 +1,7 @@
 import Logging
+import NIOConcurrencyHelpers
 import Prometheus
 import RelayCore
-import Synchronization
 
 /// Registration form fields the relay does not know (a newer SDK): accepted and forwarded as they
 /// came, each name logged the first time it is seen and counted in
@@ -13,7 +13,7 @@ final class UnknownFormFields: Sendable {
     /// The most distinct names logged and labelled.
     static let maximumNames = 64
 
-    private let seen = Mutex<[String: Counter]>([:])
+    private let seen = NIOLockedValueBox<[String: Counter]>([:])
     private let metrics: RelayMetrics
     private let logger: Logger
 
@@ -25,7 +25,7 @@ final class UnknownFormFields: Sendable {
     /// Counts `names`, seen in one registration, logging the ones never seen before.
     func saw(_ names: [String], platform: Platform) {
         var firstSeen: [String] = []
-        let counters = seen.withLock { known -> [Counter] in
+        let counters = seen.withLockedValue { known -> [Counter] in
             names.map { name in
                 if let counter = known[name] { return counter }
                 let label = known.count < Self.maximumNames ? name : "(other)"

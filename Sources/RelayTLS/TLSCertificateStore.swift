@@ -1,5 +1,5 @@
+import NIOConcurrencyHelpers
 public import NIOSSL
-import Synchronization
 
 /// The listener's TLS settings, loaded from PEM files and reloadable while the server runs.
 ///
@@ -32,25 +32,25 @@ public final class TLSCertificateStore: Sendable {
 
     /// The files read on each (re)load.
     public let files: Files
-    private let context: Mutex<NIOSSLContext>
+    private let context: NIOLockedValueBox<NIOSSLContext>
 
     /// Loads `files`.
     ///
     /// - Throws: ``Failure`` naming the file that cannot be read or used.
     public init(files: Files) throws(Failure) {
         self.files = files
-        self.context = Mutex(try Self.load(files))
+        self.context = NIOLockedValueBox(try Self.load(files))
     }
 
     /// The context new connections use.
-    public var current: NIOSSLContext { context.withLock { $0 } }
+    public var current: NIOSSLContext { context.withLockedValue { $0 } }
 
     /// Reads the files again and uses them for connections accepted from now on.
     ///
     /// - Throws: ``Failure`` when the new files cannot be used; the previous ones stay in force.
     public func reload() throws(Failure) {
         let fresh = try Self.load(files)
-        context.withLock { $0 = fresh }
+        context.withLockedValue { $0 = fresh }
     }
 
     /// TLS 1.2 and 1.3, HTTP/1.1, and client certificates when asked for.

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 #if canImport(Glibc)
@@ -10,23 +10,27 @@ import Testing
 /// test never blocks on a pipe; waits have deadlines, and a hung child fails the test.
 final class ChildProcess: Sendable {
     let process: Process
-    private let output = Mutex<String>("")
+    private let output = NIOLockedValueBox<String>("")
 
-    init(_ binary: String, _ arguments: [String]) throws {
+    /// Starts `binary` with `arguments`, and with `environment` added to the test's own.
+    init(_ binary: String, _ arguments: [String], environment: [String: String] = [:]) throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, added in added }
+        }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
         try process.run()
         let descriptor = pipe.fileHandleForReading.fileDescriptor
         Thread { [self] in
-            readPipe(descriptor) { bytes in self.output.withLock { $0 += String(decoding: bytes, as: UTF8.self) } }
+            readPipe(descriptor) { bytes in self.output.withLockedValue { $0 += String(decoding: bytes, as: UTF8.self) } }
         }.start()
     }
 
-    var text: String { output.withLock { $0 } }
+    var text: String { output.withLockedValue { $0 } }
 
     /// The first capture of `pattern` in the output, waiting up to 30 s for it.
     func await(_ pattern: String) async throws -> String {

@@ -45,11 +45,39 @@ struct CommandLineConventionsTests {
         #expect(unknown.stderr == "Error: no pending dead letter with id 99; see campaign-relay deadletter list\n", "\(unknown.stderr)")
     }
 
+    @Test("--log-format json: every stderr line a JSON object while results stay text; --json with --log-format text: the reverse")
+    func logFormat() throws {
+        let binary = try RelayBinary.path()
+        let directory = Self.scratch("cli-log-format")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let events = Data(#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d"}"#.utf8 + [0x0A])
+        let jsonLogs = try RelayBinary.run(binary, ["ingest", "-", "--data-dir", "\(directory)/a", "--log-format", "json"], input: events)
+        #expect(jsonLogs.status == 0, "\(jsonLogs.stderr)")
+        let lines = jsonLogs.stderr.split(separator: "\n")
+        #expect(!lines.isEmpty, "a new data directory is logged")
+        for line in lines {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object?["message"] is String && object?["level"] is String, "not a JSON log line: \(line)")
+        }
+        #expect(jsonLogs.stdout.hasPrefix("accepted 1 events"), "results stay text without --json: \(jsonLogs.stdout)")
+
+        let textLogs = try RelayBinary.run(binary, ["ingest", "-", "--data-dir", "\(directory)/b", "--json", "--log-format", "text"], input: events)
+        #expect(textLogs.status == 0, "\(textLogs.stderr)")
+        #expect(!textLogs.stderr.isEmpty && !textLogs.stderr.hasPrefix("{"), "text log lines: \(textLogs.stderr)")
+        #expect((try? JSONSerialization.jsonObject(with: Data(textLogs.stdout.utf8))) is [String: Any], "\(textLogs.stdout)")
+        let wrong = try RelayBinary.run(binary, ["ingest", "-", "--log-format", "xml"])
+        #expect(wrong.status == 64 && wrong.stderr.contains("xml"), "\(wrong.stderr)")
+    }
+
     @Test("usage errors keep exit 64 and the usage")
     func usageErrors() throws {
         let run = try RelayBinary.run(try RelayBinary.path(), ["serve", "--bind", "nonsense"])
         #expect(run.status == 64)
         #expect(run.stderr.contains("Usage: campaign-relay serve") || run.stderr.contains("USAGE:"), "\(run.stderr)")
+        let cache = try RelayBinary.run(try RelayBinary.path(), ["serve", "--aggregator-cache-mib", "0"])
+        #expect(cache.status == 64)
+        #expect(cache.stderr.hasPrefix("Error: --aggregator-cache-mib must be at least 1\n"), "\(cache.stderr)")
     }
 
     @Test("a port in use: exit 1, and the message names the address and what to do")

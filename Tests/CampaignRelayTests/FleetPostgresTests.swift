@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import RelayTestSupport
 import Synchronization
 import Testing
@@ -188,7 +189,7 @@ struct FleetPostgresTests {
 
     /// What the clients of `postgresDownUnderServe` got acknowledged, per delivery.
     final class ServeLoad: Sendable {
-        let acknowledged = Mutex<[String: Int]>([:])
+        let acknowledged = NIOLockedValueBox<[String: Int]>([:])
         let stopping = Atomic<Bool>(false)
     }
 
@@ -216,7 +217,7 @@ struct FleetPostgresTests {
                             if let answer = try? await http.post(url + "/v1/events", body, headers: [("Content-Type", "application/x-ndjson")]),
                                 answer.status == 200
                             {
-                                shared.acknowledged.withLock { $0["d\(client)", default: 0] += ids.count }
+                                shared.acknowledged.withLockedValue { $0["d\(client)", default: 0] += ids.count }
                             }
                             try? await Task.sleep(for: .milliseconds(2))
                         }
@@ -229,7 +230,7 @@ struct FleetPostgresTests {
         }
         try await postgres.stop()
         let stopped = ContinuousClock.now
-        let beforeOutage = shared.acknowledged.withLock { $0.values.reduce(0, +) }
+        let beforeOutage = shared.acknowledged.withLockedValue { $0.values.reduce(0, +) }
         // Within the outage /readyz says why counting waits (at once for a refused connection,
         // after the 5 s operation timeout for a query left without an answer).
         try await waitUntil("/readyz to report the failure", seconds: 9) {
@@ -245,7 +246,7 @@ struct FleetPostgresTests {
         #expect((state["lag"] as? Int ?? 0) > 0, "\(state)")
         let metrics = try await http.get(url + "/metrics").body
         #expect(metrics.contains("relay_postgres_errors_total"), "errors counted")
-        #expect(shared.acknowledged.withLock { $0.values.reduce(0, +) } - beforeOutage > 1000, "ingest went on while PostgreSQL was down")
+        #expect(shared.acknowledged.withLockedValue { $0.values.reduce(0, +) } - beforeOutage > 1000, "ingest went on while PostgreSQL was down")
         try await postgres.resume()
         try await Task.sleep(for: .seconds(2))
         shared.stopping.store(true, ordering: .relaxed)
@@ -257,7 +258,7 @@ struct FleetPostgresTests {
         await http.shutdown()
         relay.stop()
         let (fleet, _) = try await Self.fleetCounts(binary, postgres.url)
-        let sent = shared.acknowledged.withLock { $0 }
+        let sent = shared.acknowledged.withLockedValue { $0 }
         let counted = fleet.totals.mapValues { $0["open"] ?? 0 }
         // Every acknowledged event is counted; requests cut by nothing here, so counted == acknowledged.
         #expect(counted == sent, "counted \(counted), acknowledged \(sent)")

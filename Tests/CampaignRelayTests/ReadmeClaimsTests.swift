@@ -182,8 +182,8 @@ struct ReadmeClaimsTests {
         #expect(await running.emulator.recorder.distinctHits == 3150, "stats must not delete segments an upload has not read")
         await running.stop()
         // Every consumer passes the first segments (the uploader, and `aggregate` moving its
-        // cursor): they are deleted, and the log no longer starts at 1.
-        #expect(try await RelayBinary.run(binary, ["aggregate", "--data-dir", data]).status == 0)
+        // cursor): with --retain 0 they are deleted, and the log no longer starts at 1.
+        #expect(try await RelayBinary.run(binary, ["aggregate", "--retain", "0", "--data-dir", data]).status == 0)
         #expect(try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", data], input: Self.hits(3001...3010, delivery: "alpha")).status == 0)
         let refused = try await RelayBinary.run(binary, ["stats", "--rebuild", "--data-dir", data])
         #expect(refused.status == 1, "\(refused.stdout) \(refused.stderr)")

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 #if canImport(Glibc)
@@ -21,7 +21,7 @@ enum RelayBinary {
 
     /// Everything a pipe delivered, once its writer closed it.
     final class PipeContents: Sendable {
-        let data = Mutex<Data?>(nil)
+        let data = NIOLockedValueBox<Data?>(nil)
     }
 
     /// What a finished run printed and returned.
@@ -68,7 +68,7 @@ enum RelayBinary {
             Thread {
                 var data = Data()
                 readPipe(descriptor) { data.append(contentsOf: $0) }
-                box.data.withLock { $0 = data }
+                box.data.withLockedValue { $0 = data }
             }.start()
         }
         if let input {
@@ -91,8 +91,8 @@ enum RelayBinary {
         var stdout: Data?
         var stderr: Data?
         while stdout == nil || stderr == nil {
-            stdout = outputData.data.withLock { $0 }
-            stderr = errorData.data.withLock { $0 }
+            stdout = outputData.data.withLockedValue { $0 }
+            stderr = errorData.data.withLockedValue { $0 }
             if stdout == nil || stderr == nil { usleep(1000) }
         }
         return Outcome(

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOConcurrencyHelpers
 import RelayTestSupport
 import Synchronization
 import Testing
@@ -33,10 +34,10 @@ struct RelayChainKillTests {
             var tag: Int
         }
 
-        let state = Mutex(State())
+        let state = NIOLockedValueBox(State())
         let stopping = Atomic<Bool>(false)
 
-        var acknowledgedCount: Int { state.withLock { $0.acknowledged.count } }
+        var acknowledgedCount: Int { state.withLockedValue { $0.acknowledged.count } }
     }
 
     final class Ports: Sendable {
@@ -61,23 +62,23 @@ struct RelayChainKillTests {
             let tag = client == 3 ? 1 : 2
             if client < 2 {
                 ids = [next]
-                load.state.withLock { _ = $0.attempted.insert(next) }
+                load.state.withLockedValue { _ = $0.attempted.insert(next) }
                 answer = try? await http.get(edge() + "/r/?id=h\(String(next, radix: 16)),\(deliveryId),2")
             } else {
                 ids = Array(next..<next + 25)
                 let action = tag == 1 ? "impression" : "open"
                 let body = ids.map { #"{"kind":"track","action":"\#(action)","messageId":"\#($0)","deliveryId":"\#(deliveryId)"}"# }
                     .joined(separator: "\n")
-                load.state.withLock { $0.attempted.formUnion(ids) }
+                load.state.withLockedValue { $0.attempted.formUnion(ids) }
                 answer = try? await http.post(edge() + "/v1/events", body, headers: [("Content-Type", "application/x-ndjson")])
             }
             next += ids.count
             if answer?.status == 200 {
-                load.state.withLock { state in
+                load.state.withLockedValue { state in
                     for id in ids { state.acknowledged[id] = Load.Event(deliveryId: deliveryId, tag: tag) }
                 }
             } else {
-                load.state.withLock { $0.failures += 1 }
+                load.state.withLockedValue { $0.failures += 1 }
                 try? await Task.sleep(for: .milliseconds(20))
             }
         }
@@ -232,7 +233,7 @@ struct RelayChainKillTests {
         let duplicates = centralCount.values.filter { $0 > 1 }.count
         #expect(duplicates == 0, "\(duplicates) events twice at the central relay")
         #expect(Set(centralCount.keys) == Set(edgeSequences.keys), "the central relay holds exactly what the edge logged")
-        let (acknowledged, attempted, failures) = load.state.withLock { ($0.acknowledged, $0.attempted, $0.failures) }
+        let (acknowledged, attempted, failures) = load.state.withLockedValue { ($0.acknowledged, $0.attempted, $0.failures) }
         let missing = acknowledged.keys.filter { centralCount[$0] == nil }
         #expect(missing.isEmpty, "\(missing.count) acknowledged events missing at the central relay, e.g. \(missing.prefix(5))")
         #expect(centralCount.keys.allSatisfy { attempted.contains($0) }, "nothing invented")

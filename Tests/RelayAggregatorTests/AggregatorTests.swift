@@ -42,6 +42,92 @@ struct AggregatorTests {
         #expect(!deliveries.isEmpty && !registrations.isEmpty)
     }
 
+    @Test("a report is one snapshot: while the aggregator commits, the counts always hold exactly the events the positions cover")
+    func reportIsOneSnapshot() async throws {
+        let directory = temporaryDirectory("snapshot")
+        defer { removeTree(directory) }
+        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        let aggregator = try await Aggregator(log: log, dataDirectory: directory, batchSize: 5, logger: quietLogger)
+        _ = try await log.append([openHit(0, delivery: "d0")])
+        _ = try await aggregator.catchUp()
+        let queries = try await AggregateQueries(path: Aggregator.databasePath(dataDirectory: directory))
+        let writing = Task {
+            // 3,000 events in transactions of 5, each one hit of its own.
+            for start in stride(from: 1, to: 3_001, by: 50) {
+                _ = try await log.append((start..<start + 50).map { openHit($0, delivery: "d\($0 % 3)") })
+                _ = try await aggregator.catchUp()
+            }
+        }
+        var reports = 0
+        var mismatches: [String] = []
+        var finished = false
+        while !finished {
+            finished = await aggregator.nextSequence > 3_000
+            let report = try await queries.report()
+            let counted = report.deliveries.reduce(Int64(0)) { $0 + $1.impressions + $1.opens + $1.clicks }
+            let covered = Int64(report.sequences.count)
+            if counted != covered { mismatches.append("\(counted) counted, \(covered) covered") }
+            reports += 1
+        }
+        try await writing.value
+        await queries.close()
+        await aggregator.close()
+        await log.close()
+        #expect(reports > 50, "the reads must overlap the commits")
+        #expect(mismatches.isEmpty, "\(mismatches.count) of \(reports) reports mixed two states: \(mismatches.prefix(5))")
+    }
+
+    @Test("a cancelled catch-up stops after the batch under way, its position saved and its counts exact (a server's SIGTERM with a backlog)")
+    func cancelledCatchUpStops() async throws {
+        let directory = temporaryDirectory("cancel")
+        defer { removeTree(directory) }
+        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        for start in stride(from: 0, to: 200_000, by: 20_000) {
+            _ = try await log.append((start..<start + 20_000).map { openHit($0, delivery: "d\($0 % 5)") })
+        }
+        let aggregator = try await Aggregator(log: log, dataDirectory: directory, batchSize: 500, logger: quietLogger)
+        let catchingUp = Task { try await aggregator.catchUp() }
+        // Cancelled once the first batches are in: 400 transactions remain at that point.
+        while await aggregator.nextSequence < 2_001 { try await Task.sleep(for: .milliseconds(1)) }
+        catchingUp.cancel()
+        let summary = try await catchingUp.value
+        let next = await aggregator.nextSequence
+        #expect(summary.endPosition == next)
+        #expect(next < 100_001, "the catch-up went on to \(next) after its cancellation")
+        await aggregator.close()
+        #expect(await log.cursorPosition(Aggregator.cursorName) == next)
+        await log.close()
+        let (deliveries, _) = try await read(directory)
+        #expect(deliveries.reduce(Int64(0)) { $0 + $1.opens } == Int64(next - 1), "counts exactly the events before the position")
+    }
+
+    @Test("SDK hits committed one by one are all counted, the one whose frame crosses the preallocated end included")
+    func oneByOneAcrossPreallocationSteps() async throws {
+        let directory = temporaryDirectory("one-by-one")
+        defer { removeTree(directory) }
+        // The segment grows 512 bytes at a time: some single-event frames start before the size
+        // the aggregator's reader last measured and end after it.
+        let log = try await WriteAheadLog.open(
+            dataDirectory: directory, configuration: LogConfiguration(preallocationStep: 512), logger: quietLogger)
+        var aggregator = try await Aggregator(log: log, dataDirectory: directory, logger: quietLogger)
+        var skipped: UInt64 = 0
+        for id in 0..<200 {
+            _ = try await log.append([openHit(1000 + id, delivery: "d0")])
+            skipped += try await aggregator.catchUp().skippedSequences
+            if id % 2 == 1 {
+                // A restart (`serve` after kill -9) goes on from the stored position with a new reader.
+                await aggregator.close()
+                aggregator = try await Aggregator(log: log, dataDirectory: directory, logger: quietLogger)
+            }
+        }
+        #expect(skipped == 0)
+        #expect(await aggregator.nextSequence == 201)
+        await aggregator.close()
+        await log.close()
+        let row = try #require(try await read(directory).0.first)
+        #expect([row.opens, row.uniqueOpens] == [200, 200])
+    }
+
     @Test("duplicate hits raise totals but not unique counts")
     func uniqueVersusTotal() async throws {
         let directory = temporaryDirectory("unique")
@@ -143,7 +229,8 @@ struct AggregatorTests {
         let directory = temporaryDirectory("trimmed")
         defer { removeTree(directory) }
         let log = try await WriteAheadLog.open(
-            dataDirectory: directory, configuration: LogConfiguration(segmentBytes: 4096, compressionLevel: 0), logger: quietLogger)
+            dataDirectory: directory, configuration: LogConfiguration(segmentBytes: 4096, compressionLevel: 0, retention: .none),
+            logger: quietLogger)
         for _ in 0..<10 { _ = try await log.append(try MixedEvents.make(count: 100, seed: 5)) }
         try await log.commitCursor("uploader", to: 1001)
         #expect(await log.oldestSequence > 1)

@@ -1,3 +1,4 @@
+import CampaignProtocol
 import Testing
 
 @testable import RelayForwarding
@@ -38,6 +39,8 @@ struct RetryPolicyTests {
         #expect(RetryAfter.delay("999999999", now: now) == RetryAfter.maximum)
         #expect(RetryAfter.delay("soon", now: now) == nil)
         #expect(RetryAfter.delay("-5", now: now) == nil)
+        #expect(RetryAfter.parseHTTPDate("Sun Nov  6 -22:49:37 1994") == nil, "a negative hour is no time")
+        #expect(RetryAfter.parseHTTPDate("Sun Nov  6 +8:49:37 1994") == nil, "a signed hour is no time")
     }
 
     @Test("full-jitter backoff stays within min(cap, base·2^n) and spreads")

@@ -58,6 +58,35 @@ struct UploadLaneStateMachineTests {
         }
     }
 
+    @Test(
+        "the oldest owed event is the one at the lane's position: out-of-order completions do not move it, passed-over events are not owed, nil once all are done"
+    )
+    func oldestOwedEvent() {
+        var machine = UploadLaneStateMachine(settings: Self.settings(concurrency: 3), start: 1)
+        // Event i happened at second 100 + i; event 2 is a registration, which the tracking lane passes over.
+        let log = (1...5).map { index in
+            let time = EventTime(nanosecondsSinceEpoch: Int64(100 + index) * 1_000_000_000)
+            guard index != 2 else { return SequencedEvent(sequence: 2, event: registration(token: "t", time: time)) }
+            guard case .tracking(var hit) = hit(index) else { return SequencedEvent(sequence: UInt64(index), event: hit(index)) }
+            hit.time = time
+            return SequencedEvent(sequence: UInt64(index), event: .tracking(hit))
+        }
+        #expect(machine.oldestOwedTime() == nil, "nothing read, nothing owed")
+        #expect(Self.step(&machine, log: log, limit: 6) == ["read 1", "send 1", "send 3", "send 4", "await"])
+        #expect(machine.oldestOwedTime()?.nanosecondsSinceEpoch == 101_000_000_000)
+        machine.completed(.done(3))
+        machine.completed(.done(4))
+        _ = Self.step(&machine, log: log, limit: 6)
+        #expect(machine.oldestOwedTime()?.nanosecondsSinceEpoch == 101_000_000_000, "event 1 still holds the position")
+        machine.completed(.done(1))
+        _ = Self.step(&machine, log: log, limit: 6)
+        #expect(machine.progress.contiguous == 5)
+        #expect(machine.oldestOwedTime()?.nanosecondsSinceEpoch == 105_000_000_000, "past the passed-over registration, to event 5")
+        machine.completed(.done(5))
+        _ = Self.step(&machine, log: log, limit: 6)
+        #expect(machine.oldestOwedTime() == nil)
+    }
+
     @Test("an event backing off holds back neither the events behind it nor their sends; the cursor waits for it")
     func perEventRetries() {
         var machine = UploadLaneStateMachine(settings: Self.settings(concurrency: 2), start: 1)

@@ -58,7 +58,8 @@ struct UploaderTests {
         let store = try await ForwardingStore(dataDirectory: directory)
         let host = try CampaignHost(parsing: running.url, role: "test")
         let uploader = try Uploader(
-            source: .range(walDirectory: LogLayout(dataDirectory: directory).walDirectory, sequences: 101..<603, times: nil), trackingHost: host,
+            source: .range(walDirectory: LogLayout(dataDirectory: directory).walDirectory, archiveDirectory: nil, sequences: 101..<603, times: nil),
+            trackingHost: host,
             marketingHost: host, store: store, configuration: UploadConfiguration(), deduplicates: false, logger: quietLogger
         )
         try await uploader.run(until: nil)
@@ -220,4 +221,48 @@ struct UploaderTests {
         #expect(await recorder.countsByDelivery["f0190"] == ["1": 200, "2": 200])
         await running.stop()
     }
+    @Test("an upload lane that starts while a group commit is under way sends from its cursor, not from the log's durable end")
+    func startDuringAGroupCommit() async throws {
+        let running = try await RunningEmulator.start()
+        let directory = temporaryDirectory("start-during-commit")
+        defer { removeTree(directory) }
+        // The log on a file system whose fdatasync can be held; the forwarding store on disk.
+        let fileSystem = SimulatedFileSystem()
+        let log = try await WriteAheadLog.open(dataDirectory: directory, fileSystem: fileSystem, logger: quietLogger)
+        try await log.registerCursor(UploadLane.Kind.tracking.cursorName)  // as `serve` does before its lanes start
+        _ = try await log.append((1...100).map { hit($0) })
+        // `serve` under load: a group commit is under way (the writer is on the I/O thread) when the lane starts.
+        fileSystem.holdSynchronize()
+        let append = Task { try await log.append((101...110).map { hit($0) }) }
+        try await pollUntil("the append's fdatasync to start") { fileSystem.synchronizeCallsWaiting == 1 }
+        let store = try await ForwardingStore(dataDirectory: directory)
+        let host = try CampaignHost(parsing: running.url, role: "test")
+        let uploader = try Uploader(
+            log: log, trackingHost: host, marketingHost: nil, store: store, configuration: UploadConfiguration(), logger: quietLogger)
+        let tracking = try #require(await uploader.lanes.first)
+        let run = Task { try await uploader.run(until: 111) }
+        try await pollUntil("the lane's first read of the log") { await tracking.stats.end == 101 }
+        fileSystem.releaseSynchronize()
+        #expect(try await append.value == 101..<111)
+        try await run.value
+        let (distinct, accepted) = (await running.emulator.recorder.distinctHits, await running.emulator.recorder.acceptedHits)
+        #expect(distinct == 110, "hits 1...100 were durable before the lane started and must be sent")
+        #expect(accepted == 110)
+        let delivered = await tracking.stats.delivered
+        #expect(delivered == 110)
+        #expect(await log.cursorPosition(UploadLane.Kind.tracking.cursorName) == 111)
+        await log.close()
+        await running.stop()
+    }
+}
+
+/// Waits until `condition` holds, checking every millisecond, for at most 30 s; records what was
+/// awaited when the time runs out.
+func pollUntil(_ what: String, _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(30)
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(1))
+    }
+    Issue.record("gave up after 30 s waiting for \(what)")
 }

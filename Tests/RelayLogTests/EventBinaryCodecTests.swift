@@ -185,28 +185,36 @@ struct EventBinaryCodecTests {
         #expect(decoded == events)
     }
 
-    @Test("a group commit larger than 1 MiB of encoding is split into frames that each restart the time deltas")
-    func groupSplitsIntoFrames() throws {
-        // Three appenders; about 2.6 MiB of encoding in all, with times that differ from frame to frame.
+    @Test(
+        "a group commit of more than 1 MiB of encoding or more than 4,096 events is split into frames that each restart the time deltas",
+        arguments: [false, true])
+    func groupSplitsIntoFrames(largeEvents: Bool) throws {
+        // Three appenders; about 2.6 MiB of encoding in all, with times that differ from frame to
+        // frame. Large events reach 1 MiB in fewer than 4,096 events; small ones reach 4,096
+        // events first.
         func event(_ number: Int64) -> Event {
             let time = EventTime(nanosecondsSinceEpoch: 1_700_000_000_000_000_000 + number * 1_000_003, fractionDigits: 6)
+            let delivery = largeEvents ? "delivery-\(number % 977)-" + String(repeating: "x", count: 300) : "delivery-\(number % 977)"
             let hit = TrackingEvent(
-                action: .open, messageId: MessageID(decimal: number * 7919), deliveryId: "delivery-\(number % 977)", integrationKey: nil, time: time
-            )
+                action: .open, messageId: MessageID(decimal: number * 7919), deliveryId: delivery, integrationKey: nil, time: time)
             return .tracking(hit)
         }
-        let groups: [[Event]] = (0..<3).map { group in (0..<45_000).map { event(Int64(group * 45_000 + $0)) } }
+        let perGroup = largeEvents ? 3_000 : 45_000
+        let groups: [[Event]] = (0..<3).map { group in (0..<perGroup).map { event(Int64(group * perGroup + $0)) } }
         let (bytes, frameCount) = Frame.encodeGroup(groups, firstSequence: 1000, compressionLevel: 1)
         var offset = 0
         var next: UInt64 = 1000
         var decoded: [Event] = []
         var frames = 0
         var lengths: [Int] = []
+        var counts: [Int] = []
         while offset < bytes.count {
             let header = try bytes[offset..<(offset + FrameHeader.size)].withUnsafeBufferPointer { FrameHeader.decode($0) }.get()
             #expect(header.firstSequence == next)
-            #expect(Int(header.uncompressedLength) < Frame.maximumUncompressedBytes + 64, "a frame passes the limit by at most one event")
+            #expect(Int(header.uncompressedLength) < Frame.maximumUncompressedBytes + 400, "a frame passes the limit by at most one event")
+            #expect(header.eventCount <= UInt32(Frame.maximumEvents))
             lengths.append(Int(header.uncompressedLength))
+            counts.append(Int(header.eventCount))
             let stored = Array(bytes[(offset + FrameHeader.size)..<(offset + header.frameSize)])
             // Each frame decodes on its own: its first time delta is from 0.
             decoded += try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in
@@ -217,10 +225,15 @@ struct EventBinaryCodecTests {
             frames += 1
         }
         #expect(frames == frameCount)
-        // Split only where needed: every frame but the last reached the limit.
-        #expect(frames >= 3)
-        #expect(lengths.dropLast().allSatisfy { $0 >= Frame.maximumUncompressedBytes })
-        #expect(next == 1000 + 135_000)
+        // Split only where needed: every frame but the last reached the limit that applies.
+        if largeEvents {
+            #expect(frames == 3)
+            #expect(lengths.dropLast().allSatisfy { $0 >= Frame.maximumUncompressedBytes })
+        } else {
+            #expect(frames == (135_000 + Frame.maximumEvents - 1) / Frame.maximumEvents)
+            #expect(counts.dropLast().allSatisfy { $0 == Frame.maximumEvents })
+        }
+        #expect(next == 1000 + UInt64(3 * perGroup))
         #expect(decoded == groups.flatMap { $0 })
     }
 
@@ -290,5 +303,44 @@ struct WireFormCodecTests {
             return
         }
         #expect(hit.messageId.wireForm == "05")
+    }
+
+    /// Found by the event-codec fuzz target: a count taken from a damaged or forged frame header
+    /// reserved memory for that many events before reading one (0x452c0f7728 bytes for 29 bytes of
+    /// payload), and the process died. A count the payload cannot hold is now refused first.
+    @Test("a count larger than the payload's bytes is refused before anything is reserved")
+    func impossibleCount() throws {
+        let payload = EventBinaryCodec.encode([TestEvents.tracking(1)])
+        #expect(try EventBinaryCodec.decode(payload, count: 1).count == 1)
+        do {
+            _ = try EventBinaryCodec.decode(payload, count: 1 << 40)
+            Issue.record("a count of 2^40 events in \(payload.count) bytes was accepted")
+        } catch {
+            #expect(error.offset == 0)
+            #expect(error.reason == "1099511627776 events cannot fit in \(payload.count) payload bytes")
+        }
+    }
+
+    /// Found by the event-codec fuzz target: wrapper tags (origin, chain origin, request identity)
+    /// were refused as nested only after decoding what they wrap, so a run of them recursed once
+    /// per two bytes and overflowed the stack (1,188 bytes were enough under AddressSanitizer; a
+    /// relay batch may hold 64 MiB). The depth is checked before each level now.
+    @Test("a run of wrapper tags is refused at the fourth, without recursing through the rest")
+    func wrapperRun() throws {
+        let event = EventBinaryCodec.encode([TestEvents.tracking(1)])
+        let run = [UInt8]((0..<100_000).flatMap { _ in [EventBinaryCodec.originTag, 1] }) + event
+        do {
+            _ = try EventBinaryCodec.decode(run, count: 1)
+            Issue.record("200,000 bytes of origin tags were accepted")
+        } catch {
+            #expect(error.offset == 7)
+            #expect(error.reason == "more than 3 wrappers around one event")
+        }
+        // Three wrappers, each kind once, still decode.
+        var wrapped = TestEvents.tracking(2)
+        wrapped.origin = EventOrigin(sequence: 9)
+        wrapped.request = RequestIdentity(key: "k", index: 0)
+        let bytes = EventBinaryCodec.encode([wrapped])
+        #expect(try EventBinaryCodec.decode(bytes, count: 1) == [wrapped])
     }
 }

@@ -164,4 +164,22 @@ struct FaultInjectionTests {
         }
         await reopened.close()
     }
+
+    @Test("a roll that fails after its rename (the directory sync): later appends never go on in the previous segment, which the new one supersedes")
+    func rollFailsAfterRename() async throws {
+        let fileSystem = SimulatedFileSystem()
+        // 4 KiB segments: 2,000 uncompressed events need a roll; 3 still fit the first segment.
+        let log = try await open(fileSystem, LogConfiguration(segmentBytes: 4096, compressionLevel: 0, preallocateSegments: false))
+        _ = try await log.append((1...5).map { TestEvents.tracking($0) })
+        // The roll writes, syncs and renames 00000000000000000006.wal; its directory sync fails.
+        fileSystem.fail(.synchronizeDirectory, errno: EIO)
+        await #expect(throws: LogError.self) { try await log.append((100...2099).map { TestEvents.tracking($0) }) }
+        let acknowledged = try await log.append((300...302).map { TestEvents.tracking($0) })
+        #expect(acknowledged == 6..<9)
+        await log.close()
+
+        let (events, _) = try readAll(dataDirectory, fileSystem: fileSystem)
+        #expect(events.map(\.sequence) == Array(1...8))
+        #expect(events.compactMap { TestEvents.id(of: $0.event) } == [1, 2, 3, 4, 5, 300, 301, 302], "every acknowledged event is read back")
+    }
 }

@@ -166,6 +166,34 @@ struct RecoveryTests {
         #expect(events.first?.sequence == 101)
     }
 
+    @Test("one flipped bit anywhere in a large group commit costs at most one frame of 4,096 events; restored, nothing is lost")
+    func bitFlipBlastRadius() async throws {
+        let directory = temporaryDirectory("blast")
+        defer { removeTree(directory) }
+        // One append of 20,000 small events: one group commit, which the writer splits into frames
+        // of at most 4,096 events (1 MiB of encoding would hold all 20,000 in one).
+        let log = try await open(directory)
+        _ = try await log.append((1...20_000).map { TestEvents.tracking($0) })
+        await log.close()
+        let wal = LogLayout(dataDirectory: directory).walDirectory
+        let segment = "\(wal)/" + (try #require(try fileSystem.listDirectory(wal).first { $0.hasSuffix(".wal") }))
+        let clean = try LogVerifier.verify(walDirectory: wal)
+        #expect(clean.events == 20_000)
+        #expect(clean.frames == 5)
+        var random = SeededGenerator(seed: 16)
+        var mostLost = 0
+        for _ in 0..<40 {
+            let offset = Int64.random(in: 0..<clean.bytes, using: &random)
+            try flip(segment, at: offset)
+            let damaged = try LogVerifier.verify(walDirectory: wal)
+            try flip(segment, at: offset)
+            mostLost = max(mostLost, 20_000 - damaged.events)
+            #expect(20_000 - damaged.events <= Frame.maximumEvents, "a flip at offset \(offset) lost \(20_000 - damaged.events) events")
+        }
+        #expect(mostLost > 0, "some flips must land in frames")
+        #expect(try LogVerifier.verify(walDirectory: wal).events == 20_000)
+    }
+
     @Test("a damaged cursor file is quarantined and reset to 0, so nothing is deleted too early")
     func damagedCursor() async throws {
         let directory = temporaryDirectory("cursor")
@@ -200,6 +228,24 @@ struct RecoveryTests {
             return true
         }
         await log.close()
+    }
+
+    @Test("closing the log's lock releases it at once, even while a copy of the descriptor lives on (a child being spawned holds one until exec)")
+    func lockReleasedDespiteACopiedDescriptor() async throws {
+        let directory = temporaryDirectory("lock-copy")
+        defer { removeTree(directory) }
+        let lockFile = LogLayout(dataDirectory: directory).lockFile
+        try PosixFileSystem().createDirectory(LogLayout(dataDirectory: directory).walDirectory)
+        let held = try #require(try PosixFileSystem().lockExclusively(lockFile) as? PosixFileHandle)
+        // What a process spawned by another thread right now gets: a copy of the descriptor, the
+        // same open file description.
+        let copy = dup(held.descriptor)
+        try #require(copy >= 0)
+        defer { close(copy) }
+        held.close()
+        let again = try PosixFileSystem().lockExclusively(lockFile)
+        #expect(again != nil)
+        again?.close()
     }
 
     @Test("a lock held for a moment by another open file is waited for; one held past lockWait is refused after the wait")

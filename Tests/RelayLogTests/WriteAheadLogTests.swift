@@ -91,11 +91,34 @@ struct WriteAheadLogTests {
         await log.close()
     }
 
+    @Test("a reader tailing the log reads the frame that crosses the end of the preallocated space it last measured")
+    func tailingAcrossAPreallocationStep() async throws {
+        let directory = temporaryDirectory("tail-step")
+        defer { removeTree(directory) }
+        // One event per commit, as SDK hits arrive; the segment grows 512 bytes at a time, so
+        // some frames start before the size the reader measured and end after it.
+        let log = try await WriteAheadLog.open(
+            dataDirectory: directory, configuration: LogConfiguration(preallocationStep: 512), logger: quietLogger)
+        var reader = LogReader(walDirectory: "\(directory)/wal", from: 1)
+        var notReadAtOnce: [UInt64] = []
+        for id in 0..<200 {
+            let appended = try await log.append([TestEvents.tracking(Int64(id))])
+            // Every consumer (aggregator, upload lane) takes an empty read below the durable end
+            // for damage and moves past it: the event must come back at once.
+            let batch = try reader.read(maximumEvents: 100, below: await log.durableSequence)
+            if batch.events.map(\.sequence) != [appended.lowerBound] { notReadAtOnce.append(appended.lowerBound) }
+        }
+        #expect(notReadAtOnce == [])
+        #expect(reader.position == 201)
+        await log.close()
+    }
+
     @Test("segments are deleted only when every cursor has passed them")
     func retentionFollowsCursors() async throws {
         let fileSystem = SimulatedFileSystem()
         let log = try await WriteAheadLog.open(
-            dataDirectory: "/d", configuration: LogConfiguration(segmentBytes: 1200, compressionLevel: 0), fileSystem: fileSystem, logger: quietLogger
+            dataDirectory: "/d", configuration: LogConfiguration(segmentBytes: 1200, compressionLevel: 0, retention: .none), fileSystem: fileSystem,
+            logger: quietLogger
         )
         try await log.registerCursor("aggregator")
         try await log.registerCursor("uploader")
@@ -113,6 +136,38 @@ struct WriteAheadLogTests {
         let (events, _) = try readAll("/d", fileSystem: fileSystem, from: before[2])
         #expect(events.first?.sequence == before[2])
         #expect(events.last?.sequence == 240)
+        await log.close()
+    }
+
+    @Test("the oldest sequence kept stays put while a group commit or a segment deletion holds the writer")
+    func oldestSequenceWhileTheWriterIsAway() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let log = try await WriteAheadLog.open(
+            dataDirectory: "/oldest", configuration: LogConfiguration(segmentBytes: 1200, compressionLevel: 0, retention: .none),
+            fileSystem: fileSystem,
+            logger: quietLogger
+        )
+        try await log.registerCursor("uploader")
+        for batch in 0..<12 { _ = try await log.append((1...20).map { TestEvents.tracking(Int64(batch * 20) + $0) }) }
+        let starts = try fileSystem.listDirectory("/oldest/wal").compactMap(SegmentHeader.firstSequence(fromFileName:)).sorted()
+        #expect(starts.count >= 4)
+        #expect(await log.oldestSequence == 1)
+        #expect(await log.durableSequence == 241)
+        // A group commit takes the writer to the I/O thread until its fdatasync returns. A consumer
+        // starting meanwhile (an upload lane starts at max(cursor, oldestSequence)) must not be told
+        // that the log begins at its durable end: it would pass over every event it had not sent.
+        fileSystem.holdSynchronize()
+        let append = Task { try await log.append([TestEvents.tracking(241)]) }
+        try await waitFor("the append's fdatasync to start") { fileSystem.synchronizeCallsWaiting == 1 }
+        #expect(await log.durableSequence == 241)
+        let oldestDuringCommit = await log.oldestSequence
+        #expect(oldestDuringCommit == 1, "the log still holds sequence 1 while a commit is under way")
+        fileSystem.releaseSynchronize()
+        #expect(try await append.value == 241..<242)
+        #expect(await log.oldestSequence == 1)
+        // After a deletion, the oldest sequence is the first one of the segment left first.
+        try await log.commitCursor("uploader", to: starts[2])
+        #expect(await log.oldestSequence == starts[2])
         await log.close()
     }
 }

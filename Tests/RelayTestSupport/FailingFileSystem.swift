@@ -1,5 +1,5 @@
+import NIOConcurrencyHelpers
 public import RelayLog
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -19,34 +19,34 @@ public final class FailingFileSystem: FileSystem {
     }
 
     private let base = PosixFileSystem()
-    private let failures = Mutex<[Operation: Int32]>([:])
-    private let crash = Mutex<(countdown: Int?, point: String?)>((nil, nil))
+    private let failures = NIOLockedValueBox<[Operation: Int32]>([:])
+    private let crash = NIOLockedValueBox<(countdown: Int?, point: String?)>((nil, nil))
 
     /// A file system that fails nothing yet.
     public init() {}
 
     /// From now on, every `operation` fails with `errno`.
     public func fail(_ operation: Operation, errno code: Int32) {
-        failures.withLock { $0[operation] = code }
+        failures.withLockedValue { $0[operation] = code }
     }
 
     /// Stops every failure.
     public func heal() {
-        failures.withLock { $0 = [:] }
+        failures.withLockedValue { $0 = [:] }
     }
 
     /// Makes the `count`-th mutating call from now (create, rename, remove, directory sync, write,
     /// truncate, fdatasync) and every call after it fail as if the process had died there.
     public func crash(afterOperations count: Int) {
-        crash.withLock { $0 = (count, nil) }
+        crash.withLockedValue { $0 = (count, nil) }
     }
 
     /// The call the crash stopped (`"rename a -> b"`), once it has happened.
-    public var crashPoint: String? { crash.withLock { $0.point } }
+    public var crashPoint: String? { crash.withLockedValue { $0.point } }
 
     /// Counts a mutating call towards the crash, and fails it once the crash has happened.
     func mutating(_ name: String, _ path: String) throws(FileSystemError) {
-        let crashed = crash.withLock { state -> Bool in
+        let crashed = crash.withLockedValue { state -> Bool in
             if state.point != nil { return true }
             guard let countdown = state.countdown else { return false }
             if countdown <= 1 {
@@ -60,7 +60,7 @@ public final class FailingFileSystem: FileSystem {
     }
 
     func check(_ operation: Operation, _ name: String, _ path: String) throws(FileSystemError) {
-        guard let code = failures.withLock({ $0[operation] }) else { return }
+        guard let code = failures.withLockedValue({ $0[operation] }) else { return }
         throw FileSystemError(operation: name, path: path, errno: code, reason: "injected \(String(cString: strerror(code)))")
     }
 

@@ -1,5 +1,5 @@
+import NIOConcurrencyHelpers
 public import RelayLog
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -65,18 +65,18 @@ public final class SimulatedFileSystem: FileSystem {
         var failures: [Operation: (errno: Int32, remaining: Int)] = [:]
     }
 
-    let state: Mutex<State>
-    private let syncGate = Mutex<(held: Bool, waiting: Int)>((false, 0))
+    let state: NIOLockedValueBox<State>
+    private let syncGate = NIOLockedValueBox<(held: Bool, waiting: Int, pathsContaining: String?)>((false, 0, nil))
 
     /// An empty file system (the root directory exists).
     public init() {
         var initial = State()
         initial.directories["/"] = Directory()
-        state = Mutex(initial)
+        state = NIOLockedValueBox(initial)
     }
 
     init(state: State) {
-        self.state = Mutex(state)
+        self.state = NIOLockedValueBox(state)
     }
 
     // MARK: Fault injection
@@ -84,7 +84,7 @@ public final class SimulatedFileSystem: FileSystem {
     /// Makes the `count`-th mutating operation from now (and every call after it) fail as if the
     /// process had died there; the operation itself does not happen.
     public func crash(afterOperations count: Int) {
-        state.withLock {
+        state.withLockedValue {
             $0.crashAfter = $0.operations + count
         }
     }
@@ -92,31 +92,31 @@ public final class SimulatedFileSystem: FileSystem {
     /// Crashes at the `occurrence`-th call of `operation` from now on (1 = the next one), to land
     /// a crash on a rare transition (a segment deletion) for certain.
     public func crash(onOperation operation: Operation, occurrence: Int) {
-        state.withLock { $0.crashOn = (operation, ($0.operationCounts[operation] ?? 0) + occurrence) }
+        state.withLockedValue { $0.crashOn = (operation, ($0.operationCounts[operation] ?? 0) + occurrence) }
     }
 
     /// Stops the "process" now: every later call fails.
     public func crashNow() {
-        state.withLock { $0.crashed = true }
+        state.withLockedValue { $0.crashed = true }
     }
 
     /// Whether the simulated crash has happened.
-    public var hasCrashed: Bool { state.withLock { $0.crashed } }
+    public var hasCrashed: Bool { state.withLockedValue { $0.crashed } }
 
     /// The call the crash interrupted (set by ``crash(afterOperations:)`` when it triggers).
-    public var crashPoint: (operation: Operation, path: String)? { state.withLock { $0.crashPoint } }
+    public var crashPoint: (operation: Operation, path: String)? { state.withLockedValue { $0.crashPoint } }
 
     /// Mutating operations performed so far.
-    public var operationCount: Int { state.withLock { $0.operations } }
+    public var operationCount: Int { state.withLockedValue { $0.operations } }
 
     /// Makes the next `times` calls of `operation` fail with `errno` (e.g. `EIO`, `ENOSPC`).
     public func fail(_ operation: Operation, errno code: Int32, times: Int = 1) {
-        state.withLock { $0.failures[operation] = (code, times) }
+        state.withLockedValue { $0.failures[operation] = (code, times) }
     }
 
     /// Stops injecting failures.
     public func clearFailures() {
-        state.withLock { $0.failures = [:] }
+        state.withLockedValue { $0.failures = [:] }
     }
 
     /// What ``crashedCopy(using:)`` did to the sectors of the unsynced writes and to the truncations.
@@ -163,7 +163,7 @@ public final class SimulatedFileSystem: FileSystem {
     public func crashedCopyWithReport(
         using generator: inout some RandomNumberGenerator
     ) -> (fileSystem: SimulatedFileSystem, report: PowerLossReport) {
-        let snapshot = state.withLock { $0 }
+        let snapshot = state.withLockedValue { $0 }
         var next = State()
         var report = PowerLossReport()
         next.nextInode = snapshot.nextInode
@@ -240,7 +240,7 @@ public final class SimulatedFileSystem: FileSystem {
 
     /// Flips one bit of a file, in both its durable and current content (media damage).
     public func flipBit(_ path: String, byte offset: Int, bit: Int) {
-        state.withLock { state in
+        state.withLockedValue { state in
             let (directory, name) = Self.split(path)
             guard let id = state.directories[directory]?.current[name], var inode = state.inodes[id] else { return }
             if offset < inode.current.count { inode.current[offset] ^= UInt8(1 << bit) }
@@ -251,7 +251,7 @@ public final class SimulatedFileSystem: FileSystem {
 
     /// The current content of a file, or `nil` when it does not exist.
     public func contents(_ path: String) -> [UInt8]? {
-        state.withLock { state in
+        state.withLockedValue { state in
             let (directory, name) = Self.split(path)
             guard let id = state.directories[directory]?.current[name] else { return nil }
             return state.inodes[id]?.current
@@ -261,7 +261,7 @@ public final class SimulatedFileSystem: FileSystem {
     // MARK: FileSystem
 
     public func createDirectory(_ path: String) throws(FileSystemError) {
-        try state.withLock { (state: inout State) throws(FileSystemError) in
+        try state.withLockedValueTyped { (state: inout State) throws(FileSystemError) in
             try Self.checkAlive(&state, "mkdir", path)
             var prefix = ""
             for component in path.split(separator: "/") {
@@ -272,7 +272,7 @@ public final class SimulatedFileSystem: FileSystem {
     }
 
     public func listDirectory(_ path: String) throws(FileSystemError) -> [String] {
-        try state.withLock { (state: inout State) throws(FileSystemError) in
+        try state.withLockedValueTyped { (state: inout State) throws(FileSystemError) in
             try Self.checkAlive(&state, "opendir", path)
             guard let directory = state.directories[Self.normalize(path)] else { throw Self.error("opendir", path, ENOENT) }
             return Array(directory.current.keys)
@@ -280,7 +280,7 @@ public final class SimulatedFileSystem: FileSystem {
     }
 
     public func exists(_ path: String) -> Bool {
-        state.withLock { state in
+        state.withLockedValue { state in
             let normalized = Self.normalize(path)
             if state.directories[normalized] != nil { return true }
             let (directory, name) = Self.split(normalized)
@@ -289,7 +289,7 @@ public final class SimulatedFileSystem: FileSystem {
     }
 
     public func open(_ path: String, create: Bool) throws(FileSystemError) -> any FileHandle {
-        try state.withLock { (state: inout State) throws(FileSystemError) -> any FileHandle in
+        try state.withLockedValueTyped { (state: inout State) throws(FileSystemError) -> any FileHandle in
             try Self.checkAlive(&state, "open", path)
             let (directoryPath, name) = Self.split(path)
             guard var directory = state.directories[directoryPath] else { throw Self.error("open", path, ENOENT) }
@@ -307,7 +307,7 @@ public final class SimulatedFileSystem: FileSystem {
     }
 
     public func rename(_ source: String, to destination: String) throws(FileSystemError) {
-        try state.withLock { (state: inout State) throws(FileSystemError) in
+        try state.withLockedValueTyped { (state: inout State) throws(FileSystemError) in
             try Self.checkAlive(&state, "rename", source)
             let (sourceDirectory, sourceName) = Self.split(source)
             let (destinationDirectory, destinationName) = Self.split(destination)
@@ -325,7 +325,7 @@ public final class SimulatedFileSystem: FileSystem {
     }
 
     public func remove(_ path: String) throws(FileSystemError) {
-        try state.withLock { (state: inout State) throws(FileSystemError) in
+        try state.withLockedValueTyped { (state: inout State) throws(FileSystemError) in
             try Self.checkAlive(&state, "unlink", path)
             let (directoryPath, name) = Self.split(path)
             guard var directory = state.directories[directoryPath], directory.current[name] != nil else { throw Self.error("unlink", path, ENOENT) }
@@ -337,7 +337,7 @@ public final class SimulatedFileSystem: FileSystem {
     }
 
     public func synchronizeDirectory(_ path: String) throws(FileSystemError) {
-        try state.withLock { (state: inout State) throws(FileSystemError) in
+        try state.withLockedValueTyped { (state: inout State) throws(FileSystemError) in
             try Self.checkAlive(&state, "fsync", path)
             let normalized = Self.normalize(path)
             guard var directory = state.directories[normalized] else { throw Self.error("fsync", path, ENOENT) }
@@ -364,7 +364,7 @@ public final class SimulatedFileSystem: FileSystem {
     // MARK: File operations (called by handles)
 
     func write(_ inode: Int, _ bytes: [UInt8], at offset: Int64, path: String) throws(FileSystemError) {
-        try state.withLock { (state: inout State) throws(FileSystemError) in
+        try state.withLockedValueTyped { (state: inout State) throws(FileSystemError) in
             try Self.checkAlive(&state, "pwrite", path)
             try Self.count(&state, .write, path)
             guard var file = state.inodes[inode] else { throw Self.error("pwrite", path, EBADF) }
@@ -376,7 +376,7 @@ public final class SimulatedFileSystem: FileSystem {
     }
 
     func truncate(_ inode: Int, to size: Int64, path: String) throws(FileSystemError) {
-        try state.withLock { (state: inout State) throws(FileSystemError) in
+        try state.withLockedValueTyped { (state: inout State) throws(FileSystemError) in
             try Self.checkAlive(&state, "ftruncate", path)
             try Self.count(&state, .truncate, path)
             guard var file = state.inodes[inode] else { throw Self.error("ftruncate", path, EBADF) }
@@ -387,26 +387,33 @@ public final class SimulatedFileSystem: FileSystem {
         }
     }
 
-    /// Makes every fdatasync wait until ``releaseSynchronize()``, as a slow disk would, so a test
-    /// can pile appends up behind one sync.
-    public func holdSynchronize() { syncGate.withLock { $0.held = true } }
+    /// Makes every fdatasync (of a path containing `pathsContaining`, when given) wait until
+    /// ``releaseSynchronize()``, as a slow disk would, so a test can pile appends up behind one
+    /// sync, or hold one thread's syncs and not another's.
+    public func holdSynchronize(pathsContaining: String? = nil) {
+        syncGate.withLockedValue {
+            $0.held = true
+            $0.pathsContaining = pathsContaining
+        }
+    }
 
     /// Lets held and later fdatasyncs through.
-    public func releaseSynchronize() { syncGate.withLock { $0.held = false } }
+    public func releaseSynchronize() { syncGate.withLockedValue { $0.held = false } }
 
     /// fdatasync calls waiting at the gate now.
-    public var synchronizeCallsWaiting: Int { syncGate.withLock { $0.waiting } }
+    public var synchronizeCallsWaiting: Int { syncGate.withLockedValue { $0.waiting } }
 
     func synchronize(_ inode: Int, path: String) throws(FileSystemError) {
         // The caller is the log's own I/O thread: blocking it is what a slow disk does.
-        if syncGate.withLock({ gate in
-            if gate.held { gate.waiting += 1 }
-            return gate.held
+        if syncGate.withLockedValue({ gate in
+            let holds = gate.held && gate.pathsContaining.map { path.contains($0) } != false
+            if holds { gate.waiting += 1 }
+            return holds
         }) {
-            while syncGate.withLock({ $0.held }) { usleep(100) }
-            syncGate.withLock { $0.waiting -= 1 }
+            while syncGate.withLockedValue({ $0.held }) { usleep(100) }
+            syncGate.withLockedValue { $0.waiting -= 1 }
         }
-        try state.withLock { (state: inout State) throws(FileSystemError) in
+        try state.withLockedValueTyped { (state: inout State) throws(FileSystemError) in
             try Self.checkAlive(&state, "fdatasync", path)
             try Self.count(&state, .synchronizeData, path)
             guard var file = state.inodes[inode] else { throw Self.error("fdatasync", path, EBADF) }
@@ -417,7 +424,7 @@ public final class SimulatedFileSystem: FileSystem {
     }
 
     func read(_ inode: Int, at offset: Int64, count: Int, path: String) throws(FileSystemError) -> [UInt8] {
-        try state.withLock { (state: inout State) throws(FileSystemError) -> [UInt8] in
+        try state.withLockedValueTyped { (state: inout State) throws(FileSystemError) -> [UInt8] in
             try Self.checkAlive(&state, "pread", path)
             guard let file = state.inodes[inode] else { throw Self.error("pread", path, EBADF) }
             let start = min(Int(offset), file.current.count)
@@ -427,7 +434,7 @@ public final class SimulatedFileSystem: FileSystem {
     }
 
     func size(_ inode: Int, path: String) throws(FileSystemError) -> Int64 {
-        try state.withLock { (state: inout State) throws(FileSystemError) -> Int64 in
+        try state.withLockedValueTyped { (state: inout State) throws(FileSystemError) -> Int64 in
             try Self.checkAlive(&state, "fstat", path)
             guard let file = state.inodes[inode] else { throw Self.error("fstat", path, EBADF) }
             return Int64(file.current.count)

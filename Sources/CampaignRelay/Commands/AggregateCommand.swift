@@ -27,7 +27,9 @@ struct AggregateCommand: AsyncParsableCommand {
 
     @OptionGroup var postgres: PostgresOptions
 
+    @OptionGroup var retention: RetentionOptions
     @OptionGroup var common: CommonOptions
+    @OptionGroup var configFile: ConfigFileOption
 
     func validate() throws {
         if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
@@ -38,7 +40,7 @@ struct AggregateCommand: AsyncParsableCommand {
         let database = try postgres.location()
         let log: WriteAheadLog
         do {
-            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try retention.applied(), logger: logger)
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             guard server.aggregates else {

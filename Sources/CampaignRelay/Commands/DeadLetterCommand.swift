@@ -68,6 +68,7 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Re-queue every dead letter not re-queued yet.")
     var all = false
 
+    @OptionGroup var retention: RetentionOptions
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
@@ -91,7 +92,7 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
         let log: WriteAheadLog?
         let handoff: ServerHandoff?
         do {
-            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try retention.applied(), logger: logger)
             handoff = nil
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }

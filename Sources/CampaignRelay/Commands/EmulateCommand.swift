@@ -71,6 +71,11 @@ struct EmulateCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print the address as JSON ({\"url\":…}) and log JSON lines on stderr.")
     var json = false
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Log lines on stderr: text, or json (one object per line; the default with --json).", valueName: "format"))
+    var logFormat: LogFormatOption?
+
     func validate() throws {
         guard (0...1).contains(failureRate), (0...1).contains(dropRate) else {
             throw ValidationError("--failure-rate and --drop-rate are probabilities from 0 to 1")
@@ -95,7 +100,7 @@ struct EmulateCommand: AsyncParsableCommand {
         faults.failingIntegrationKeys = failIntegrationKey.isEmpty ? nil : failIntegrationKey
         faults.redirectHits = redirectHits > 0 ? redirectHits : nil
         let certificates = try tls.files().map { files throws(TLSCertificateStore.Failure) in try TLSCertificateStore(files: files) }
-        let logger = CommonOptions.logger("campaign-relay.emulate", level: logLevel, json: json)
+        let logger = CommonOptions.logger("campaign-relay.emulate", level: logLevel, json: LogFormatOption.jsonLines(logFormat, json: json))
         let emulator = CampaignEmulator(faults: faults, keptRequests: keptRequests)
         let scheme = certificates == nil ? "http" : "https"
         try await emulator.run(host: address.host, port: address.port, certificates: certificates, logger: logger) { port in

@@ -43,6 +43,7 @@ struct IngestCommand: AsyncParsableCommand {
     var integrationKey: [String] = []
 
     @OptionGroup var common: CommonOptions
+    @OptionGroup var configFile: ConfigFileOption
     @OptionGroup var log: LogOptions
 
     func validate() throws {
@@ -62,7 +63,7 @@ struct IngestCommand: AsyncParsableCommand {
         let wal: WriteAheadLog?
         let handoff: ServerHandoff?
         do {
-            wal = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: log.configuration, logger: logger)
+            wal = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try log.configuration(), logger: logger)
             handoff = nil
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }

@@ -1,7 +1,10 @@
 import ArgumentParser
+import RelayAggregator
 import RelayCore
 import RelayForwarding
+import RelayIO
 import RelayLog
+import RelayServer
 
 /// `campaign-relay replay`: re-sends a range of the log, independent of the uploader's position.
 struct ReplayCommand: AsyncParsableCommand {
@@ -13,6 +16,24 @@ struct ReplayCommand: AsyncParsableCommand {
             own time is at or after --from and before --to). Replays do not move the uploader's \
             position, do not skip unchanged registrations, and may run while a server runs. Retries, \
             Retry-After and dead letters work as in `upload`.
+
+            The range is checked against what the log still keeps (segments every consumer has \
+            passed are kept for --retain within --retain-bytes, then deleted or archived): a \
+            range wholly outside it is an error naming the range kept \
+            (exit 1, nothing sent); a range partly outside it is replayed for the part kept and \
+            reported as missing the rest (exit 2); a range in which no event is found is an error \
+            (exit 1). --dry-run counts what would be sent (per host, per delivery, per app) and \
+            sends nothing. --to-aggregates counts the range into a new aggregates database (the \
+            schema of aggregates.sqlite) instead of sending it, for comparison.
+
+            --from-archive DIR reads the segments of an archive (--archive-dir, `wal archive`) \
+            where the log no longer has them; segment files copied from another relay are read \
+            the same way (give a --data-dir of their own, so this relay's log is not mixed in; \
+            it is created if missing, for the replay's dead letters). \
+            Every frame is verified as it is read.
+
+            Exit status: 0 all of the range replayed, 1 nothing replayed (or an error), 2 part \
+            of the range missing (the rest replayed); suits a scheduler (see docs/nightly-replay.md).
             """
     )
 
@@ -25,8 +46,22 @@ struct ReplayCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Send at most this many events per second.", valueName: "n"))
     var maxRate: Double?
 
+    @Flag(name: .long, help: "Send nothing: print what would be sent, per host, per delivery and per app.")
+    var dryRun = false
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Read segments the log no longer has from this archive (--archive-dir, `wal archive`).", valueName: "dir"))
+    var fromArchive: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Send nothing: count the range into this new SQLite file (aggregates' schema) and print the counts.", valueName: "file"))
+    var toAggregates: String?
+
     @OptionGroup var upstream: UpstreamOptions
     @OptionGroup var common: CommonOptions
+    @OptionGroup var configFile: ConfigFileOption
 
     enum Bound {
         case sequence(UInt64)
@@ -49,10 +84,12 @@ struct ReplayCommand: AsyncParsableCommand {
         if let maxRate, maxRate <= 0 { throw ValidationError("--max-rate must be positive") }
         _ = try Bound(from, option: "--from")
         if let to { _ = try Bound(to, option: "--to") }
+        if dryRun, toAggregates != nil { throw ValidationError("--dry-run and --to-aggregates are two ways of not sending: give one") }
+        if let fromArchive, fromArchive.isEmpty { throw ValidationError("--from-archive must not be empty") }
     }
 
     func run() async throws {
-        let (tracking, marketing) = try upstream.hosts()
+        let (tracking, marketing) = try upstream.hosts(requireOne: !dryRun && toAggregates == nil)
         let logger = common.logger("campaign-relay.replay")
         var sequences: Range<UInt64> = 1..<UInt64.max
         var times: Range<Int64>?
@@ -66,14 +103,60 @@ struct ReplayCommand: AsyncParsableCommand {
             case .time(let end): times = (times?.lowerBound ?? Int64.min)..<max(times?.lowerBound ?? Int64.min, end)
             }
         }
-        try common.requireDataDirectory()
         let walDirectory = LogLayout(dataDirectory: common.dataDir).walDirectory
+        let range = ReplayRange(sequences: sequences, times: times, withArchive: fromArchive != nil)
+        let reads = BlockingExecutor(name: "replay-range")
+        if fromArchive == nil {
+            try common.requireDataDirectory()
+        } else {
+            // Segment files from another relay need no log here: only a place for the replay's
+            // dead letters.
+            let dataDirectory = common.dataDir
+            do {
+                try await reads.run { () throws(FileSystemError) in try PosixFileSystem().createDirectory(dataDirectory) }
+            } catch {
+                throw RuntimeFailure("cannot create the data directory for the replay's dead letters: \(error)")
+            }
+        }
+        let archiveDirectory = fromArchive
+        if let archiveDirectory { try await ArchiveDirectoryCheck.requireExisting(archiveDirectory) }
+        let extent = try await reads.run { () throws(LogError) in
+            try LogExtent.read(walDirectory: walDirectory, archiveDirectory: archiveDirectory)
+        }
+        let missing: [String]
+        do {
+            missing = try range.missing(in: extent)
+        } catch {
+            throw RuntimeFailure("nothing replayed: \(error.description)")
+        }
+        for gap in missing { logger.warning("part of the range is not replayed", metadata: ["missing": "\(gap)"]) }
+        if dryRun {
+            let (trackingURL, marketingURL) = (tracking?.description, marketing?.description)
+            let counts = try await reads.run { () throws(LogError) in
+                try ReplayDryRun.count(
+                    walDirectory: walDirectory, archiveDirectory: archiveDirectory, range: range, trackingURL: trackingURL,
+                    marketingURL: marketingURL, missing: missing)
+            }
+            var output = StandardOutput.output()
+            output.line(common.json ? APIJSON.text(counts) : counts.text)
+            output.flush()
+            guard counts.tracking.events + counts.marketing.events > 0 else {
+                throw RuntimeFailure("nothing to replay: no event of the range was found; \(range.keeps(extent))")
+            }
+            if !missing.isEmpty { throw ExitCode(2) }
+            return
+        }
+        if let toAggregates {
+            return try await recount(
+                into: toAggregates, range: range, walDirectory: walDirectory, archiveDirectory: archiveDirectory, missing: missing)
+        }
         let store = try await ForwardingStore(dataDirectory: common.dataDir)
         let configuration = try upstream.configuration(maximumRate: maxRate)
         // The same lanes as `upload`, tracking hits through the pipeline included; a replay keeps
         // no cursor and resends registrations even when unchanged.
         let uploader = try Uploader(
-            source: .range(walDirectory: walDirectory, sequences: sequences, times: times), trackingHost: tracking, marketingHost: marketing,
+            source: .range(walDirectory: walDirectory, archiveDirectory: archiveDirectory, sequences: sequences, times: times),
+            trackingHost: tracking, marketingHost: marketing,
             store: store, configuration: configuration, deduplicates: false, logger: logger
         )
         let allLanes = await uploader.lanes
@@ -105,10 +188,45 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         let summary = UploadSummary(
             lanes: statistics, seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9,
-            pendingDeadLetters: (try? await store.pendingDeadLetterCount()) ?? 0)
+            pendingDeadLetters: (try? await store.pendingDeadLetterCount()) ?? 0, missing: missing)
         var output = StandardOutput.output()
         output.line(common.json ? summary.json : "replayed: " + summary.text)
+        for gap in missing where !common.json { output.line("missing: " + gap) }
         output.flush()
         if interrupted { throw ExitCode(1) }
+        let found = statistics.values.reduce(0) { $0 + $1.delivered + $1.deadLettered + $1.rejected + $1.skippedDuplicates }
+        guard found > 0 else {
+            throw RuntimeFailure(
+                "nothing replayed: no event of the range for \(statistics.keys.map(\.rawValue).sorted().joined(separator: " and ")) was found; \(range.keeps(extent))"
+            )
+        }
+        if !missing.isEmpty { throw ExitCode(2) }
+    }
+
+    /// `--to-aggregates`: counts the range into a new database and prints its counts as `stats`
+    /// does (`--json`: the same object as `stats --json`).
+    private func recount(into path: String, range: ReplayRange, walDirectory: String, archiveDirectory: String?, missing: [String]) async throws {
+        let progress = ProgressLine.aggregationReporter(enabled: !common.json)
+        let summary = try await RangeRecount.count(
+            walDirectory: walDirectory, archiveDirectory: archiveDirectory, sequences: range.sequences, times: range.times, into: path,
+            progress: progress)
+        let queries = try await AggregateQueries(path: path)
+        let snapshot = try await queries.report(deliveryId: nil, limit: nil, everything: true)
+        await queries.close()
+        var output = StandardOutput.output()
+        if common.json {
+            output.line(APIJSON.text(StatsOutput(report: snapshot, server: nil)))
+        } else {
+            output.line("counted \(summary.events) events of sequences \(summary.startPosition) to \(summary.endPosition - 1) into \(path):")
+            output.write(
+                StatsCommand.table(
+                    covered: snapshot.sequences, deliveries: snapshot.deliveries, registrations: snapshot.registrations, origins: snapshot.origins))
+            for gap in missing { output.line("missing: " + gap) }
+        }
+        output.flush()
+        guard summary.events > 0 else {
+            throw RuntimeFailure("nothing counted: no event of the range was found; \(path) holds no counts")
+        }
+        if !missing.isEmpty { throw ExitCode(2) }
     }
 }

@@ -23,7 +23,8 @@ struct StatsCommand: AsyncParsableCommand {
 
             --rebuild drops the aggregates and recomputes them from the log, with progress; it \
             refuses when the log no longer starts at sequence 1 (older segments deleted) unless \
-            --allow-partial is given.
+            --allow-partial is given, or --from-archive names an archive holding the older \
+            segments (it must reach the log's first kept sequence).
 
             With --postgres-url it prints the fleet's counts instead: every relay that counts into \
             that database (aggregate or serve with the same --postgres-url), summed per delivery \
@@ -46,13 +47,23 @@ struct StatsCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "With --rebuild: accept a log that no longer starts at sequence 1.")
     var allowPartial = false
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "With --rebuild: read the segments the log no longer has from this archive (--archive-dir, `wal archive`) first.",
+            valueName: "dir"))
+    var fromArchive: String?
+
     @Flag(name: .long, help: "Print the counts as they are, without counting new events first (the output says how far they go).")
     var noCatchUp = false
 
+    @OptionGroup var retention: RetentionOptions
     @OptionGroup var common: CommonOptions
+    @OptionGroup var configFile: ConfigFileOption
 
     func validate() throws {
         if allowPartial, !rebuild { throw ValidationError("--allow-partial only applies with --rebuild") }
+        if fromArchive != nil, !rebuild { throw ValidationError("--from-archive only applies with --rebuild") }
         if noCatchUp, rebuild { throw ValidationError("--no-catch-up and --rebuild contradict each other: give one") }
         if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }
     }
@@ -73,7 +84,8 @@ struct StatsCommand: AsyncParsableCommand {
         let log: WriteAheadLog?
         var server: ServerRecord?
         do {
-            log = noCatchUp ? nil : try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+            log =
+                noCatchUp ? nil : try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try retention.applied(), logger: logger)
         } catch {
             guard let running = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             if rebuild { throw RuntimeFailure("the server (pid \(running.pid)) at \(running.url) holds the log: stop it to rebuild the aggregates") }
@@ -84,8 +96,10 @@ struct StatsCommand: AsyncParsableCommand {
             do {
                 let progress = ProgressLine.aggregationReporter(enabled: !common.json)
                 if rebuild {
+                    if let fromArchive { try await ArchiveDirectoryCheck.requireExisting(fromArchive) }
                     let summary = try await Aggregator.rebuild(
-                        log: log, dataDirectory: common.dataDir, allowPartial: allowPartial, logger: logger, progress: progress)
+                        log: log, dataDirectory: common.dataDir, archiveDirectory: fromArchive, allowPartial: allowPartial, logger: logger,
+                        progress: progress)
                     if !common.json { errors.line("rebuilt: \(summary.text)") }
                 } else {
                     // Counting only: segments stay for consumers that have not run yet.
@@ -114,10 +128,8 @@ struct StatsCommand: AsyncParsableCommand {
             errors.flush()
             throw ExitCode(1)
         }
-        let covered = try await queries.coveredSequences()
-        let deliveries = try await queries.deliveries(deliveryId: delivery, limit: limit)
-        let registrations = delivery == nil ? try await queries.registrations() : []
-        let origins = delivery == nil ? try await queries.origins() : []
+        let snapshot = try await queries.report(deliveryId: delivery, limit: limit, everything: delivery == nil)
+        let (covered, deliveries, registrations, origins) = (snapshot.sequences, snapshot.deliveries, snapshot.registrations, snapshot.origins)
         var lag: (server: ServerRecord, lastDurable: UInt64)?
         if let server {
             let handoff = ServerHandoff(record: server)
@@ -126,10 +138,9 @@ struct StatsCommand: AsyncParsableCommand {
         }
         var output = StandardOutput.output()
         if common.json {
-            let report = AggregatesReport(sequences: covered, deliveries: deliveries, registrations: registrations, origins: origins)
             output.line(
                 APIJSON.text(
-                    StatsOutput(report: report, server: lag.map { StatsOutput.Server(record: $0.server, lastDurableSequence: $0.lastDurable) })))
+                    StatsOutput(report: snapshot, server: lag.map { StatsOutput.Server(record: $0.server, lastDurableSequence: $0.lastDurable) })))
         } else {
             if let lag {
                 output.line(

@@ -35,7 +35,9 @@ struct UploadCommand: AsyncParsableCommand {
     var untilDrained = false
 
     @OptionGroup var upstream: UpstreamOptions
+    @OptionGroup var retention: RetentionOptions
     @OptionGroup var common: CommonOptions
+    @OptionGroup var configFile: ConfigFileOption
 
     func run() async throws {
         if let central = try upstreamRelay.central(campaignHosts: try upstream.hosts(requireOne: false)) {
@@ -45,7 +47,7 @@ struct UploadCommand: AsyncParsableCommand {
         let logger = common.logger("campaign-relay.upload")
         let log: WriteAheadLog
         do {
-            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try retention.applied(), logger: logger)
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             let forwards = [server.forwardsTracking ? "tracking hits" : nil, server.forwardsRegistrations ? "registrations" : nil].compactMap { $0 }
@@ -123,7 +125,7 @@ struct UploadCommand: AsyncParsableCommand {
         configuration.clientCertificate = central.clientCertificate
         let log: WriteAheadLog
         do {
-            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, logger: logger)
+            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try retention.applied(), logger: logger)
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             throw RuntimeFailure(

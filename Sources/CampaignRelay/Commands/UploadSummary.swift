@@ -6,6 +6,8 @@ struct UploadSummary {
     var lanes: [UploadLane.Kind: LaneStatistics]
     var seconds: Double
     var pendingDeadLetters: Int
+    /// A replay's parts of its range that are not in the log (`replay --json` lists them when any).
+    var missing: [String] = []
 
     func total(_ value: (LaneStatistics) -> Int) -> Int { lanes.values.reduce(0) { $0 + value($1) } }
     var delivered: Int { total(\.delivered) }
@@ -32,7 +34,7 @@ struct UploadSummary {
 
 extension UploadSummary: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case delivered, skippedDuplicates, deadLettered, rejected, retries, backlog, pendingDeadLetters, seconds, lanes
+        case delivered, skippedDuplicates, deadLettered, rejected, retries, backlog, pendingDeadLetters, seconds, lanes, missing
     }
 
     /// `upload --json` and `replay --json`: the totals, then each lane by name.
@@ -47,5 +49,6 @@ extension UploadSummary: Encodable {
         try container.encode(pendingDeadLetters, forKey: .pendingDeadLetters)
         try container.encode((seconds * 1000).rounded() / 1000, forKey: .seconds)
         try container.encode(Dictionary(uniqueKeysWithValues: lanes.map { ($0.key.rawValue, $0.value) }), forKey: .lanes)
+        if !missing.isEmpty { try container.encode(missing, forKey: .missing) }
     }
 }

@@ -4,7 +4,7 @@ import ArgumentParser
 struct WALCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wal",
-        abstract: "Inspect the write-ahead log (read-only).",
-        subcommands: [WALVerifyCommand.self, WALDumpCommand.self]
+        abstract: "Inspect the write-ahead log (read-only) and copy it into an archive.",
+        subcommands: [WALVerifyCommand.self, WALDumpCommand.self, WALArchiveCommand.self]
     )
 }

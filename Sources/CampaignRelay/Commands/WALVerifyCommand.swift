@@ -17,14 +17,20 @@ struct WALVerifyCommand: AsyncParsableCommand {
             """
     )
 
+    @Option(name: .long, help: ArgumentHelp("Verify this archive of segments (--archive-dir, `wal archive`) instead of the log.", valueName: "dir"))
+    var archive: String?
+
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
         let layout = LogLayout(dataDirectory: common.dataDir)
         let dataDirectory = common.dataDir
-        let report = try await BlockingExecutor(name: "wal-verify").run { () throws(LogError) in
-            var report = try LogVerifier.verify(walDirectory: layout.walDirectory)
-            report.identity = RelayIdentity.read(dataDirectory: dataDirectory)
+        let directory = archive ?? layout.walDirectory
+        let reads = BlockingExecutor(name: "wal-verify")
+        if let archive { try await ArchiveDirectoryCheck.requireExisting(archive) }
+        let report = try await reads.run { () throws(LogError) in
+            var report = try LogVerifier.verify(walDirectory: directory)
+            if archive == nil { report.identity = RelayIdentity.read(dataDirectory: dataDirectory) }
             return report
         }
         var output = StandardOutput.output()
@@ -39,6 +45,7 @@ struct WALVerifyCommand: AsyncParsableCommand {
             output.line("frames:            \(report.frames)")
             output.line("events:            \(report.events)")
             if let first = report.firstSequence, let last = report.lastSequence { output.line("sequences:         \(first) to \(last)") }
+            if let time = report.firstEventTime { output.line("first event time:  \(time.rfc3339)") }
             output.line("bytes:             \(report.bytes)")
             output.line("bytes per event:   \(String(format2: report.bytesPerEvent))")
             output.line("preallocated:      \(report.preallocatedBytes) bytes not used yet")

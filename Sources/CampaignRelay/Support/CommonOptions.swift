@@ -16,6 +16,12 @@ struct CommonOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Log level on stderr: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: LogLevelOption = .notice
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Log lines on stderr: text, or json (one object per line, for log shippers; the default with --json).", valueName: "format"))
+    var logFormat: LogFormatOption?
+
     /// Fails with what to do when `--data-dir` does not exist (commands that only read what is there).
     func requireDataDirectory() throws {
         var status = stat()
@@ -25,9 +31,10 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
-    /// A logger writing to standard error at the chosen level: text, or JSON lines with `--json`.
+    /// A logger writing to standard error at the chosen level: text, or JSON lines with
+    /// `--log-format json` or `--json`.
     func logger(_ label: String) -> Logger {
-        Self.logger(label, level: logLevel, json: json)
+        Self.logger(label, level: logLevel, json: LogFormatOption.jsonLines(logFormat, json: json))
     }
 
     /// A logger writing to standard error at `level`, as JSON lines when `json`.
@@ -41,4 +48,14 @@ struct CommonOptions: ParsableArguments {
 /// The `--log-level` values (swift-log's levels).
 enum LogLevelOption: String, CaseIterable, ExpressibleByArgument {
     case trace, debug, info, notice, warning, error, critical
+}
+
+/// The `--log-format` values.
+enum LogFormatOption: String, CaseIterable, ExpressibleByArgument {
+    case text, json
+
+    /// Whether log lines are JSON: as `--log-format` says, else as `--json` does.
+    static func jsonLines(_ format: LogFormatOption?, json: Bool) -> Bool {
+        format.map { $0 == .json } ?? json
+    }
 }

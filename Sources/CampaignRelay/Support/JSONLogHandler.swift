@@ -29,6 +29,8 @@ struct JSONLogHandler: LogHandler {
                 + "}"
         }
         line += ",\"source\":\(JSONText.quoted(event.source))}\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        // A line that cannot be written (standard error on a full disk, a closed pipe) is dropped:
+        // `write(_:)` without `contentsOf:` traps on such an error, and logging must never stop the relay.
+        try? FileHandle.standardError.write(contentsOf: Data(line.utf8))
     }
 }

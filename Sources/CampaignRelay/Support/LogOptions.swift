@@ -20,15 +20,18 @@ struct LogOptions: ParsableArguments {
     )
     var preallocate = true
 
+    @OptionGroup var retention: RetentionOptions
+
     func validate() throws {
         if let max = maxWalBytes, max <= 0 { throw ValidationError("--max-wal-bytes must be positive") }
         guard segmentBytes >= 4096 else { throw ValidationError("--segment-bytes must be at least 4096") }
         guard (0...9).contains(compressionLevel) else { throw ValidationError("--compression-level must be 0 to 9") }
     }
 
-    var configuration: LogConfiguration {
-        LogConfiguration(
-            segmentBytes: segmentBytes, maximumLogBytes: maxWalBytes, compressionLevel: compressionLevel, preallocateSegments: preallocate
-        )
+    /// The log's configuration the options name.
+    func configuration() throws(ValidationError) -> LogConfiguration {
+        try retention.applied(
+            to: LogConfiguration(
+                segmentBytes: segmentBytes, maximumLogBytes: maxWalBytes, compressionLevel: compressionLevel, preallocateSegments: preallocate))
     }
 }

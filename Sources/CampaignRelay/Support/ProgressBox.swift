@@ -1,14 +1,14 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A ``ProgressLine`` that `@Sendable` progress callbacks can share.
 final class ProgressBox: Sendable {
-    private let line = Mutex(ProgressLine(enabled: true))
+    private let line = NIOLockedValueBox(ProgressLine(enabled: true))
 
     func update(_ text: String) {
-        line.withLock { $0.update(text) }
+        line.withLockedValue { $0.update(text) }
     }
 
     func finish() {
-        line.withLock { $0.finish() }
+        line.withLockedValue { $0.finish() }
     }
 }

@@ -1,3 +1,5 @@
+import CampaignProtocol
+
 /// What became of one attempt to deliver an event to a Campaign host.
 public enum DeliveryOutcome: Sendable, Hashable {
     /// The host answered exactly 200.

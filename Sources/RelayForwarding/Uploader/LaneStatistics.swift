@@ -1,3 +1,5 @@
+public import RelayCore
+
 /// What one upload lane has done.
 public struct LaneStatistics: Sendable, Hashable {
     /// Events the host accepted (HTTP 200).
@@ -19,6 +21,21 @@ public struct LaneStatistics: Sendable, Hashable {
     public var end: UInt64 = 1
     /// The last retryable failure, if the host is failing now.
     public var lastFailure: String?
+    /// The time of the oldest event the host is still owed (read, not done yet), if any.
+    public var oldestUnsentEvent: EventTime?
+    /// The last retryable failure and when it happened, kept after the host recovers.
+    public var lastError: String?
+    /// When ``lastError`` happened.
+    public var lastErrorAt: EventTime?
+    /// The circuit breaker: `closed` (sending), `open` (waiting to probe) or `half-open` (probing).
+    public var breaker = "closed"
+
+    /// Records a retryable failure now: ``lastFailure`` (cleared when the host answers again),
+    /// ``lastError`` and ``lastErrorAt`` (kept).
+    mutating func failed(_ reason: String, at time: EventTime = .now()) {
+        lastFailure = reason
+        (lastError, lastErrorAt) = (reason, time)
+    }
 
     /// Events left to do.
     public var backlog: UInt64 { end > position ? end - position : 0 }

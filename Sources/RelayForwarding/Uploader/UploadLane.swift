@@ -42,8 +42,9 @@ public actor UploadLane: BlockingActor, BreakerGate {
         /// The normal uploader: from its durable cursor in the open log, following new events.
         case cursor(WriteAheadLog)
         /// A replay: the events of `sequences` (and, when given, with event times in `times`) of the
-        /// log in `walDirectory`, independent of any cursor.
-        case range(walDirectory: String, sequences: Range<UInt64>, times: Range<Int64>?)
+        /// log in `walDirectory`, with the segments of `archiveDirectory` filling in those it no
+        /// longer has, independent of any cursor.
+        case range(walDirectory: String, archiveDirectory: String?, sequences: Range<UInt64>, times: Range<Int64>?)
     }
 
     /// Which events the lane carries.
@@ -85,7 +86,16 @@ public actor UploadLane: BlockingActor, BreakerGate {
     }
 
     /// What the lane has done so far.
-    public var stats: LaneStatistics { statistics }
+    public var stats: LaneStatistics {
+        var current = statistics
+        current.breaker =
+            switch breaker.state {
+            case .closed: "closed"
+            case .open: "open"
+            case .halfOpen: "half-open"
+            }
+        return current
+    }
 
     /// Hits delivered through the pipeline (the rest went one request at a time).
     public private(set) var pipelinedDeliveries = 0
@@ -103,6 +113,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
         let end: UInt64?
         var times: Range<Int64>?
         let walDirectory: String
+        var archiveDirectory: String?
         let log: WriteAheadLog?
         switch source {
         case .cursor(let wal):
@@ -112,15 +123,17 @@ public actor UploadLane: BlockingActor, BreakerGate {
             // Segments may have gone before the cursor was registered: start at what is left.
             start = max(saved, await wal.oldestSequence)
             end = target
-        case .range(let directory, let sequences, let range):
+        case .range(let directory, let archive, let sequences, let range):
             log = nil
             walDirectory = directory
+            archiveDirectory = archive
             start = sequences.lowerBound
             end = sequences.upperBound
             times = range
         }
         statistics.position = start
-        var reader = LogReader(walDirectory: walDirectory, fileSystem: log?.fileSystem ?? PosixFileSystem(), from: start)
+        var reader = LogReader(
+            walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: log?.fileSystem ?? PosixFileSystem(), from: start)
         defer { reader.close() }
         var machine = UploadLaneStateMachine(
             settings: .init(
@@ -189,6 +202,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
                 }
                 statistics.position = machine.progress.contiguous
                 statistics.passedOver = machine.passedOver
+                statistics.oldestUnsentEvent = machine.oldestOwedTime()
                 if case .finish = action { break }
             }
         }
@@ -252,7 +266,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
                     metadata: ["host": "\(host)", "reason": "\(failure.reason)", "next-try-in": "\(until - now)", "backlog": "\(statistics.backlog)"]
                 )
             }
-            statistics.lastFailure = failure.reason
+            statistics.failed(failure.reason)
         }
         return .batch(done: done, retry: retry, abandoned: false)
     }
@@ -341,7 +355,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
                 ]
             )
         }
-        statistics.lastFailure = reason
+        statistics.failed(reason)
         return (openedUntil != nil, firstFailure)
     }
 

@@ -92,6 +92,11 @@ public struct UploadLaneStateMachine: Sendable {
 
     private var buffer: [SequencedEvent] = []
     private var bufferIndex = 0
+    /// The events of this lane read and not known done, in log order, with their times (from
+    /// `owedStart` on): the first is the oldest event the host is still owed. At most
+    /// ``Settings/maximumUnsyncedEvents`` long, as the lane reads no further ahead.
+    private var owed: [(sequence: UInt64, nanoseconds: Int64)] = []
+    private var owedStart = 0
     /// Fresh hits waiting to fill a pipeline batch.
     private var ready: [SequencedEvent] = []
     /// Events to send again one by one (hits a batch did not deliver).
@@ -121,6 +126,20 @@ public struct UploadLaneStateMachine: Sendable {
 
     /// Sends under way: single events, plus one for a pipeline batch.
     public var inFlight: Int { singles + (batchInFlight ? 1 : 0) }
+
+    /// The time of the oldest event read and not done yet (the event at the lane's position), or
+    /// `nil` when none is: what `relay_upload_oldest_unsent_seconds` reports the age of.
+    ///
+    /// Every event below the position is done and the event at it is not, so the first owed event
+    /// at or past the position is that event; those before it are dropped here.
+    public mutating func oldestOwedTime() -> EventTime? {
+        while owedStart < owed.count, owed[owedStart].sequence < progress.contiguous { owedStart += 1 }
+        if owedStart > 1024, owedStart * 2 > owed.count {
+            owed.removeFirst(owedStart)
+            owedStart = 0
+        }
+        return owedStart < owed.count ? EventTime(nanosecondsSinceEpoch: owed[owedStart].nanoseconds) : nil
+    }
 
     /// Where the final save should put the cursor, if anywhere.
     public var cursorToSave: UInt64? {
@@ -187,6 +206,7 @@ public struct UploadLaneStateMachine: Sendable {
                 progress.markDone(event.sequence)
                 continue
             }
+            owed.append((event.sequence, event.event.time.nanosecondsSinceEpoch))
             if let batchSize = settings.batchSize {
                 ready.append(event)
                 if ready.count >= batchSize { return takeBatch() }

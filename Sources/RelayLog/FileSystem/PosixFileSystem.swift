@@ -60,14 +60,15 @@ public struct PosixFileSystem: FileSystem {
     }
 
     public func lockExclusively(_ path: String) throws(FileSystemError) -> (any FileHandle)? {
-        let handle = try open(path, create: true)
-        guard let posix = handle as? PosixFileHandle else { return handle }
-        guard flock(posix.descriptor, LOCK_EX | LOCK_NB) == 0 else {
+        let flags = O_RDWR | O_CLOEXEC | O_CREAT
+        let descriptor = Glibc.open(path, flags, 0o644)
+        guard descriptor >= 0 else { throw Self.failure("open", path) }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
-            handle.close()
+            Glibc.close(descriptor)
             throw Self.failure("flock", path, code)
         }
-        return handle
+        return PosixFileHandle(descriptor: descriptor, path: path, unlocksOnClose: true)
     }
 
     public func synchronizeDirectory(_ path: String) throws(FileSystemError) {
@@ -83,10 +84,14 @@ public struct PosixFileSystem: FileSystem {
 final class PosixFileHandle: FileHandle {
     let descriptor: Int32
     let path: String
+    /// Whether the handle holds a flock (``PosixFileSystem/lockExclusively(_:)``) that closing it
+    /// releases explicitly.
+    let unlocksOnClose: Bool
 
-    init(descriptor: Int32, path: String) {
+    init(descriptor: Int32, path: String, unlocksOnClose: Bool = false) {
         self.descriptor = descriptor
         self.path = path
+        self.unlocksOnClose = unlocksOnClose
     }
 
     func write(_ bytes: [UInt8], at offset: Int64) throws(FileSystemError) {
@@ -139,6 +144,12 @@ final class PosixFileHandle: FileHandle {
     }
 
     func close() {
+        // A flock belongs to the open file description, not the descriptor: a process another
+        // thread is spawning at this moment holds a copy of the descriptor until its exec closes
+        // it (O_CLOEXEC), and a plain close would leave the lock held that long. Under load that
+        // outlasted the 500 ms an open waits for a held lock (a log closed and reopened at once
+        // was refused in a CI run). LOCK_UN releases it for every copy.
+        if unlocksOnClose { flock(descriptor, LOCK_UN) }
         Glibc.close(descriptor)
     }
 }

@@ -1,3 +1,5 @@
+import RelayCore
+
 /// Reads what ``BinaryWriter`` wrote, refusing to read past the end.
 package struct BinaryReader {
     /// Why a decode stopped: the bytes end early or hold a value the format does not allow.
@@ -78,7 +80,7 @@ package struct BinaryReader {
 
     private mutating func text(_ count: Int) throws(Failure) -> String {
         let slice = UnsafeBufferPointer(rebasing: bytes[offset..<(offset + count)])
-        guard let text = String(validating: slice, as: UTF8.self) else { throw failure("a string is not valid UTF-8") }
+        guard let text = UTF8Text.string(slice) else { throw failure("a string is not valid UTF-8") }
         offset += count
         return text
     }

@@ -34,6 +34,11 @@ public enum EventBinaryCodec {
 
     /// Decodes exactly `count` events from `payload`.
     public static func decode(_ payload: UnsafeBufferPointer<UInt8>, count: Int) throws(DecodingError) -> [Event] {
+        // Every event takes at least one byte, so a larger count is damage; checking it first also
+        // keeps a forged count from reserving memory for events that cannot be there.
+        guard count <= payload.count else {
+            throw DecodingError(offset: 0, reason: "\(count) events cannot fit in \(payload.count) payload bytes")
+        }
         var reader = BinaryReader(payload)
         var events: [Event] = []
         events.reserveCapacity(count)
@@ -190,14 +195,26 @@ public enum EventBinaryCodec {
         }
     }
 
-    private static func decodeEvent(_ reader: inout BinaryReader, previousTime: inout Int64) throws(BinaryReader.Failure) -> Event {
+    /// The most wrappers (request identity, chain origin, origin) one event can have: each kind at
+    /// most once, as the checks below require.
+    static let maximumWrappers = 3
+
+    /// Decodes one event; `wrappers` counts the wrappers already read around it. The count is
+    /// checked before going one level deeper: a run of wrapper tags would otherwise recurse once
+    /// per two bytes and overflow the stack long before the checks below could refuse it.
+    private static func decodeEvent(
+        _ reader: inout BinaryReader, previousTime: inout Int64, wrappers: Int = 0
+    ) throws(BinaryReader.Failure) -> Event {
         let tag = try reader.u8()
+        if tag == requestTag || tag == chainTag || tag == originTag, wrappers == maximumWrappers {
+            throw reader.failure("more than \(maximumWrappers) wrappers around one event")
+        }
         switch tag {
         case requestTag:
             let key = try reader.string()
             let index = try reader.varint()
             guard !key.isEmpty, index <= UInt64(Int32.max) else { throw reader.failure("a request identity with an empty key or index \(index)") }
-            var event = try decodeEvent(&reader, previousTime: &previousTime)
+            var event = try decodeEvent(&reader, previousTime: &previousTime, wrappers: wrappers + 1)
             guard event.request == nil else { throw reader.failure("a request identity inside a request identity") }
             event.request = RequestIdentity(key: key, index: Int(index))
             return event
@@ -209,13 +226,13 @@ public enum EventBinaryCodec {
             case 1: hop = try decodePosition(&reader)
             case let other: throw reader.failure("unknown hop flag \(other)")
             }
-            var event = try decodeEvent(&reader, previousTime: &previousTime)
+            var event = try decodeEvent(&reader, previousTime: &previousTime, wrappers: wrappers + 1)
             guard event.chain == nil, event.request == nil else { throw reader.failure("a chain origin or request identity inside a chain origin") }
             event.chain = ChainOrigin(first: first, hop: hop)
             return event
         case originTag:
             let origin = EventOrigin(sequence: try reader.varint())
-            var event = try decodeEvent(&reader, previousTime: &previousTime)
+            var event = try decodeEvent(&reader, previousTime: &previousTime, wrappers: wrappers + 1)
             guard event.origin == nil, event.request == nil, event.chain == nil else {
                 throw reader.failure("an origin, request identity or chain origin inside an origin")
             }

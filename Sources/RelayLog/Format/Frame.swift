@@ -6,6 +6,13 @@ public enum Frame {
     /// several frames written and synced together.
     public static let maximumUncompressedBytes = 1 << 20
 
+    /// Most events put into one frame, whatever their size: a frame is what one damaged bit costs
+    /// (its CRC fails and a reader skips to the next frame), and 1 MiB of small tracking events is
+    /// some 47,000 of them. Within 4,096 events the compression ratio hardly changes: deflate's
+    /// window is 32 KiB, less than the encoding of 4,096 tracking events, so a longer frame only
+    /// saves its 36-byte header and the first window's warm-up.
+    public static let maximumEvents = 4096
+
     /// The frame bytes (header then payload) for `events`, numbered from `firstSequence`.
     ///
     /// The payload is zlib-compressed at `compressionLevel`, or stored when that does not make it smaller.
@@ -50,8 +57,8 @@ public enum Frame {
 
 extension Frame {
     /// Frames for a group commit: the events of all `groups`, in order, numbered from
-    /// `firstSequence`, split so that no frame's uncompressed payload passes
-    /// ``maximumUncompressedBytes`` by more than one event.
+    /// `firstSequence`, split so that no frame holds more than ``maximumEvents`` events and no
+    /// frame's uncompressed payload passes ``maximumUncompressedBytes`` by more than one event.
     ///
     /// Events are encoded straight from the appenders' arrays (this runs for every commit, and
     /// copying each event into one array first cost more than encoding it).
@@ -75,7 +82,7 @@ extension Frame {
             for event in group {
                 EventBinaryCodec.encode(event, into: &writer, previousTime: &previousTime)
                 count += 1
-                if writer.bytes.count >= maximumUncompressedBytes { flush() }
+                if count == maximumEvents || writer.bytes.count >= maximumUncompressedBytes { flush() }
             }
         }
         flush()

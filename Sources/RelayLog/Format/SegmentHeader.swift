@@ -69,6 +69,11 @@ public struct SegmentHeader: Sendable, Hashable {
         }
     }
 
+    /// The header at the start of an open segment file; `nil` when it is not a valid one.
+    static func read(from handle: any FileHandle) throws(FileSystemError) -> SegmentHeader? {
+        decode(try handle.read(at: 0, count: size))
+    }
+
     /// The file name of the segment whose first sequence number is `firstSequence`.
     public static func fileName(firstSequence: UInt64) -> String {
         let digits = String(firstSequence)

@@ -68,6 +68,16 @@ struct FrameWalker: Sendable {
             buffer = []
             attempt = try frame(at: offset)
         }
+        if case .failure = attempt {
+            // The writer extends the active segment's preallocation as frames reach its end: a
+            // frame that crosses the size measured earlier is whole, not torn. Measure again.
+            let size = try handle.size()
+            if size > fileSize {
+                fileSize = size
+                buffer = []
+                attempt = try frame(at: offset)
+            }
+        }
         switch attempt {
         case .success(let (header, stored)):
             let start = offset

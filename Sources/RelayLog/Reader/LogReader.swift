@@ -9,6 +9,8 @@ public import RelayCore
 public struct LogReader: Sendable {
     /// The log directory being read.
     public let walDirectory: String
+    /// An archive of segments read where the log has none of that name (``SegmentArchive``).
+    public let archiveDirectory: String?
     let fileSystem: any FileSystem
     /// The sequence number of the next event this reader returns (or the first after it, if that
     /// one is missing from the log).
@@ -20,12 +22,18 @@ public struct LogReader: Sendable {
     private var buffered: [SequencedEvent] = []
     private var bufferedIndex = 0
 
-    /// A reader of the log in `walDirectory` that starts at sequence `position`.
-    public init(walDirectory: String, fileSystem: any FileSystem = PosixFileSystem(), from position: UInt64) {
+    /// A reader of the log in `walDirectory` that starts at sequence `position`; with an
+    /// `archiveDirectory`, the archive's segments fill in those the log no longer has (a
+    /// segment in both is read from the log).
+    public init(walDirectory: String, archiveDirectory: String? = nil, fileSystem: any FileSystem = PosixFileSystem(), from position: UInt64) {
         self.walDirectory = walDirectory
+        self.archiveDirectory = archiveDirectory
         self.fileSystem = fileSystem
         self.position = max(position, 1)
     }
+
+    /// The last listing: which segments are read from the archive (the log has none of that name).
+    private var listing = SegmentListing(starts: [], archivedStarts: [])
 
     /// Reads up to `maximumEvents` events whose sequence numbers are below `limit`.
     ///
@@ -118,7 +126,8 @@ public struct LogReader: Sendable {
     }
 
     private mutating func listSegments() throws(FileSystemError) -> [UInt64] {
-        try fileSystem.listDirectory(walDirectory).compactMap(SegmentHeader.firstSequence(fromFileName:)).sorted()
+        listing = try SegmentListing.list(walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem)
+        return listing.starts
     }
 
     /// Opens the segment holding `position` (the last one starting at or before it).
@@ -130,15 +139,22 @@ public struct LogReader: Sendable {
     }
 
     private mutating func openCurrent() throws(FileSystemError) -> Bool {
-        let name = SegmentHeader.fileName(firstSequence: segments[segmentIndex])
         let handle: any FileHandle
         do {
-            handle = try fileSystem.open("\(walDirectory)/\(name)", create: false)
+            handle = try fileSystem.open(
+                listing.path(of: segments[segmentIndex], walDirectory: walDirectory, archiveDirectory: archiveDirectory), create: false)
         } catch  where error.errno == LogLayout.noSuchFileErrno {
-            // Deleted after its consumers passed it: list again and carry on from the next one.
+            // Deleted after its consumers passed it: list again and carry on from the next one,
+            // or from the archive's copy when it was archived as it left.
             walker = nil
+            let missing = segments[segmentIndex]
+            let wasArchived = listing.archivedStarts.contains(missing)
             segments = try listSegments()
-            guard let next = segments.firstIndex(where: { $0 > segments[min(segmentIndex, segments.count - 1)] }) else { return false }
+            if !wasArchived, listing.archivedStarts.contains(missing), let again = segments.firstIndex(of: missing) {
+                segmentIndex = again
+                return try openCurrent()
+            }
+            guard let next = segments.firstIndex(where: { $0 > missing }) else { return false }
             segmentIndex = next
             return try openCurrent()
         }

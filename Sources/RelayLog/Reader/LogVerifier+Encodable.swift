@@ -1,10 +1,10 @@
 extension LogVerifier.Report: Encodable {
     private enum CodingKeys: String, CodingKey {
         case segments, frames, events, bytes, preallocatedBytes, bytesPerEvent, corruptFrames, tornTails, supersededFrames
-        case missingSequences, firstSequence, lastSequence, damage, clean, relayId, epoch
+        case missingSequences, firstSequence, lastSequence, firstEventTime, damage, clean, relayId, epoch
     }
 
-    /// What `wal verify --json` prints; `firstSequence` and `lastSequence` are `null` for an empty
+    /// What `wal verify --json` prints; `firstSequence`, `lastSequence` and `firstEventTime` are `null` for an empty
     /// log, `relayId` and `epoch` for a directory whose log was never opened.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -20,6 +20,7 @@ extension LogVerifier.Report: Encodable {
         try container.encode(missingSequences, forKey: .missingSequences)
         try container.encode(firstSequence, forKey: .firstSequence)
         try container.encode(lastSequence, forKey: .lastSequence)
+        try container.encode(firstEventTime?.rfc3339, forKey: .firstEventTime)
         try container.encode(damage, forKey: .damage)
         try container.encode(isClean, forKey: .clean)
         try container.encode(identity?.relayID, forKey: .relayId)

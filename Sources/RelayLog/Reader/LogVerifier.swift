@@ -1,3 +1,5 @@
+public import RelayCore
+
 /// Checks every frame of every segment without changing anything (`campaign-relay wal verify`).
 public enum LogVerifier {
     /// What a verification found.
@@ -18,6 +20,9 @@ public enum LogVerifier {
         public var firstSequence: UInt64?
         /// See ``firstSequence``.
         public var lastSequence: UInt64?
+        /// The event time of the first event found: with ``firstSequence``, the start of the range
+        /// the log keeps (segments every consumer passed leave after the retention).
+        public var firstEventTime: EventTime?
         /// Events missing between frames (lost with corrupt frames, or never acknowledged).
         public var missingSequences: UInt64 = 0
         /// The data directory's relay identity, when the caller looked it up (``RelayIdentity/read(dataDirectory:fileSystem:)``).
@@ -77,9 +82,10 @@ public enum LogVerifier {
                             continue
                         }
                         do {
-                            _ = try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in
+                            let events = try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in
                                 try Frame.decodeEvents(frame, stored: buffer)
                             }
+                            if report.firstEventTime == nil, let first = events.first { report.firstEventTime = first.time }
                         } catch {
                             report.damage.append(LogDamage(kind: .undecodable, segment: name, range: range, reason: error.description))
                             continue

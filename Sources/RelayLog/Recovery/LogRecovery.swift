@@ -6,8 +6,9 @@ import RelayCore
 enum LogRecovery {
     static func recover(
         fileSystem: any FileSystem, walDirectory: String, quarantine: Quarantine, configuration: LogConfiguration,
-        sequenceFloor: UInt64, now: String
+        sequenceFloor: UInt64, now: String, wallClock: @escaping @Sendable () -> Int64 = SystemClock.wallNanoseconds
     ) throws(LogError) -> (SegmentWriter, RecoveryReport) {
+        let openedAt = wallClock()
         var report = RecoveryReport()
         let names: [String]
         do {
@@ -24,16 +25,21 @@ enum LogRecovery {
         var segments: [SegmentWriter.Segment] = []
         for name in names {
             guard let first = SegmentHeader.firstSequence(fromFileName: name) else { continue }
-            segments.append(SegmentWriter.Segment(firstSequence: first, bytes: 0))
+            segments.append(SegmentWriter.Segment(firstSequence: first, bytes: 0, createdAtNanoseconds: openedAt))
         }
         segments.sort { $0.firstSequence < $1.firstSequence }
         report.segments = segments.count
-        for index in segments.indices.dropLast() {
+        for index in segments.indices {
             let path = "\(walDirectory)/\(segments[index].name)"
             do {
                 let handle = try fileSystem.open(path, create: false)
-                segments[index].bytes = try handle.size()
-                handle.close()
+                defer { handle.close() }
+                // The active segment's size is what its verification below finds.
+                if index < segments.count - 1 { segments[index].bytes = try handle.size() }
+                // The retention's clock; a damaged header keeps the time of this open.
+                if let header = try SegmentHeader.read(from: handle) {
+                    segments[index].createdAtNanoseconds = header.createdAtNanoseconds
+                }
             } catch {
                 throw .fileSystem(error, context: "opening segment \(segments[index].name)")
             }
@@ -50,7 +56,8 @@ enum LogRecovery {
         }
         report.nextSequence = nextSequence
         let writer = SegmentWriter(
-            fileSystem: fileSystem, directory: walDirectory, configuration: configuration, segments: segments, active: active
+            fileSystem: fileSystem, directory: walDirectory, configuration: configuration, segments: segments, active: active,
+            wallClock: wallClock
         )
         return (writer, report)
     }
@@ -73,7 +80,7 @@ enum LogRecovery {
                 report.damage.append(damage)
                 try handle.truncate(to: 0)
                 try handle.write(
-                    SegmentHeader(firstSequence: segment.firstSequence, createdAtNanoseconds: SystemClock.wallNanoseconds()).encoded(), at: 0)
+                    SegmentHeader(firstSequence: segment.firstSequence, createdAtNanoseconds: segment.createdAtNanoseconds).encoded(), at: 0)
                 try handle.synchronizeData()
                 size = Int64(SegmentHeader.size)
             }

@@ -9,6 +9,10 @@ struct SegmentWriter: Sendable {
         var firstSequence: UInt64
         /// Bytes holding the header and frames (for a sealed segment found on open: its file size).
         var bytes: Int64
+        /// When the segment was started (its header's creation time; when the header could not
+        /// be read, the time the log was opened, which keeps it longer rather than shorter).
+        /// The next segment's creation is when this one took its last event.
+        var createdAtNanoseconds: Int64
         var name: String { SegmentHeader.fileName(firstSequence: firstSequence) }
     }
 
@@ -24,30 +28,61 @@ struct SegmentWriter: Sendable {
         /// Set when fdatasync failed or a failed write could not be undone: the descriptor is never
         /// trusted again and the next append rolls to a new segment.
         var abandoned = false
+        /// Set when a roll failed once its rename was under way: the next segment may exist under
+        /// its final name, starting at the sequence this one would go on with, and would supersede
+        /// any frame appended here. This segment takes no more frames; the next append rolls again.
+        var sealed = false
     }
 
     let fileSystem: any FileSystem
     let directory: String
     let configuration: LogConfiguration
-    /// Every segment, oldest first; the last one is the active one when `active` is set.
-    private(set) var segments: [Segment]
+    /// Wall-clock nanoseconds since the Unix epoch: segment creation times and retention ages
+    /// (tests pass a clock they control).
+    let wallClock: @Sendable () -> Int64
+    /// Every segment, oldest first; the last one is the active one when `active` is set. Set
+    /// here and by the retention (SegmentWriter+Retention.swift), which removes the oldest.
+    var segments: [Segment]
     private(set) var active: Active?
 
-    init(fileSystem: any FileSystem, directory: String, configuration: LogConfiguration, segments: [Segment], active: Active?) {
+    init(
+        fileSystem: any FileSystem, directory: String, configuration: LogConfiguration, segments: [Segment], active: Active?,
+        wallClock: @escaping @Sendable () -> Int64 = SystemClock.wallNanoseconds
+    ) {
         self.fileSystem = fileSystem
         self.directory = directory
         self.configuration = configuration
         self.segments = segments
         self.active = active
+        self.wallClock = wallClock
+    }
+
+    /// The most bytes the log keeps before passed segments make room: the smaller of the size
+    /// limit and the retention quota.
+    private var roomBytes: Int64? {
+        switch (configuration.maximumLogBytes, configuration.retention.bytes) {
+        case (let limit?, let quota?): min(limit, quota)
+        case (let limit, let quota): limit ?? quota
+        }
     }
 
     /// Bytes holding segment headers and frames; the size limit applies to these.
     var totalBytes: Int64 { segments.reduce(0) { $0 + $1.bytes } }
 
-    /// Bytes the segment files take, the active segment's unused preallocation included.
-    var allocatedBytes: Int64 {
-        guard let current = active, !current.abandoned else { return totalBytes }
-        return totalBytes + max(0, current.allocated - current.offset)
+    /// What the log's owner reports of the writer: its segments, data bytes and bytes on disk.
+    struct Figures: Sendable {
+        var segments: Int
+        /// ``SegmentWriter/totalBytes``.
+        var dataBytes: Int64
+        /// Bytes the segment files take, the active segment's unused preallocation included.
+        var diskBytes: Int64
+    }
+
+    /// The figures now (one pass over the segments).
+    var figures: Figures {
+        let data = totalBytes
+        guard let current = active, !current.abandoned else { return Figures(segments: segments.count, dataBytes: data, diskBytes: data) }
+        return Figures(segments: segments.count, dataBytes: data, diskBytes: data + max(0, current.allocated - current.offset))
     }
 
     func path(_ name: String) -> String { "\(directory)/\(name)" }
@@ -56,28 +91,48 @@ struct SegmentWriter: Sendable {
     ///
     /// Returns once fdatasync succeeded. On failure nothing is acknowledged and the segment's
     /// durable end is unchanged.
+    ///
+    /// When the frames would take the log past its size limit or the retention quota, or meet a
+    /// full disk, segments every consumer has passed (all below `passedBelow`) go first, oldest
+    /// first, into `retention`, unless `mayRemove` is false (a retention pass is under way on
+    /// another thread). Failing to remove one (a broken archive) fails the commit only when the
+    /// size limit or the disk then leaves no room; the failure is in `retention` either way.
     @discardableResult
-    mutating func commit(_ frames: [UInt8], firstSequence: UInt64) throws(LogError) -> Duration {
-        if let limit = configuration.maximumLogBytes {
-            let used = totalBytes
-            if used + Int64(frames.count) > limit { throw .logFull(usedBytes: used, limitBytes: limit) }
+    mutating func commit(
+        _ frames: [UInt8], firstSequence: UInt64, passedBelow floor: UInt64 = 0, mayRemove: Bool = true, retention: inout RetentionPass
+    ) throws(LogError) -> Duration {
+        let floor = mayRemove ? floor : 0
+        var used = totalBytes
+        if let room = roomBytes, used + Int64(frames.count) > room {
+            retention.merge(removeSegments(passedBelow: floor, keeping: room - Int64(frames.count)))
+            used = totalBytes
+        }
+        if let limit = configuration.maximumLogBytes, used + Int64(frames.count) > limit {
+            throw .logFull(usedBytes: used, limitBytes: limit)
         }
         if needsRoll(forAdditional: Int64(frames.count)) {
-            try roll(firstSequence: firstSequence)
+            do {
+                try roll(firstSequence: firstSequence)
+            } catch {
+                guard case .fileSystem(let cause, _) = error, LogLayout.noSpaceErrnos.contains(cause.errno),
+                    makeRoom(for: Int64(frames.count), passedBelow: floor, retention: &retention)
+                else { throw error }
+                try roll(firstSequence: firstSequence)
+            }
         }
         guard var current = active else { throw .closed }
         do {
-            try current.handle.write(frames, at: current.offset)
-        } catch {
-            // Cut back whatever part of the frame reached the file (and the preallocation with it);
-            // if even that fails, stop using the file.
+            try write(frames, into: &current)
+        } catch  where LogLayout.noSpaceErrnos.contains(error.errno) && !current.abandoned {
+            guard makeRoom(for: Int64(frames.count), passedBelow: floor, retention: &retention) else { throw .writeFailed(error) }
+            guard var again = active else { throw .closed }
             do {
-                try current.handle.truncate(to: current.offset)
-                current.allocated = current.offset
+                try write(frames, into: &again)
             } catch {
-                current.abandoned = true
+                throw .writeFailed(error)
             }
-            active = current
+            current = again
+        } catch {
             throw .writeFailed(error)
         }
         let dataEnd = current.offset + Int64(frames.count)
@@ -104,6 +159,24 @@ struct SegmentWriter: Sendable {
         return syncDuration
     }
 
+    /// Writes `frames` at the active segment's durable end; on failure cuts back whatever part of
+    /// them reached the file (and the preallocation with it), and if even that fails stops using
+    /// the file. `current` is stored back as `active` either way.
+    private mutating func write(_ frames: [UInt8], into current: inout Active) throws(FileSystemError) {
+        do {
+            try current.handle.write(frames, at: current.offset)
+        } catch {
+            do {
+                try current.handle.truncate(to: current.offset)
+                current.allocated = current.offset
+            } catch {
+                current.abandoned = true
+            }
+            active = current
+            throw error
+        }
+    }
+
     /// After a failed fdatasync the descriptor's state is unknown: best effort, cut the file back to
     /// its last durable frame through a fresh descriptor. Readers ignore what stays anyway, because
     /// the next segment starts at the same sequence number and supersedes it.
@@ -119,33 +192,41 @@ struct SegmentWriter: Sendable {
 
     private func needsRoll(forAdditional bytes: Int64) -> Bool {
         guard let current = active else { return true }
-        if current.abandoned { return true }
+        if current.abandoned || current.sealed { return true }
         let hasFrames = current.offset > Int64(SegmentHeader.size)
         return hasFrames && current.offset + bytes > configuration.segmentBytes
     }
 
     /// Starts a new segment whose first event will be `firstSequence`: temporary file, header,
     /// fdatasync, rename, directory sync. Only then may frames go into it. The previous segment is
-    /// cut back to its last frame (dropping its unused preallocation).
+    /// cut back to its last frame (dropping its unused preallocation). When the roll fails at or
+    /// after the rename, the previous segment is sealed, so that the next append rolls again.
     mutating func roll(firstSequence: UInt64) throws(LogError) {
         let name = SegmentHeader.fileName(firstSequence: firstSequence)
         let finalPath = path(name)
         let temporaryPath = finalPath + ".tmp"
-        let header = SegmentHeader(firstSequence: firstSequence, createdAtNanoseconds: SystemClock.wallNanoseconds())
+        let header = SegmentHeader(firstSequence: firstSequence, createdAtNanoseconds: wallClock())
         let handle: any FileHandle
         do {
             handle = try fileSystem.open(temporaryPath, create: true)
         } catch {
             throw .fileSystem(error, context: "creating segment \(name)")
         }
+        var renaming = false
         do {
             try handle.truncate(to: 0)
             try handle.write(header.encoded(), at: 0)
             try handle.synchronizeData()
+            renaming = true
             try fileSystem.rename(temporaryPath, to: finalPath)
             try fileSystem.synchronizeDirectory(directory)
         } catch {
             handle.close()
+            if renaming {
+                // The new, empty segment may be on disk under its final name: frames appended to the
+                // previous segment from `firstSequence` on would be read as superseded by it.
+                active?.sealed = true
+            }
             try? fileSystem.remove(temporaryPath)
             throw .fileSystem(error, context: "starting segment \(name)")
         }
@@ -156,7 +237,7 @@ struct SegmentWriter: Sendable {
         }
         // An abandoned, still empty segment with the same first sequence was just replaced by the rename.
         if let last = segments.last, last.firstSequence == firstSequence { segments.removeLast() }
-        segments.append(Segment(firstSequence: firstSequence, bytes: Int64(SegmentHeader.size)))
+        segments.append(Segment(firstSequence: firstSequence, bytes: Int64(SegmentHeader.size), createdAtNanoseconds: header.createdAtNanoseconds))
         active = Active(handle: handle, firstSequence: firstSequence, offset: Int64(SegmentHeader.size), allocated: Int64(SegmentHeader.size))
     }
 
@@ -172,26 +253,6 @@ struct SegmentWriter: Sendable {
             target = min(target, limit - others)
         }
         return max(target, end)
-    }
-
-    /// Deletes the oldest segments whose events are all below `sequence` (never the active one),
-    /// oldest first, then syncs the directory. Returns the names deleted.
-    mutating func removeSegments(below sequence: UInt64) throws(LogError) -> [String] {
-        var removed: [String] = []
-        while segments.count > 1, segments[1].firstSequence <= sequence {
-            let name = segments[0].name
-            do {
-                try fileSystem.remove(path(name))
-            } catch {
-                throw .fileSystem(error, context: "deleting consumed segment \(name)")
-            }
-            segments.removeFirst()
-            removed.append(name)
-        }
-        if !removed.isEmpty {
-            do { try fileSystem.synchronizeDirectory(directory) } catch { throw .fileSystem(error, context: "syncing \(directory)") }
-        }
-        return removed
     }
 
     /// Closes the active segment's descriptor.

@@ -11,8 +11,8 @@ import RelayIO
 /// whatever the batch size.
 ///
 /// Opening recovers from any earlier stop on its own (see ``RecoveryReport``). Consumers read with
-/// ``LogReader`` up to ``durableSequence`` and keep their place with named cursors; a segment is
-/// deleted once every cursor has passed it.
+/// ``LogReader`` up to ``durableSequence`` and keep their place with named cursors; a segment may
+/// leave once every cursor has passed it, as ``LogConfiguration/retention`` says.
 public actor WriteAheadLog {
     /// Where the log's files are.
     public nonisolated let walDirectory: String
@@ -27,6 +27,10 @@ public actor WriteAheadLog {
 
     private var writer: SegmentWriter?
     private var nextSequence: UInt64
+    /// The writer's figures as of its last return home. The writer changes only while it is away
+    /// on the I/O thread (commits, deletions), so they are exact while it is home and the last
+    /// known while it is away.
+    private var writerFigures: SegmentWriter.Figures
     private var pending: [PendingAppend] = []
     private var pendingEvents = 0
     private var isFlushing = false
@@ -41,9 +45,37 @@ public actor WriteAheadLog {
     private let io: BlockingExecutor
     /// The thread that writes cursors, so a cursor commit never waits behind a group commit.
     private let cursorIO: BlockingExecutor
+    /// The thread that copies segments into the archive (`--archive-dir`), so that group commits
+    /// go on meanwhile; started on first use.
+    private var archiveThread: BlockingExecutor?
+    private var archiveIO: BlockingExecutor {
+        if let archiveThread { return archiveThread }
+        let started = BlockingExecutor(name: "wal-archive")
+        archiveThread = started
+        return started
+    }
+    /// Set while a retention pass is under way (see ``removeConsumedSegments()``).
+    private var isApplyingRetention = false
+    /// The writer's segments as of its last return home: a retention pass chooses from them
+    /// without waiting for the writer, which a steady stream of group commits keeps away, and
+    /// ``oldestSequence`` is read from them, so a consumer starting while the writer is away
+    /// still learns where the log begins.
+    private var writerSegments: [SegmentWriter.Segment]
+    /// Segments a retention pass chose (and archived) while the writer was away: the next group
+    /// commit deletes them on the writer's thread, or the next pass does.
+    private var handedOffRemovals: [SegmentWriter.Expendable] = []
+    private let wallClock: @Sendable () -> Int64
+    /// Set once ``close()`` has closed the writer for good.
+    private var isShutDown = false
     private let logger: Logger
     private var statistics = LogStatistics()
     private var commitObserver: (@Sendable (CommitReport) -> Void)?
+    private var removalObserver: (@Sendable ([SegmentRemoval]) -> Void)?
+
+    /// Calls `observer` with the segments each retention pass removed (for metrics); `nil` removes it.
+    public func observeSegmentRemovals(_ observer: (@Sendable ([SegmentRemoval]) -> Void)?) {
+        removalObserver = observer
+    }
 
     /// Calls `observer` after every successful group commit (for metrics); `nil` removes it.
     public func observeCommits(_ observer: (@Sendable (CommitReport) -> Void)?) {
@@ -61,7 +93,8 @@ public actor WriteAheadLog {
     ///   ``LogError/fileSystem(_:context:)`` when the directory cannot be read or repaired.
     public static func open(
         dataDirectory: String, configuration: LogConfiguration = LogConfiguration(),
-        fileSystem: any FileSystem = PosixFileSystem(), logger: Logger = Logger(label: "campaign-relay.wal")
+        fileSystem: any FileSystem = PosixFileSystem(), logger: Logger = Logger(label: "campaign-relay.wal"),
+        wallClock: @escaping @Sendable () -> Int64 = SystemClock.wallNanoseconds
     ) async throws(LogError) -> WriteAheadLog {
         let layout = LogLayout(dataDirectory: dataDirectory)
         // Opening reads and repairs files: that happens on the writer's thread, like every later write.
@@ -75,7 +108,7 @@ public actor WriteAheadLog {
             let positions = try cursors.loadAll(now: now)
             let (writer, report) = try LogRecovery.recover(
                 fileSystem: fileSystem, walDirectory: layout.walDirectory, quarantine: quarantine, configuration: configuration,
-                sequenceFloor: positions.values.max() ?? 1, now: now
+                sequenceFloor: positions.values.max() ?? 1, now: now, wallClock: wallClock
             )
             let (identity, change) = try RelayIdentity.establish(
                 layout: layout, fileSystem: fileSystem, quarantine: quarantine, nextSequence: report.nextSequence, now: now
@@ -147,6 +180,9 @@ public actor WriteAheadLog {
         self.writer = writer
         self.recoveryReport = report
         self.nextSequence = report.nextSequence
+        self.writerFigures = writer.figures
+        self.writerSegments = writer.segments
+        self.wallClock = writer.wallClock
         self.cursors = cursors
         self.cursorPositions = positions
         self.lock = lock
@@ -159,14 +195,22 @@ public actor WriteAheadLog {
     public var durableSequence: UInt64 { nextSequence }
 
     /// The first sequence number still kept on disk.
-    public var oldestSequence: UInt64 { writer?.segments.first?.firstSequence ?? nextSequence }
+    ///
+    /// It does not depend on the writer being home: while a group commit's fdatasync or a segment
+    /// deletion runs, the writer is on the I/O thread, and answering ``durableSequence`` then
+    /// would make a consumer starting at `max(cursor, oldestSequence)` pass over every event
+    /// between its cursor and the durable end without reading them.
+    public var oldestSequence: UInt64 { writerSegments.first?.firstSequence ?? nextSequence }
 
     /// Bytes all segment files take on disk, the active segment's preallocated space included.
-    public var diskBytes: Int64 { writer?.allocatedBytes ?? 0 }
+    public var diskBytes: Int64 { writerFigures.diskBytes }
 
     /// Bytes holding segment headers and frames: what the stored events cost on disk, and what
     /// ``LogConfiguration/maximumLogBytes`` limits.
-    public var dataBytes: Int64 { writer?.totalBytes ?? 0 }
+    public var dataBytes: Int64 { writerFigures.dataBytes }
+
+    /// Segment files kept (the active one included).
+    public var segmentCount: Int { writerFigures.segments }
 
     /// Counters since the log was opened.
     public var stats: LogStatistics { statistics }
@@ -208,13 +252,25 @@ public actor WriteAheadLog {
             let first = nextSequence
             let level = configuration.compressionLevel
             let batches = group.map(\.events)
+            let floor = passedFloor
+            let mayRemove = !isApplyingRetention
+            let handedOff = handedOffRemovals
+            handedOffRemovals = []
             writer = nil
-            let (returned, outcome) = await io.run(moving: taken) { (owned: inout SegmentWriter) throws(LogError) -> (Int, Int, Duration) in
+            let (returned, committed) = await io.run(moving: taken) {
+                (owned: inout SegmentWriter) -> (Result<(Int, Int, Duration), LogError>, SegmentWriter.RetentionPass) in
                 let (bytes, frames) = Frame.encodeGroup(batches, firstSequence: first, compressionLevel: level)
-                let sync = try owned.commit(bytes, firstSequence: first)
-                return (bytes.count, frames, sync)
+                var retention = handedOff.isEmpty ? SegmentWriter.RetentionPass() : owned.remove(handedOff, archiving: false)
+                do throws(LogError) {
+                    let sync = try owned.commit(bytes, firstSequence: first, passedBelow: floor, mayRemove: mayRemove, retention: &retention)
+                    return (.success((bytes.count, frames, sync)), retention)
+                } catch {
+                    return (.failure(error), retention)
+                }
             }
-            writer = returned
+            let (outcome, retention) = committed.get()
+            comeHome(returned)
+            report(retention, during: "making room for a commit")
             switch outcome {
             case .success(let (bytes, frames, sync)):
                 var start = first
@@ -295,8 +351,11 @@ public actor WriteAheadLog {
     /// Every registered cursor and its position.
     public var cursorPositionsByName: [String: UInt64] { cursorPositions }
 
-    /// Durably moves cursor `name` to `position` (the next sequence it will consume), then deletes
-    /// the segments every cursor has passed.
+    /// Durably moves cursor `name` to `position` (the next sequence it will consume), then applies
+    /// the retention to the segments every cursor has passed.
+    ///
+    /// - Throws: ``LogError`` when the cursor cannot be written. A segment that cannot be removed
+    ///   (a broken archive) is logged and tried again later: the consumer goes on.
     public func commitCursor(_ name: String, to position: UInt64) async throws(LogError) {
         try CursorStore.validate(name)
         let store = cursors
@@ -306,7 +365,7 @@ public actor WriteAheadLog {
             throw .fileSystem(error, context: "writing cursor \(name)")
         }
         cursorPositions[name] = position
-        try await removeConsumedSegments()
+        try? await removeConsumedSegments()
     }
 
     /// Removes a cursor, so it no longer holds segments back.
@@ -321,43 +380,135 @@ public actor WriteAheadLog {
         cursorPositions[name] = nil
     }
 
+    /// Every event below this sequence number has been passed by every consumer; 0 without
+    /// consumers (a log nobody reads keeps everything).
+    private var passedFloor: UInt64 { cursorPositions.values.min() ?? 0 }
+
+    /// Applies the retention now: removes (or archives) the segments every consumer has passed
+    /// whose age or the quota says they may go. Cursor commits do this too; a server calls it
+    /// now and then so that an idle log still expires its old segments.
+    ///
+    /// - Throws: ``LogError`` when deleting or archiving fails (what was removed before stays
+    ///   removed; the rest is tried again next time).
+    public func applyRetention() async throws(LogError) {
+        try await removeConsumedSegments()
+    }
+
+    /// One retention pass at a time, and it never waits for the writer, so a consumer's cursor
+    /// commit never waits behind group commits: it chooses from the writer's segments as of its
+    /// last return home, copies them into the archive (if any) on a thread of its own while group
+    /// commits go on (a commit removes nothing meanwhile), then deletes them on the writer's
+    /// thread, at once when the writer is home, else in the next group commit.
     private func removeConsumedSegments() async throws(LogError) {
-        guard let floor = cursorPositions.values.min(), let current = writer, current.segments.count > 1,
-            current.segments[1].firstSequence <= floor
-        else { return }
-        // Wait for the writer to be home (a commit may hold it), then delete on its thread.
-        while writer == nil { await waitForFlush() }
-        guard let taken = writer else { return }
-        writer = nil
-        let (returned, result) = await io.run(moving: taken) { (owned: inout SegmentWriter) throws(LogError) in
-            try owned.removeSegments(below: floor)
+        guard !isApplyingRetention, !isShutDown else { return }
+        let handedOff = Set(handedOffRemovals.map(\.segment.firstSequence))
+        let chosen = SegmentWriter.expendable(
+            in: writerSegments, retention: configuration.retention, passedBelow: passedFloor, keeping: configuration.retention.bytes,
+            now: wallClock()
+        ).filter { !handedOff.contains($0.segment.firstSequence) }
+        guard !chosen.isEmpty || (!handedOffRemovals.isEmpty && writer != nil) else { return }
+        isApplyingRetention = true
+        defer {
+            isApplyingRetention = false
+            // close() waits for a pass to end.
+            let waiters = flushWaiters
+            flushWaiters = []
+            for waiter in waiters { waiter.resume() }
         }
+        var pass = SegmentWriter.RetentionPass()
+        var ready = chosen
+        if let archiveDirectory = configuration.archiveDirectory, !chosen.isEmpty {
+            // Copying a segment takes a while (64 MiB by default): not on the writer's thread.
+            ready = []
+            let (archive, directory, copier) = (SegmentArchive(directory: archiveDirectory, fileSystem: fileSystem), walDirectory, archiveIO)
+            for item in chosen {
+                let name = item.segment.name
+                do {
+                    try await copier.run { () throws(LogError) in _ = try archive.store(segmentAt: "\(directory)/\(name)", name: name) }
+                    ready.append(item)
+                } catch {
+                    pass.failure = error
+                    break
+                }
+            }
+        }
+        handedOffRemovals += ready
+        if let taken = writer, !handedOffRemovals.isEmpty {
+            let removals = handedOffRemovals
+            handedOffRemovals = []
+            writer = nil
+            let (returned, removed) = await io.run(moving: taken) { (owned: inout SegmentWriter) in owned.remove(removals, archiving: false) }
+            comeHome(returned)
+            if !pending.isEmpty, !isFlushing {
+                isFlushing = true
+                Task { await self.flushPending() }
+            }
+            var deleted = removed.get()
+            deleted.merge(pass)
+            pass = deleted
+        }
+        report(pass, during: "applying the retention")
+        if let failure = pass.failure { throw failure }
+    }
+
+    /// The writer is back from the I/O thread: what it reports is read from it until it leaves
+    /// again (``writerFigures``, ``writerSegments``, and so ``oldestSequence``).
+    private func comeHome(_ returned: SegmentWriter) {
         writer = returned
-        let waiters = flushWaiters
-        flushWaiters = []
-        for waiter in waiters { waiter.resume() }
-        if !pending.isEmpty, !isFlushing {
-            isFlushing = true
-            Task { await self.flushPending() }
+        writerFigures = returned.figures
+        writerSegments = returned.segments
+    }
+
+    /// Logs and counts what a retention pass removed, and how it failed.
+    private func report(_ pass: SegmentWriter.RetentionPass, during activity: String) {
+        if let failure = pass.failure {
+            logger.error(
+                "could not remove a passed segment; it stays in the log and is tried again later",
+                metadata: [
+                    "while": "\(activity)", "error": "\(failure)",
+                ])
         }
-        let removed = try result.get()
-        if !removed.isEmpty {
-            logger.info("deleted segments every cursor has passed", metadata: ["segments": "\(removed.joined(separator: ","))", "below": "\(floor)"])
+        guard !pass.removals.isEmpty else { return }
+        for reason in SegmentRemoval.Reason.allCases {
+            let removals = pass.removals.filter { $0.reason == reason }
+            guard let last = removals.last else { continue }
+            statistics.recordRemovals(removals)
+            let verb = last.archived ? "archived and deleted" : "deleted"
+            let message: Logger.Message =
+                switch reason {
+                case .expired: "\(verb) segments every consumer has passed and the retention no longer keeps"
+                case .quota: "\(verb) segments every consumer has passed before their retention ran out: the log needed room"
+                }
+            logger.log(
+                level: reason == .quota ? .notice : .info, message,
+                metadata: [
+                    "segments": "\(removals.map(\.segment).joined(separator: ","))", "bytes": "\(removals.reduce(0) { $0 + $1.bytes })",
+                    "first-kept-sequence": "\(oldestSequence)", "archive": "\(configuration.archiveDirectory ?? "none")",
+                ])
         }
+        removalObserver?(pass.removals)
     }
 
     private func waitForFlush() async {
         await withCheckedContinuation { flushWaiters.append($0) }
     }
 
-    /// Waits for pending appends, closes the files and releases the lock. Later appends throw ``LogError/closed``.
+    /// Waits for pending appends, applies the retention once more (a consumer that found nothing
+    /// new to read still lets expired segments go), closes the files and releases the lock.
+    /// Later appends throw ``LogError/closed``.
     public func close() async {
         guard !isClosed else { return }
         isClosed = true
-        while isFlushing || writer == nil { await waitForFlush() }
+        // Appends are refused from here on: once the last group commit and any pass under way
+        // are done, the writer stays home for a last pass.
+        while isFlushing || writer == nil || isApplyingRetention { await waitForFlush() }
+        // A failure is logged, and the segments stay for the next pass.
+        try? await removeConsumedSegments()
+        while isFlushing || writer == nil || isApplyingRetention { await waitForFlush() }
         wakeDurableWaiters(all: true)
         writer?.close()
         writer = nil
+        isShutDown = true
         lock?.close()
     }
 }

@@ -1,4 +1,5 @@
 import RelayCore
+import RelayEventJSON
 import RelayForwarding
 
 /// `{"error":…,"problems":[{"field":…,"index":…,"message":…}]}`: every JSON error answer; `problems`

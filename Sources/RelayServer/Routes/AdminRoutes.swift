@@ -75,15 +75,12 @@ struct AdminRoutes: Sendable {
             return Responses.error(.serviceUnavailable, "aggregates are not available yet: \(error)")
         }
         do {
-            let rows = try await queries.deliveries(deliveryId: id, limit: limit)
             if let id {
+                let rows = try await queries.deliveries(deliveryId: id, limit: limit)
                 guard let row = rows.first else { return Responses.error(.notFound, "no events counted for delivery \(id)") }
                 return Responses.json(.ok, APIJSON.text(row))
             }
-            let report = AggregatesReport(
-                sequences: try await queries.coveredSequences(), deliveries: rows, registrations: try await queries.registrations(),
-                origins: try await queries.origins())
-            return Responses.json(.ok, APIJSON.text(report))
+            return Responses.json(.ok, APIJSON.text(try await queries.report(limit: limit)))
         } catch {
             return Responses.error(.internalServerError, "reading the aggregates failed: \(error)")
         }

@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import RelayCore
+import RelayEventJSON
 import RelayIO
 import RelayLog
 

@@ -1,6 +1,7 @@
 import Hummingbird
 import NIOCore
 import RelayCore
+import RelayEventJSON
 
 /// Building the server's answers.
 enum Responses {

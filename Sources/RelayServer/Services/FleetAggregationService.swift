@@ -1,9 +1,9 @@
 import Logging
+import NIOConcurrencyHelpers
 import RelayCore
 import RelayLog
 import RelayPostgres
 import ServiceLifecycle
-import Synchronization
 
 /// What `/readyz` and `/metrics` say of the fleet aggregator: how far PostgreSQL has counted, and
 /// the last failure while it cannot.
@@ -15,19 +15,19 @@ final class FleetStatus: Sendable {
         var failingSince: EventTime?
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
-    var current: State { state.withLock { $0 } }
+    var current: State { state.withLockedValue { $0 } }
 
     func counted(through next: UInt64) {
-        state.withLock {
+        state.withLockedValue {
             $0.nextSequence = next
             $0.failingSince = nil
         }
     }
 
     func failed(_ error: FleetError) {
-        state.withLock {
+        state.withLockedValue {
             $0.lastError = error.description
             if $0.failingSince == nil { $0.failingSince = EventTime.now() }
         }

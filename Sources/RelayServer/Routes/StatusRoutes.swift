@@ -1,0 +1,110 @@
+import Hummingbird
+import NIOConcurrencyHelpers
+import RelayAggregator
+import RelayCore
+import RelayForwarding
+import RelayIO
+import RelayLog
+
+/// `GET /status` (the page, open to all: it holds no figure) and `GET /v1/status` (its figures,
+/// behind ``AdminAuthentication`` when an admin token is set, like the other admin endpoints).
+struct StatusRoutes: Sendable {
+    let adminToken: String?
+    let log: WriteAheadLog
+    let store: ForwardingStore
+    let history: StatusHistory
+    var uploader: Uploader?
+    /// Where each upload lane sends, by lane name.
+    var hosts: [String: String] = [:]
+    var relayLane: RelayUpstreamLane?
+    var relayURL: String?
+    var aggregator: Aggregator?
+    var fleet: FleetStatus?
+    /// The time of the log's first event, read once per oldest sequence (a frame decode), on a
+    /// thread of its own.
+    let firstEventTimes = NIOLockedValueBox<(sequence: UInt64, time: EventTime?)?>(nil)
+    let logReads = BlockingExecutor(name: "status-read", priority: .background)
+
+    func add(to table: RouteTable) {
+        table.get("status") { _, _ in
+            Response(
+                status: .ok,
+                headers: [
+                    .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+                    // Everything the page needs is in it; it talks only to this relay.
+                    .contentSecurityPolicy:
+                        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; form-action 'none'; frame-ancestors 'none'",
+                ],
+                body: .init(byteBuffer: .init(string: StatusPage.html)))
+        }
+        let routes = adminToken.map { table.group(AdminAuthentication(token: $0)) } ?? table
+        routes.get("v1/status") { _, _ in Responses.json(.ok, APIJSON.text(await report())) }
+    }
+
+    func report() async -> StatusReport {
+        let now = EventTime.now()
+        let durable = await log.durableSequence
+        let (intake, delivered) = history.rates()
+        let fsync = history.syncPercentiles()
+        let dataBytes = await log.dataBytes
+        let oldest = await log.oldestSequence
+        let firstEventTime = await firstEventTime(oldest: oldest, durable: durable)
+        let quota = log.configuration.maximumLogBytes
+        let statistics = await log.stats
+        var destinations: [StatusReport.Destination] = []
+        if let uploader {
+            for (kind, lane) in await uploader.statistics().sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                destinations.append(
+                    StatusReport.Destination(
+                        name: kind.rawValue, url: hosts[kind.rawValue] ?? "", backlog: lane.backlog,
+                        oldestUnsentEvent: lane.oldestUnsentEvent?.rfc3339,
+                        oldestUnsentSeconds: lane.oldestUnsentEvent.map { RelayMetrics.age(of: $0, now: now.nanosecondsSinceEpoch) },
+                        breaker: lane.breaker, lastError: lane.lastError, lastErrorAt: lane.lastErrorAt?.rfc3339,
+                        deliveredPerSecond: delivered[kind.rawValue], delivered: lane.delivered))
+            }
+        }
+        if let relayLane {
+            let state = await relayLane.state()
+            destinations.append(
+                StatusReport.Destination(
+                    name: "relay", url: relayURL ?? "", backlog: state.backlog, oldestUnsentEvent: state.oldestWaitingEvent?.rfc3339,
+                    oldestUnsentSeconds: state.oldestWaitingEvent.map { RelayMetrics.age(of: $0, now: now.nanosecondsSinceEpoch) },
+                    breaker: state.unreachableSince == nil ? "reachable" : "unreachable", lastError: state.lastFailure,
+                    lastErrorAt: state.unreachableSince?.rfc3339, deliveredPerSecond: nil, delivered: nil))
+        }
+        var counting: [StatusReport.Counting] = []
+        if let aggregator {
+            let next = await aggregator.nextSequence
+            counting.append(StatusReport.Counting(store: "sqlite", lag: durable > next ? durable - next : 0))
+        }
+        if let fleet {
+            let state = fleet.current
+            counting.append(
+                StatusReport.Counting(
+                    store: "postgres", lag: state.nextSequence.map { durable > $0 ? durable - $0 : 0 }, lastError: state.lastError))
+        }
+        return StatusReport(
+            generatedAt: now.rfc3339, relayId: log.identity.relayID, epoch: log.identity.epoch.number, version: RelayVersion.current,
+            intake: .init(eventsPerSecond: intake, lastDurableSequence: durable - 1),
+            log: .init(
+                dataBytes: dataBytes, diskBytes: await log.diskBytes, quotaBytes: quota,
+                quotaUsed: quota.map { Double(dataBytes) / Double(max(1, $0)) }, segments: await log.segmentCount,
+                oldestSequence: oldest, firstEventTime: firstEventTime?.rfc3339,
+                retainSeconds: Double(log.configuration.retention.age.components.seconds), retainBytes: log.configuration.retention.bytes,
+                archiveDirectory: log.configuration.archiveDirectory, segmentsRemoved: statistics.segmentsExpired + statistics.segmentsRemovedForRoom),
+            destinations: destinations, deadLetters: try? await store.pendingDeadLetterCount(), counting: counting,
+            fsync: .init(p50Seconds: fsync.p50, p99Seconds: fsync.p99, commits: fsync.count))
+    }
+
+    /// The event time of the first event kept, cached until the oldest segment goes.
+    func firstEventTime(oldest: UInt64, durable: UInt64) async -> EventTime? {
+        if let known = firstEventTimes.withLockedValue({ $0 }), known.sequence == oldest, known.time != nil { return known.time }
+        guard durable > oldest else { return nil }
+        let (directory, fileSystem) = (log.walDirectory, log.fileSystem)
+        let time = await logReads.run { () -> EventTime? in
+            (try? LogExtent.firstEvent(walDirectory: directory, fileSystem: fileSystem, from: oldest, below: durable))??.event.time
+        }
+        firstEventTimes.withLockedValue { $0 = (oldest, time) }
+        return time
+    }
+}

@@ -1,0 +1,74 @@
+import RelayCore
+
+/// `GET /v1/status`: what the status page shows, in one object (docs/openapi.yaml, `Status`).
+/// Absent members are unknown or not configured (no aggregator, no fdatasync in the last minute).
+struct StatusReport: Encodable {
+    struct Intake: Encodable {
+        /// Events made durable per second over the last 10 s.
+        var eventsPerSecond: Double?
+        var lastDurableSequence: UInt64
+    }
+
+    struct Log: Encodable {
+        /// Bytes of segment headers and frames (what --max-wal-bytes limits).
+        var dataBytes: Int64
+        /// Bytes the segment files take, preallocation included.
+        var diskBytes: Int64
+        /// --max-wal-bytes, when set.
+        var quotaBytes: Int64?
+        /// `dataBytes / quotaBytes`, when there is a quota.
+        var quotaUsed: Double?
+        var segments: Int
+        /// The first sequence kept, and its event's time: the range a replay can still reach.
+        var oldestSequence: UInt64
+        var firstEventTime: String?
+        /// --retain, --retain-bytes and --archive-dir: how long, and within what, passed segments stay.
+        var retainSeconds: Double
+        var retainBytes: Int64?
+        var archiveDirectory: String?
+        /// Passed segments that left the log since the relay started.
+        var segmentsRemoved: Int
+    }
+
+    struct Destination: Encodable {
+        /// `tracking`, `marketing` or `relay`.
+        var name: String
+        var url: String
+        var backlog: UInt64
+        /// The event time of the oldest event the destination is owed, and its age in seconds.
+        var oldestUnsentEvent: String?
+        var oldestUnsentSeconds: Double?
+        /// `closed`, `open` or `half-open`; for the relay destination `reachable` or `unreachable`.
+        var breaker: String
+        var lastError: String?
+        var lastErrorAt: String?
+        var deliveredPerSecond: Double?
+        var delivered: Int?
+    }
+
+    struct Counting: Encodable {
+        /// `sqlite` (the aggregates file) or `postgres` (the fleet's database).
+        var store: String
+        /// Durable events not counted yet.
+        var lag: UInt64?
+        var lastError: String?
+    }
+
+    struct Fsync: Encodable {
+        var p50Seconds: Double?
+        var p99Seconds: Double?
+        /// fdatasyncs in the last minute.
+        var commits: Int
+    }
+
+    var generatedAt: String
+    var relayId: String
+    var epoch: UInt32
+    var version: String
+    var intake: Intake
+    var log: Log
+    var destinations: [Destination]
+    var deadLetters: Int?
+    var counting: [Counting]
+    var fsync: Fsync
+}

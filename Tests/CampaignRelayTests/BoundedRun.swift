@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A run of a child process with a deadline that reports how it ended — an exit status, a signal,
+/// or the deadline — and leaves it to the caller to judge: a fault test must tell a crash (a
+/// signal) from a documented failure (exit 1), and may retry once a start-up hang that libfiu's
+/// own malloc wrapper can cause, which ``RelayBinary/run(_:_:input:seconds:)`` records as an issue.
+struct BoundedRun: Sendable {
+    /// How the child ended.
+    enum Ending: Equatable, Sendable, CustomStringConvertible {
+        case exited(Int32)
+        case signalled(Int32)
+        /// Still running at the deadline, then killed (SIGKILL).
+        case timedOut
+
+        var description: String {
+            switch self {
+            case .exited(let status): "exit \(status)"
+            case .signalled(let signal): "killed by signal \(signal)"
+            case .timedOut: "still running at the deadline"
+            }
+        }
+    }
+
+    var ending: Ending
+    var stdout: String
+    var stderr: String
+    var seconds: Double
+
+    /// Whether the child printed nothing at all: with ``Ending/timedOut``, the sign of a hang before
+    /// `main` (the libfiu start-up deadlock), as opposed to one in the relay's own code.
+    var printedNothing: Bool { stdout.isEmpty && stderr.isEmpty }
+
+    /// ``run(_:_:seconds:)``, once more when the first run hung silently before `main` (libfiu's
+    /// start-up deadlock); `hangs` counts the retries.
+    static func runRetryingASilentHang(
+        _ executable: String, _ arguments: [String], seconds: Double, hangs: inout Int
+    ) async throws -> BoundedRun {
+        let first = try await run(executable, arguments, seconds: seconds)
+        guard first.ending == .timedOut, first.printedNothing else { return first }
+        hangs += 1
+        return try await run(executable, arguments, seconds: seconds)
+    }
+
+    /// Runs `executable` with `arguments` to its end or `seconds`, on a thread of its own (the
+    /// cooperative pool stays free for in-process servers the child talks to).
+    static func run(_ executable: String, _ arguments: [String], seconds: Double) async throws -> BoundedRun {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try runBlocking(executable, arguments, seconds: seconds) }) }.start()
+        }
+    }
+
+    private static func runBlocking(_ executable: String, _ arguments: [String], seconds: Double) throws -> BoundedRun {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let started = Date()
+        try process.run()
+        let outputData = RelayBinary.PipeContents()
+        let errorData = RelayBinary.PipeContents()
+        for (descriptor, box) in [(out.fileHandleForReading.fileDescriptor, outputData), (err.fileHandleForReading.fileDescriptor, errorData)] {
+            Thread {
+                var data = Data()
+                readPipe(descriptor) { data.append(contentsOf: $0) }
+                box.data.withLockedValue { $0 = data }
+            }.start()
+        }
+        let deadline = started.addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { usleep(2_000) }
+        let timedOut = process.isRunning
+        if timedOut { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        var stdout: Data?
+        var stderr: Data?
+        while stdout == nil || stderr == nil {
+            stdout = outputData.data.withLockedValue { $0 }
+            stderr = errorData.data.withLockedValue { $0 }
+            if stdout == nil || stderr == nil { usleep(1000) }
+        }
+        let ending: Ending =
+            timedOut
+            ? .timedOut : process.terminationReason == .uncaughtSignal ? .signalled(process.terminationStatus) : .exited(process.terminationStatus)
+        return BoundedRun(
+            ending: ending, stdout: String(decoding: stdout ?? Data(), as: UTF8.self), stderr: String(decoding: stderr ?? Data(), as: UTF8.self),
+            seconds: Date().timeIntervalSince(started))
+    }
+}
