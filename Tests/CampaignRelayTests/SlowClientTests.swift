@@ -17,6 +17,7 @@ struct SlowClientTests {
             var ok: Int
             var failed: Int
             var maxSeconds: Double
+            var medianSeconds: Double
         }
         var idle: Group
         var slow: Group
@@ -49,7 +50,13 @@ struct SlowClientTests {
         #expect((report.idle.lastClosedAfter ?? 99) < 7 && (report.slow.lastClosedAfter ?? 99) < 7, "\(report)")
         #expect((report.slow.lastClosedAfter ?? 0) > 2.5, "not before the timeout: \(report.slow)")
         #expect(report.real.failed == 0 && report.real.ok >= 10, "\(report.real)")
-        #expect(report.real.maxSeconds < 1, "\(report.real)")
+        // Served throughout: had the flood taken the relay's connections or its event loops, the
+        // real client would wait for the timeout to free them (3 s) or fail, and every request
+        // would be slow, not one. The slowest single request is not held to a tighter bound: in a
+        // debug build on a loaded 2-core CI machine, the 800 closes at the timeout took one
+        // request to 1.16 s.
+        #expect(report.real.maxSeconds < 3, "\(report.real)")
+        #expect(report.real.medianSeconds < 0.25, "\(report.real)")
     }
 
     @Test("control: with the default timeout (60 s) the same clients are all still open after 4 s")
