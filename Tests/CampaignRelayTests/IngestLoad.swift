@@ -60,11 +60,14 @@ final class IngestLoad: Sendable {
         return answer?.status ?? 0
     }
 
-    /// Client `client` sends batches until ``stopping`` is set, pausing after a refusal as a real
-    /// sender would (shorter than the relay's `Retry-After`, so that the test stays short).
-    func run(client: Int, _ http: TestHTTPClient, _ url: @escaping @Sendable () -> String) async {
+    /// Client `client` sends batches until ``stopping`` is set or the score meets `done`, pausing
+    /// after a refusal as a real sender would (shorter than the relay's `Retry-After`, so that the
+    /// test stays short).
+    func run(
+        client: Int, _ http: TestHTTPClient, _ url: @escaping @Sendable () -> String, until done: @Sendable (Score) -> Bool = { _ in false }
+    ) async {
         var next = (client + 1) * 100_000_000
-        while !stopping.load(ordering: .relaxed) {
+        while !stopping.load(ordering: .relaxed), !score.withLockedValue({ done($0) }) {
             if await sendBatch(http, url, next: &next) != 200 { try? await Task.sleep(for: .milliseconds(20)) }
         }
     }
