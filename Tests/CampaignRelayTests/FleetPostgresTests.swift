@@ -237,6 +237,10 @@ struct FleetPostgresTests {
             try await http.get(url + "/readyz").body.contains(#""failingSince":""#)
         }
         try await Task.sleep(until: stopped + .seconds(10))
+        // On a loaded machine the clients may not have run for most of those 10 s.
+        try await waitUntil("1,000 events acknowledged while PostgreSQL is down", seconds: 90) {
+            shared.acknowledged.withLockedValue { $0.values.reduce(0, +) } - beforeOutage > 1000
+        }
         let ready = try await http.get(url + "/readyz")
         let readiness = try #require(try JSONSerialization.jsonObject(with: Data(ready.body.utf8)) as? [String: Any])
         let state = try #require(readiness["postgres"] as? [String: Any], "\(ready.body)")

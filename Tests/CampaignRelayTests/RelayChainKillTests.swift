@@ -179,9 +179,14 @@ struct RelayChainKillTests {
                 continue
             }
             if kill == Self.longOutage {
-                // The central relay stays down 5 s: the edge keeps acknowledging and says what waits.
+                // The central relay stays down 5 s, and then until the clients have had 500 more
+                // events acknowledged (on a loaded machine they may not run for most of 5 s): the
+                // edge keeps acknowledging and says what waits.
                 let before = load.acknowledgedCount
                 try await Task.sleep(for: .seconds(5))
+                try await waitUntil("500 events acknowledged by the edge while the central relay is down", seconds: 90) {
+                    load.acknowledgedCount - before > 500
+                }
                 let readiness = try await http.get(edge() + "/readyz")
                 let upstream = (try JSONSerialization.jsonObject(with: Data(readiness.body.utf8)) as? [String: Any])?["upstream"] as? [String: Any]
                 #expect(upstream?["reachable"] as? Bool == false, "\(readiness.body)")
