@@ -54,15 +54,19 @@ struct BoundedRun: Sendable {
         }
     }
 
-    private static func runBlocking(_ executable: String, _ arguments: [String], seconds: Double) throws -> BoundedRun {
+    /// Runs `executable` to its end or `seconds` on the calling thread, optionally feeding `input`
+    /// on standard input. Both pipes are drained on threads of their own, so a large output never
+    /// blocks the child; a child still running at the deadline is killed (SIGKILL).
+    static func runBlocking(_ executable: String, _ arguments: [String], input: Data? = nil, seconds: Double) throws -> BoundedRun {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
+        let stdin = input.map { _ in Pipe() }
+        process.standardInput = stdin ?? FileHandle.nullDevice
         let started = Date()
         try process.run()
         let outputData = RelayBinary.PipeContents()
@@ -72,6 +76,16 @@ struct BoundedRun: Sendable {
                 var data = Data()
                 readPipe(descriptor) { data.append(contentsOf: $0) }
                 box.data.withLockedValue { $0 = data }
+            }.start()
+        }
+        if let input, let stdin {
+            // A child may stop reading early (a full log): its closed pipe must fail the write,
+            // not kill the test process with SIGPIPE; and the write must not hold up the wait.
+            signal(SIGPIPE, SIG_IGN)
+            let writer = stdin.fileHandleForWriting
+            Thread {
+                try? writer.write(contentsOf: input)
+                try? writer.close()
             }.start()
         }
         let deadline = started.addingTimeInterval(seconds)

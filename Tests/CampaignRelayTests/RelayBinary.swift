@@ -52,52 +52,14 @@ enum RelayBinary {
     }
 
     private static func runBlocking(_ binary: String, _ arguments: [String], input: Data?, seconds: Double) throws -> Outcome {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let stdin = Pipe()
-        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
-        try process.run()
-        let outputData = PipeContents()
-        let errorData = PipeContents()
-        for (descriptor, box) in [(out.fileHandleForReading.fileDescriptor, outputData), (err.fileHandleForReading.fileDescriptor, errorData)] {
-            Thread {
-                var data = Data()
-                readPipe(descriptor) { data.append(contentsOf: $0) }
-                box.data.withLockedValue { $0 = data }
-            }.start()
-        }
-        if let input {
-            // A child may stop reading early (a full log): its closed pipe must fail the write,
-            // not kill the test process with SIGPIPE; and the write must not hold up the wait.
-            signal(SIGPIPE, SIG_IGN)
-            let writer = stdin.fileHandleForWriting
-            Thread {
-                try? writer.write(contentsOf: input)
-                try? writer.close()
-            }.start()
-        }
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < deadline { usleep(2_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
+        let run = try BoundedRun.runBlocking(binary, arguments, input: input, seconds: seconds)
+        let status: Int32
+        switch run.ending {
+        case .exited(let code), .signalled(let code): status = code
+        case .timedOut:
             Issue.record("\(binary) \(arguments) did not finish within \(seconds) s and was killed")
+            status = SIGKILL
         }
-        process.waitUntilExit()
-        var stdout: Data?
-        var stderr: Data?
-        while stdout == nil || stderr == nil {
-            stdout = outputData.data.withLockedValue { $0 }
-            stderr = errorData.data.withLockedValue { $0 }
-            if stdout == nil || stderr == nil { usleep(1000) }
-        }
-        return Outcome(
-            status: process.terminationStatus, stdout: String(decoding: stdout ?? Data(), as: UTF8.self),
-            stderr: String(decoding: stderr ?? Data(), as: UTF8.self)
-        )
+        return Outcome(status: status, stdout: run.stdout, stderr: run.stderr)
     }
 }

@@ -102,13 +102,17 @@ struct SegmentWriter: Sendable {
         _ frames: [UInt8], firstSequence: UInt64, passedBelow floor: UInt64 = 0, mayRemove: Bool = true, retention: inout RetentionPass
     ) throws(LogError) -> Duration {
         let floor = mayRemove ? floor : 0
-        var used = totalBytes
-        if let room = roomBytes, used + Int64(frames.count) > room {
-            retention.merge(removeSegments(passedBelow: floor, keeping: room - Int64(frames.count)))
-            used = totalBytes
-        }
-        if let limit = configuration.maximumLogBytes, used + Int64(frames.count) > limit {
-            throw .logFull(usedBytes: used, limitBytes: limit)
+        // Without a size limit or a quota (the default) a commit does not sum the segments' sizes.
+        if let room = roomBytes {
+            var used = totalBytes
+            if used + Int64(frames.count) > room {
+                retention.merge(removeSegments(passedBelow: floor, keeping: room - Int64(frames.count)))
+                used = totalBytes
+            }
+            // A size limit makes `roomBytes` non-nil, so it is checked here or not at all.
+            if let limit = configuration.maximumLogBytes, used + Int64(frames.count) > limit {
+                throw .logFull(usedBytes: used, limitBytes: limit)
+            }
         }
         if needsRoll(forAdditional: Int64(frames.count)) {
             do {
