@@ -120,144 +120,69 @@ final class AggregateStore {
         try? connection.execute("ROLLBACK")
     }
 
-    /// One tracking hit, reduced to what counting needs.
-    private struct Hit {
-        /// `delivery_ref * 4 + action`: one integer key per delivery and action.
-        var deliveryAction: Int64
-        var message: MessageKey
-        var time: Int64
-    }
-
-    fileprivate struct DeliveryDelta {
-        var totals: SIMD4<Int64> = .zero
-        var uniques: SIMD4<Int64> = .zero
-        var first = Int64.max
-        var last = Int64.min
-    }
-
-    private struct RegistrationDelta {
-        var registrations: Int64 = 0
-        var distinctTokens: Int64 = 0
-        var first = Int64.max
-        var last = Int64.min
-    }
-
-    /// A first origin and the relay that handed its events to this one (`""` when they came
-    /// straight from the origin).
-    private struct OriginKey: Hashable {
-        var relayID: String
-        var via: String
-    }
-
-    private struct OriginDelta {
-        var events: Int64 = 0
-        var hits: Int64 = 0
-        var registrations: Int64 = 0
-        var epoch: UInt32 = 0
-        var lastSequence: UInt64 = 0
-        var first = Int64.max
-        var last = Int64.min
-
-        mutating func record(_ event: Event, at position: RelayPosition) {
-            events += 1
-            if case .tracking = event { hits += 1 } else { registrations += 1 }
-            if position.epoch > epoch || (position.epoch == epoch && position.sequence > lastSequence) {
-                epoch = position.epoch
-                lastSequence = position.sequence
-            }
-            first = min(first, event.time.nanosecondsSinceEpoch)
-            last = max(last, event.time.nanosecondsSinceEpoch)
-        }
-    }
-
-    private struct RegistrationKey: Hashable {
-        var integrationKey: String
-        var platform: String
-    }
-
+    /// Applies the deltas of `events` (``CountDeltas``) to the tables.
     private func count(_ events: ArraySlice<SequencedEvent>, created: inout [String: Int64]) throws(SQLiteError) {
-        var hits: [Hit] = []
-        hits.reserveCapacity(events.count)
-        var registrations: [RegistrationKey: RegistrationDelta] = [:]
-        var origins: [OriginKey: OriginDelta] = [:]
-        // A copy of an earlier entry (a re-queued dead letter) was counted as that entry.
-        for sequenced in events where sequenced.event.origin == nil {
-            if let chain = sequenced.event.chain {
-                origins[OriginKey(relayID: chain.first.relayID, via: chain.hop?.relayID ?? ""), default: OriginDelta()]
-                    .record(sequenced.event, at: chain.first)
-            }
-            switch sequenced.event {
-            case .tracking(let hit):
-                let reference = try deliveryRef(hit.deliveryId, time: hit.time.nanosecondsSinceEpoch, created: &created)
-                hits.append(
-                    Hit(
-                        deliveryAction: reference &* 4 &+ Int64(Self.actionIndex(hit.action)), message: Self.messageKey(hit.messageId),
-                        time: hit.time.nanosecondsSinceEpoch))
-            case .registration(let registration):
-                let key = RegistrationKey(integrationKey: registration.integrationKey, platform: registration.platform.rawValue)
-                insertToken.reset()
-                try insertToken.bind(1, key.integrationKey)
-                try insertToken.bind(2, key.platform)
-                try insertToken.bind(3, registration.registrationToken)
-                try insertToken.step()
-                let isNew = connection.changes > 0
-                let time = registration.time.nanosecondsSinceEpoch
-                var delta = registrations[key, default: RegistrationDelta()]
-                delta.registrations += 1
-                if isNew { delta.distinctTokens += 1 }
-                delta.first = min(delta.first, time)
-                delta.last = max(delta.last, time)
-                registrations[key] = delta
-            }
+        let deltas = CountDeltas(events)
+        var references: [Int64] = []
+        references.reserveCapacity(deltas.deliveries.count)
+        for delivery in deltas.deliveries {
+            references.append(try deliveryRef(delivery.deliveryId, time: delivery.first, created: &created))
         }
-        // In key order the unique index is walked page by page instead of at random.
-        hits.sort { $0.deliveryAction != $1.deliveryAction ? $0.deliveryAction < $1.deliveryAction : $0.message < $1.message }
-        var deltas: [Int64: DeliveryDelta] = [:]
-        for hit in hits {
+        var newMessages: [(delivery: Int, action: Int)] = []
+        for sighting in deltas.messages {
             insertMessage.reset()
-            try insertMessage.bind(1, hit.deliveryAction)
-            switch hit.message {
+            try insertMessage.bind(1, CountDeltas.deliveryAction(reference: references[sighting.delivery], action: sighting.action))
+            switch sighting.key {
             case .integer(let value): try insertMessage.bind(2, value)
-            case .text(let text): try insertMessage.bind(2, text)
+            case .uuid(let text): try insertMessage.bind(2, text)
             }
             try insertMessage.step()
-            let isNew = connection.changes > 0
-            let action = Int(hit.deliveryAction & 3)
-            let reference = hit.deliveryAction >> 2
-            deltas[reference, default: DeliveryDelta()].record(action: action, isNew: isNew, time: hit.time)
+            if connection.changes > 0 { newMessages.append((sighting.delivery, sighting.action)) }
         }
-        for (reference, delta) in deltas {
+        let uniques = deltas.uniques(new: newMessages)
+        for (index, delivery) in deltas.deliveries.enumerated() {
             addToDelivery.reset()
-            try addToDelivery.bind(1, reference)
-            for index in 0..<3 {
-                try addToDelivery.bind(Int32(2 + index), delta.totals[index])
-                try addToDelivery.bind(Int32(5 + index), delta.uniques[index])
+            try addToDelivery.bind(1, references[index])
+            for action in 0..<3 {
+                try addToDelivery.bind(Int32(2 + action), delivery.totals[action])
+                try addToDelivery.bind(Int32(5 + action), uniques[index][action])
             }
-            try addToDelivery.bind(8, delta.first)
-            try addToDelivery.bind(9, delta.last)
+            try addToDelivery.bind(8, delivery.first)
+            try addToDelivery.bind(9, delivery.last)
             try addToDelivery.step()
         }
-        for (key, delta) in registrations {
+        var newTokenApps: [Int] = []
+        for sighting in deltas.tokens {
+            let app = deltas.registrations[sighting.app].app
+            insertToken.reset()
+            try insertToken.bind(1, app.integrationKey)
+            try insertToken.bind(2, app.platform)
+            try insertToken.bind(3, sighting.token)
+            try insertToken.step()
+            if connection.changes > 0 { newTokenApps.append(sighting.app) }
+        }
+        let distinctTokens = deltas.distinctTokens(newTokenApps: newTokenApps)
+        for (index, delta) in deltas.registrations.enumerated() {
             upsertRegistration.reset()
-            try upsertRegistration.bind(1, key.integrationKey)
-            try upsertRegistration.bind(2, key.platform)
+            try upsertRegistration.bind(1, delta.app.integrationKey)
+            try upsertRegistration.bind(2, delta.app.platform)
             try upsertRegistration.bind(3, delta.registrations)
-            try upsertRegistration.bind(4, delta.distinctTokens)
+            try upsertRegistration.bind(4, distinctTokens[index])
             try upsertRegistration.bind(5, delta.first)
             try upsertRegistration.bind(6, delta.last)
             try upsertRegistration.step()
         }
-        for (key, delta) in origins {
+        for origin in deltas.origins {
             upsertOrigin.reset()
-            try upsertOrigin.bind(1, key.relayID)
-            try upsertOrigin.bind(2, key.via)
-            try upsertOrigin.bind(3, delta.events)
-            try upsertOrigin.bind(4, delta.hits)
-            try upsertOrigin.bind(5, delta.registrations)
-            try upsertOrigin.bind(6, Int64(delta.epoch))
-            try upsertOrigin.bind(7, Int64(bitPattern: delta.lastSequence))
-            try upsertOrigin.bind(8, delta.first)
-            try upsertOrigin.bind(9, delta.last)
+            try upsertOrigin.bind(1, origin.key.relayID)
+            try upsertOrigin.bind(2, origin.key.via)
+            try upsertOrigin.bind(3, origin.events)
+            try upsertOrigin.bind(4, origin.hits)
+            try upsertOrigin.bind(5, origin.registrations)
+            try upsertOrigin.bind(6, Int64(origin.epoch))
+            try upsertOrigin.bind(7, Int64(bitPattern: origin.lastSequence))
+            try upsertOrigin.bind(8, origin.first)
+            try upsertOrigin.bind(9, origin.last)
             try upsertOrigin.step()
         }
     }
@@ -285,29 +210,6 @@ final class AggregateStore {
         return reference
     }
 
-    /// 0 impressions, 1 opens, 2 clicks (the column order).
-    static func actionIndex(_ action: TrackingAction) -> Int {
-        switch action {
-        case .impression: 0
-        case .open: 1
-        case .click: 2
-        }
-    }
-
-    enum MessageKey: Comparable {
-        case integer(Int64)
-        case text(String)
-    }
-
-    /// A message's identity as Campaign sees it: the 64-bit pattern its wire hex encodes for a
-    /// decimal id (so "55336" and "055336" are one message), the lower-cased text for a UUID.
-    static func messageKey(_ id: MessageID) -> MessageKey {
-        switch id.identity {
-        case .integer(let value): .integer(value)
-        case .uuid(let text): .text(text)
-        }
-    }
-
     /// Checkpoints and closes the database, so the file alone holds everything.
     func close() {
         for statement in [
@@ -317,14 +219,5 @@ final class AggregateStore {
         }
         try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         connection.close()
-    }
-}
-
-extension AggregateStore.DeliveryDelta {
-    mutating func record(action: Int, isNew: Bool, time: Int64) {
-        totals[action] += 1
-        if isNew { uniques[action] += 1 }
-        first = min(first, time)
-        last = max(last, time)
     }
 }

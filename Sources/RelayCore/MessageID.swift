@@ -13,7 +13,7 @@
 /// derives what goes on the wire, and ``identity`` what Campaign counts as one message (`h05` ≡ `5`,
 /// `hffffffff9a1c61c0` ≡ `-1709416000`).
 public struct MessageID: Sendable, Hashable, CustomStringConvertible {
-    /// Which of the two accepted forms the identifier has.
+    /// Which of the three accepted forms the identifier has.
     public enum Form: Sendable, Hashable {
         /// A decimal integer and its value.
         case decimal(Int64)

@@ -164,7 +164,7 @@ public actor FleetAggregator {
     /// Delivery refs for `ids`, created in a transaction of their own (committed rows that no
     /// count refers to yet are harmless), so counting transactions lock only message keys and
     /// this relay's rows.
-    private func ensureDeliveryRefs(_ ids: Set<String>) async throws {
+    private func ensureDeliveryRefs(_ ids: [String]) async throws {
         let missing = ids.filter { deliveryRefs[$0] == nil }.sorted()
         guard !missing.isEmpty else { return }
         try await connection.query(
@@ -177,12 +177,20 @@ public actor FleetAggregator {
     }
 
     /// One transaction: this relay's position moves from `start` to `end` with the counts of
-    /// `events`.
+    /// `events` (``CountDeltas``; the fleet keeps no per-origin rows).
     private func apply(_ events: ArraySlice<SequencedEvent>, from start: UInt64, to end: UInt64) async throws {
         watch.begin()
         defer { watch.end() }
-        try await ensureDeliveryRefs(FleetBatch.deliveryIds(of: events))
-        let batch = FleetBatch(events, deliveryRefs: deliveryRefs)
+        let deltas = CountDeltas(events)
+        try await ensureDeliveryRefs(deltas.deliveries.map(\.deliveryId))
+        var references: [Int64] = []
+        for delivery in deltas.deliveries {
+            guard let reference = deliveryRefs[delivery.deliveryId] else {
+                throw FleetError.database("deliveries has no row for \(delivery.deliveryId) after inserting it; nothing of this batch was counted")
+            }
+            references.append(reference)
+        }
+        let deliveryIndex = Dictionary(references.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         let relayID = self.relayID
         let epoch = Int(self.epoch)
         let logger = self.logger
@@ -191,7 +199,7 @@ public actor FleetAggregator {
             var moved: Int64?
             for try await (next) in try await connection.query(
                 """
-                UPDATE relay_positions SET next_sequence = \(Int64(end)), events = events + \(Int64(batch.events)), updated_at = now()
+                UPDATE relay_positions SET next_sequence = \(Int64(end)), events = events + \(Int64(deltas.events)), updated_at = now()
                 WHERE relay_id = \(relayID)::uuid AND epoch = \(epoch) AND next_sequence = \(Int64(start)) RETURNING next_sequence
                 """, logger: logger
             ).decode(Int64.self) {
@@ -206,43 +214,57 @@ public actor FleetAggregator {
                 }
                 throw FleetError.positionMoved(expected: start, found: UInt64(max(found, 0)))
             }
-            var uniques: [Int64: [Int64]] = [:]
-            if !batch.integerMessages.isEmpty {
-                let actions = batch.integerMessages.map(\.deliveryAction)
-                let keys = batch.integerMessages.map(\.key)
+            // `RETURNING delivery_action` names the sightings that were new: their delivery and action.
+            var newMessages: [(delivery: Int, action: Int)] = []
+            func recordNew(_ deliveryAction: Int64) {
+                if let delivery = deliveryIndex[deliveryAction >> 2] { newMessages.append((delivery, Int(deliveryAction & 3))) }
+            }
+            func deliveryActions(_ sightings: [CountDeltas.MessageSighting]) -> [Int64] {
+                sightings.map { CountDeltas.deliveryAction(reference: references[$0.delivery], action: $0.action) }
+            }
+            // Numeric ids and UUIDs have a table each.
+            var (integers, integerKeys, uuids, uuidKeys) = ([CountDeltas.MessageSighting](), [Int64](), [CountDeltas.MessageSighting](), [String]())
+            for sighting in deltas.messages {
+                switch sighting.key {
+                case .integer(let value):
+                    integers.append(sighting)
+                    integerKeys.append(value)
+                case .uuid(let text):
+                    uuids.append(sighting)
+                    uuidKeys.append(text)
+                }
+            }
+            if !integers.isEmpty {
                 for try await (deliveryAction) in try await connection.query(
                     """
-                    INSERT INTO delivery_messages (delivery_action, message_key) SELECT * FROM unnest(\(actions)::int8[], \(keys)::int8[])
+                    INSERT INTO delivery_messages (delivery_action, message_key) SELECT * FROM unnest(\(deliveryActions(integers))::int8[], \(integerKeys)::int8[])
                     ON CONFLICT DO NOTHING RETURNING delivery_action
                     """, logger: logger
                 ).decode(Int64.self) {
-                    uniques[deliveryAction >> 2, default: [0, 0, 0]][Int(deliveryAction & 3)] += 1
+                    recordNew(deliveryAction)
                 }
             }
-            if !batch.uuidMessages.isEmpty {
-                let actions = batch.uuidMessages.map(\.deliveryAction)
-                let keys = batch.uuidMessages.map(\.uuid)
+            if !uuids.isEmpty {
                 for try await (deliveryAction) in try await connection.query(
                     """
-                    INSERT INTO delivery_message_uuids (delivery_action, message_uuid) SELECT * FROM unnest(\(actions)::int8[], \(keys)::uuid[])
+                    INSERT INTO delivery_message_uuids (delivery_action, message_uuid) SELECT * FROM unnest(\(deliveryActions(uuids))::int8[], \(uuidKeys)::uuid[])
                     ON CONFLICT DO NOTHING RETURNING delivery_action
                     """, logger: logger
                 ).decode(Int64.self) {
-                    uniques[deliveryAction >> 2, default: [0, 0, 0]][Int(deliveryAction & 3)] += 1
+                    recordNew(deliveryAction)
                 }
             }
-            if !batch.deliveries.isEmpty {
-                let references = batch.deliveries.keys.sorted()
-                let rows = references.map { (reference: $0, delta: batch.deliveries[$0] ?? FleetBatch.DeliveryDelta()) }
-                func column(_ value: (Int64, FleetBatch.DeliveryDelta) -> Int64) -> [Int64] { rows.map { value($0.reference, $0.delta) } }
-                let impressions = column { _, delta in delta.totals[0] }
-                let opens = column { _, delta in delta.totals[1] }
-                let clicks = column { _, delta in delta.totals[2] }
-                let uniqueImpressions = column { reference, _ in uniques[reference]?[0] ?? 0 }
-                let uniqueOpens = column { reference, _ in uniques[reference]?[1] ?? 0 }
-                let uniqueClicks = column { reference, _ in uniques[reference]?[2] ?? 0 }
-                let firsts = column { _, delta in delta.first }
-                let lasts = column { _, delta in delta.last }
+            if !deltas.deliveries.isEmpty {
+                let uniques = deltas.uniques(new: newMessages)
+                func column(_ value: (Int) -> Int64) -> [Int64] { deltas.deliveries.indices.map(value) }
+                let impressions = column { deltas.deliveries[$0].totals[0] }
+                let opens = column { deltas.deliveries[$0].totals[1] }
+                let clicks = column { deltas.deliveries[$0].totals[2] }
+                let uniqueImpressions = column { uniques[$0][0] }
+                let uniqueOpens = column { uniques[$0][1] }
+                let uniqueClicks = column { uniques[$0][2] }
+                let firsts = column { deltas.deliveries[$0].first }
+                let lasts = column { deltas.deliveries[$0].last }
                 try await connection.query(
                     """
                     INSERT INTO delivery_counts (delivery_ref, relay_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns)
@@ -260,27 +282,29 @@ public actor FleetAggregator {
                         last_event_ns = greatest(delivery_counts.last_event_ns, excluded.last_event_ns)
                     """, logger: logger)
             }
-            if !batch.registrations.isEmpty {
-                var distinct: [FleetBatch.AppKey: Int64] = [:]
-                if !batch.tokens.isEmpty {
+            if !deltas.registrations.isEmpty {
+                var newTokenApps: [Int] = []
+                if !deltas.tokens.isEmpty {
+                    let apps = deltas.tokens.map { deltas.registrations[$0.app].app }
+                    let appIndex = Dictionary(deltas.registrations.enumerated().map { ($1.app, $0) }, uniquingKeysWith: { first, _ in first })
                     for try await (key, platform) in try await connection.query(
                         """
                         INSERT INTO registration_tokens (integration_key, platform, registration_token)
-                        SELECT * FROM unnest(\(batch.tokens.map(\.integrationKey))::text[], \(batch.tokens.map(\.platform))::text[], \(batch.tokens.map(\.token))::text[])
+                        SELECT * FROM unnest(\(apps.map(\.integrationKey))::text[], \(apps.map(\.platform))::text[], \(deltas.tokens.map(\.token))::text[])
                         ON CONFLICT DO NOTHING RETURNING integration_key, platform
                         """, logger: logger
                     ).decode((String, String).self) {
-                        distinct[FleetBatch.AppKey(integrationKey: key, platform: platform), default: 0] += 1
+                        if let app = appIndex[CountDeltas.App(integrationKey: key, platform: platform)] { newTokenApps.append(app) }
                     }
                 }
-                let apps = batch.registrations.keys.sorted { ($0.integrationKey, $0.platform) < ($1.integrationKey, $1.platform) }
-                let deltas = apps.map { batch.registrations[$0] ?? FleetBatch.RegistrationDelta() }
+                let distinct = deltas.distinctTokens(newTokenApps: newTokenApps)
+                let apps = deltas.registrations.map(\.app)
                 try await connection.query(
                     """
                     INSERT INTO registration_counts (integration_key, platform, relay_id, registrations, distinct_tokens, first_event_ns, last_event_ns)
                     SELECT k, p, \(relayID)::uuid, n, d, f, l
-                    FROM unnest(\(apps.map(\.integrationKey))::text[], \(apps.map(\.platform))::text[], \(deltas.map(\.registrations))::int8[],
-                                \(apps.map { distinct[$0] ?? 0 })::int8[], \(deltas.map(\.first))::int8[], \(deltas.map(\.last))::int8[]) AS t(k, p, n, d, f, l)
+                    FROM unnest(\(apps.map(\.integrationKey))::text[], \(apps.map(\.platform))::text[], \(deltas.registrations.map(\.registrations))::int8[],
+                                \(distinct)::int8[], \(deltas.registrations.map(\.first))::int8[], \(deltas.registrations.map(\.last))::int8[]) AS t(k, p, n, d, f, l)
                     ON CONFLICT (integration_key, platform, relay_id) DO UPDATE SET
                         registrations = registration_counts.registrations + excluded.registrations,
                         distinct_tokens = registration_counts.distinct_tokens + excluded.distinct_tokens,

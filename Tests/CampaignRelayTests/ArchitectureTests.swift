@@ -72,7 +72,6 @@ struct ArchitectureTests {
         "Sources/RelayCore/SystemClock.swift": "clock_gettime",
         "Sources/RelayLog/LogLayout.swift": "path constants",
         "Sources/RelayForwarding/Uploader/TransportErrorText.swift": "strerror",
-        "Sources/RelayForwarding/Uploader/UploadLane.swift": "errno names of transport errors",
         "Sources/RelayServer/APIJSON.swift": "JSONEncoder",
         "Sources/RelayServer/ListenAddressCheck.swift": "a socket bind probe",
         "Sources/RelayServer/RelayServer.swift": "getpid",

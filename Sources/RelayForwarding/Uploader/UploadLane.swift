@@ -4,10 +4,6 @@ import RelayCore
 public import RelayIO
 public import RelayLog
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Forwards one kind of event (tracking hits, or registrations) from the log to its Campaign host.
 ///
 /// Events are read in log order and sent with bounded concurrency; each one is done when the host
