@@ -79,7 +79,8 @@ let package = Package(
             dependencies: ["RelayCore", "CampaignProtocol"],
             swiftSettings: swiftSettings
         ),
-        // The write-ahead log: frames, segments, group commit, recovery, readers and cursors.
+        // The write-ahead log: frames, segments, group commit, recovery, readers, and the consumer
+        // layer (consumers declared at open, their cursors, the catch-up loop).
         .target(
             name: "RelayLog",
             dependencies: [
@@ -87,6 +88,7 @@ let package = Package(
                 "CampaignProtocol",
                 "RelayIO",
                 "CZlib",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

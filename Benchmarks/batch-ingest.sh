@@ -24,7 +24,10 @@ port=18190
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 metric() { # name: the value of an unlabelled sample on /metrics
-    curl -sf "http://127.0.0.1:$port/metrics" | awk -v name="$1" '$1 == name { print $2; exit }'
+    # Into a file first: `curl | awk` under pipefail fails when awk exits before curl has written
+    # everything, and the catch-up wait then ends before the aggregator has counted it all.
+    curl -sf "http://127.0.0.1:$port/metrics" -o "$work/metrics.txt" || return 1
+    awk -v name="$1" '$1 == name { print $2; exit }' "$work/metrics.txt"
 }
 
 results=()

@@ -9,10 +9,13 @@ public import RelayLog
 /// Exactly once: the position in the log is stored in the same SQLite transaction as the counts
 /// it covers, so a crash at any point neither loses nor double-counts an event. The aggregator
 /// also keeps the log cursor named ``cursorName`` (committed after the counts, so it may lag),
-/// which stops the log from deleting segments it has not consumed.
+/// which stops the log from deleting segments it has not consumed: a log it counts with that
+/// cursor is opened with ``consumer`` among its consumers.
 public actor Aggregator: BlockingActor {
     /// The log cursor the aggregator keeps.
     public static let cursorName = "aggregator"
+    /// The aggregator as a consumer of the log: its exact position is in the database.
+    public static let consumer = LogConsumerDeclaration.ownStore(cursorName)
 
     /// The aggregates database of a data directory.
     public static func databasePath(dataDirectory: String) -> String { "\(dataDirectory)/aggregates.sqlite" }
@@ -48,7 +51,8 @@ public actor Aggregator: BlockingActor {
     /// (the first `upload`) still needs them.
     /// - Throws: ``AggregatorError/unreadableDatabase(path:_:)`` for a damaged file,
     ///   ``AggregatorError/logTrimmed(path:needed:oldest:)`` when the log no longer holds events the
-    ///   aggregates need.
+    ///   aggregates need, ``AggregatorError/log(_:)`` when `movesLogCursor` and the log was opened
+    ///   without ``consumer``.
     ///
     /// `priority` schedules the aggregator's threads: `serve` counts at
     /// ``BlockingExecutor/Priority/background``, so counting never takes a core from request handling.
@@ -97,15 +101,15 @@ public actor Aggregator: BlockingActor {
         self.store = store
         self.position = max(state.nextSequence, 1)
         self.archiveDirectory = archiveDirectory
-        self.reader = LogReader(
-            walDirectory: log.walDirectory, archiveDirectory: archiveDirectory, fileSystem: log.fileSystem, from: max(state.nextSequence, 1))
+        self.reader = log.reader(from: max(state.nextSequence, 1), archiveDirectory: archiveDirectory)
         self.batchSize = batchSize
         self.logger = logger
         self.cursor = keepsCursor ? RetentionCursor(name: Self.cursorName, log: log, logger: logger) : nil
         if keepsCursor {
             do {
-                try await log.registerCursor(Self.cursorName, initialPosition: position)
+                _ = try await log.startPosition(of: Self.cursorName)
             } catch {
+                store.close()
                 throw .log(error)
             }
         }
@@ -115,7 +119,7 @@ public actor Aggregator: BlockingActor {
     public var nextSequence: UInt64 { position }
 
     /// Counts every event that is durable in the log now, then returns.
-    public func catchUp(progress: (@Sendable (AggregationProgress) -> Void)? = nil) async throws(AggregatorError) -> AggregationSummary {
+    public func catchUp(progress: (@Sendable (CatchUpProgress) -> Void)? = nil) async throws(AggregatorError) -> CatchUpSummary {
         // Decoding the next batch runs on the other core while SQLite counts this one.
         let outcome = await LogCatchUp.run(
             log: log, reader: reader, archiveDirectory: archiveDirectory, from: position, batchSize: batchSize, readAhead: readAhead,
@@ -177,13 +181,19 @@ public actor Aggregator: BlockingActor {
     ///   archive) no longer starts at sequence 1 and `allowPartial` is false;
     ///   ``AggregatorError/archiveGap(archive:archiveEnd:logStart:)`` when the archive does not
     ///   reach the log; ``AggregatorError/files(_:)`` when a file operation fails (the previous
-    ///   aggregates, if any, are then still in place).
+    ///   aggregates, if any, are then still in place); ``AggregatorError/log(_:)`` when the log was
+    ///   opened without ``consumer`` (checked first, so nothing is rebuilt for nothing).
     public static func rebuild(
         log: WriteAheadLog, dataDirectory: String, archiveDirectory: String? = nil, batchSize: Int = 50_000, allowPartial: Bool = false,
         fileSystem: any FileSystem = PosixFileSystem(), logger: Logger,
-        progress: (@Sendable (AggregationProgress) -> Void)? = nil
-    ) async throws(AggregatorError) -> AggregationSummary {
+        progress: (@Sendable (CatchUpProgress) -> Void)? = nil
+    ) async throws(AggregatorError) -> CatchUpSummary {
         let path = databasePath(dataDirectory: dataDirectory)
+        do {
+            _ = try await log.startPosition(of: cursorName)
+        } catch {
+            throw .log(error)
+        }
         var oldest = await log.oldestSequence
         if let archiveDirectory {
             let logStart = oldest

@@ -14,9 +14,9 @@ public enum RangeRecount {
     ///   ``AggregatorError/database(_:)`` when reading or counting fails.
     public static func count(
         walDirectory: String, archiveDirectory: String?, sequences: Range<UInt64>, times: Range<Int64>?, into path: String,
-        batchSize: Int = 50_000, progress: (@Sendable (AggregationProgress) -> Void)? = nil
-    ) async throws(AggregatorError) -> AggregationSummary {
-        try await BlockingExecutor(name: "recount").run { () throws(AggregatorError) -> AggregationSummary in
+        batchSize: Int = 50_000, progress: (@Sendable (CatchUpProgress) -> Void)? = nil
+    ) async throws(AggregatorError) -> CatchUpSummary {
+        try await BlockingExecutor(name: "recount").run { () throws(AggregatorError) -> CatchUpSummary in
             let fileSystem = PosixFileSystem()
             if fileSystem.exists(path) {
                 throw .files(
@@ -29,7 +29,7 @@ public enum RangeRecount {
             defer { store.close() }
             var reader = LogReader(walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: first)
             defer { reader.close() }
-            var summary = AggregationSummary(startPosition: first, endPosition: first)
+            var summary = CatchUpSummary(startPosition: first, endPosition: first)
             var position = first
             while position < sequences.upperBound {
                 let batch: LogReadBatch
@@ -46,7 +46,7 @@ public enum RangeRecount {
                 position = batch.position
                 summary.endPosition = position
                 summary.seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
-                progress?(AggregationProgress(position: position, end: sequences.upperBound, events: summary.events, seconds: summary.seconds))
+                progress?(CatchUpProgress(position: position, end: sequences.upperBound, events: summary.events, seconds: summary.seconds))
             }
             summary.seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
             return summary

@@ -22,6 +22,9 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     case closed
     /// A cursor name that is not 1 to 64 letters, digits, `-` or `_`.
     case invalidCursorName(String)
+    /// A consumer that was not declared when the log was opened asked for its position or moved
+    /// it (``WriteAheadLog/open(dataDirectory:configuration:consumers:fileSystem:logger:wallClock:)``).
+    case undeclaredConsumer(String, declared: [String])
     /// The archive already holds a different file under a segment's name (another relay's
     /// segments, or a damaged copy). Nothing was overwritten and the segment stays in the log.
     case archiveConflict(segment: String, archiveDirectory: String)
@@ -44,6 +47,8 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
             "the log is closed"
         case .invalidCursorName(let name):
             "invalid cursor name \(name) (use 1 to 64 letters, digits, '-' or '_')"
+        case .undeclaredConsumer(let name, let declared):
+            "the log was opened without declaring the consumer \(name) (declared: \(declared.isEmpty ? "none" : declared.joined(separator: ", "))); declare every consumer when the log opens, so that retention knows it from the start"
         case .archiveConflict(let segment, let directory):
             "the archive \(directory) already holds a different \(segment) (another relay's archive, or a damaged copy); the segment stays in the log: give each relay its own archive directory, or move the other file away"
         }

@@ -15,10 +15,13 @@ public import RelayLog
 /// `delivery_messages`, and only the relay whose insert it was counts it as unique.
 ///
 /// It also keeps the log cursor ``cursorName`` (after the commits, so it may lag), which keeps the
-/// log from deleting segments PostgreSQL has not counted yet.
+/// log from deleting segments PostgreSQL has not counted yet: a log it counts with that cursor is
+/// opened with ``consumer`` among its consumers.
 public actor FleetAggregator {
     /// The log cursor the fleet aggregator keeps.
     public static let cursorName = "aggregator-postgres"
+    /// The fleet aggregator as a consumer of the log: its exact position is in PostgreSQL.
+    public static let consumer = LogConsumerDeclaration.ownStore(cursorName)
 
     private let connection: PostgresConnection
     private let watch: OperationWatch
@@ -70,10 +73,10 @@ public actor FleetAggregator {
         }
         guard start >= oldest else { throw .logTrimmed(needed: start, oldest: oldest) }
         position = start
-        reader = LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: start)
+        reader = log.reader(from: start)
         if movesLogCursor {
             do {
-                try await log.registerCursor(Self.cursorName, initialPosition: start)
+                _ = try await log.startPosition(of: Self.cursorName)
             } catch {
                 throw .log(error)
             }
@@ -129,7 +132,7 @@ public actor FleetAggregator {
     ///
     /// - Throws: ``FleetError``; what was committed before the error stays counted, and the next
     ///   call goes on from there.
-    public func catchUp(progress: (@Sendable (AggregationProgress) -> Void)? = nil) async throws(FleetError) -> AggregationSummary {
+    public func catchUp(progress: (@Sendable (CatchUpProgress) -> Void)? = nil) async throws(FleetError) -> CatchUpSummary {
         let outcome = await LogCatchUp.run(
             log: log, reader: reader, from: position, batchSize: batchSize, readAhead: readAhead, cursor: cursor, logger: logger,
             progress: progress
@@ -150,7 +153,7 @@ public actor FleetAggregator {
     }
 
     /// Counts events as they become durable, until the task is cancelled or the log closes.
-    public func run(afterEachCatchUp: @Sendable (AggregationSummary) async -> Void = { _ in }) async throws(FleetError) {
+    public func run(afterEachCatchUp: @Sendable (CatchUpSummary) async -> Void = { _ in }) async throws(FleetError) {
         while !Task.isCancelled {
             let summary = try await catchUp()
             await afterEachCatchUp(summary)

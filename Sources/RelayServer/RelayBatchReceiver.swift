@@ -128,7 +128,7 @@ actor RelayBatchReceiver {
         let log = ingestor.log
         let end = await log.durableSequence
         let start = await log.oldestSequence
-        let reader = LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: start)
+        let reader = log.reader(from: start)
         let (_, result) = await BlockingExecutor(name: "relay-ledger").run(moving: reader) {
             (owned: inout LogReader) throws(LogError) -> OriginLedger in
             var rebuilt = OriginLedger()

@@ -54,7 +54,8 @@ public struct RelayServer: Sendable {
         // Certificates first: a bad file stops the start before anything is opened.
         let certificates = try configuration.tls.map { files throws(TLSCertificateStore.Failure) in try TLSCertificateStore(files: files) }
         let log = try await WriteAheadLog.open(
-            dataDirectory: configuration.dataDirectory, configuration: configuration.log, fileSystem: fileSystem, logger: logger)
+            dataDirectory: configuration.dataDirectory, configuration: configuration.log, consumers: configuration.logConsumers,
+            fileSystem: fileSystem, logger: logger)
         let metrics = RelayMetrics(version: RelayVersion.current)
         let history = StatusHistory()
         await log.observeCommits { commit in
@@ -67,17 +68,6 @@ public struct RelayServer: Sendable {
         do {
             store = try await ForwardingStore(dataDirectory: configuration.dataDirectory)
             idempotency = try await IdempotencyStore(dataDirectory: configuration.dataDirectory, window: configuration.idempotencyWindow)
-        } catch {
-            await log.close()
-            throw error
-        }
-        // The uploader's cursors exist before the aggregator can move its own: segments are
-        // deleted only once every consumer passed them, and a lane that registered late would
-        // find its events gone.
-        do {
-            if configuration.trackingHost != nil { try await log.registerCursor(UploadLane.Kind.tracking.cursorName) }
-            if configuration.marketingHost != nil { try await log.registerCursor(UploadLane.Kind.marketing.cursorName) }
-            if configuration.upstreamRelay != nil { try await log.registerCursor(UploadLane.Kind.relay.cursorName) }
         } catch {
             await log.close()
             throw error
@@ -125,12 +115,6 @@ public struct RelayServer: Sendable {
         // The fleet's PostgreSQL: its own consumer of the log, with its position in the database.
         var fleet: (location: PostgresLocation, status: FleetStatus)?
         if let postgres = configuration.postgres {
-            do {
-                try await log.registerCursor(FleetAggregator.cursorName)
-            } catch {
-                await log.close()
-                throw error
-            }
             fleet = (postgres, FleetStatus())
             logger.notice("counting into the fleet's PostgreSQL too", metadata: ["database": "\(postgres)"])
         }

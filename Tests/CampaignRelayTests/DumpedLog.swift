@@ -10,12 +10,13 @@ struct DumpedLog {
     /// Message id of each event, in log order, with its sequence number.
     var events: [(sequence: Int, messageId: String, line: [String: Any])]
 
-    /// Registers, in the log of `directory`, a consumer that never reads: the log then keeps every
-    /// segment (it deletes only what every cursor has passed), so that `wal dump` can show every
-    /// acknowledged event after `serve`'s aggregator has counted them. Called before the relay starts.
+    /// Declares, in the new log of `directory`, a consumer that never reads: its cursor stays at
+    /// sequence 1, so the log keeps every segment (it deletes only what every cursor has passed)
+    /// and `wal dump` can show every acknowledged event after `serve`'s aggregator has counted
+    /// them. Called before the relay starts.
     static func keepEverything(_ directory: String) async throws {
-        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
-        try await log.registerCursor("fault-test-keeps-all", initialPosition: 1)
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [.cursorFile("fault-test-keeps-all")], logger: quietLogger)
+        #expect(await log.cursorPosition("fault-test-keeps-all") == 1)
         await log.close()
     }
 

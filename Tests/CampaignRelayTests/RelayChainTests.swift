@@ -25,15 +25,22 @@ struct RelayChainTests {
 
     /// Runs a relay lane from the log in `directory` to `central` until everything logged is taken.
     static func handOn(_ directory: String, to central: RunningServer, batchEvents: Int = 1000) async throws -> LaneStatistics {
-        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [RelayUpstreamLane.consumer], logger: quietLogger)
         let transport = try HTTPClientTransport(connectionsPerHost: 1)
         let lane = RelayUpstreamLane(
             log: log, central: try CampaignHost(parsing: central.url, role: "test"), token: token, transport: transport,
             configuration: UploadConfiguration(), batchEvents: batchEvents, logger: quietLogger)
-        try await lane.run(until: await log.durableSequence)
+        var failure: LogError?
+        do {
+            try await lane.run(until: await log.durableSequence)
+        } catch {
+            failure = error
+        }
         let statistics = await lane.stats
+        // Shut down also after a failure: a client dropped unshut traps in debug builds.
         await transport.shutdown()
         await log.close()
+        if let failure { throw failure }
         return statistics
     }
 

@@ -146,6 +146,9 @@ struct ServerProcessTests {
         let requests = NIOLockedValueBox<[Request]>([])
         let nextId = Atomic<Int>(1)
 
+        /// How many batches have their answer.
+        var answeredCount: Int { requests.withLockedValue { $0.lazy.filter { $0.answer != nil }.count } }
+
         /// Posts 10-event batches, each with a fresh Idempotency-Key, until the server stops answering.
         func run(_ url: String, http: TestHTTPClient, clients: Int, cycle: Int) async {
             await withTaskGroup(of: Void.self) { group in
@@ -200,8 +203,12 @@ struct ServerProcessTests {
                     load.requests.withLockedValue { $0[index].answer = retried.body }
                 }
             }
+            let answeredBefore = load.answeredCount
             async let traffic: Void = load.run(server.url, http: http, clients: 4, cycle: cycle)
-            try await Task.sleep(for: .milliseconds(Int(50 + generator.next() % 250)))
+            // Kill once this process has answered some of the load (a busy machine answers slowly,
+            // so a fixed sleep alone could kill it before its first answer), at a random moment after.
+            try await waitUntil("cycle \(cycle): 12 keyed batches answered", seconds: 90) { load.answeredCount >= answeredBefore + 12 }
+            try await Task.sleep(for: .milliseconds(Int(generator.next() % 250)))
             kill(server.process.processIdentifier, SIGKILL)
             await server.child.exit(within: 30)
             await traffic

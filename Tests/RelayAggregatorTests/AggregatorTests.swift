@@ -21,7 +21,7 @@ struct AggregatorTests {
     func countsMatch(seed: UInt64) async throws {
         let directory = temporaryDirectory("aggregate")
         defer { removeTree(directory) }
-        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [Aggregator.consumer], logger: quietLogger)
         let events = try MixedEvents.make(count: 5000, seed: seed)
         var expected = ExpectedCounts()
         // Appends and catch-ups interleave; small transactions cross batch boundaries.
@@ -46,7 +46,7 @@ struct AggregatorTests {
     func reportIsOneSnapshot() async throws {
         let directory = temporaryDirectory("snapshot")
         defer { removeTree(directory) }
-        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [Aggregator.consumer], logger: quietLogger)
         let aggregator = try await Aggregator(log: log, dataDirectory: directory, batchSize: 5, logger: quietLogger)
         _ = try await log.append([openHit(0, delivery: "d0")])
         _ = try await aggregator.catchUp()
@@ -81,7 +81,7 @@ struct AggregatorTests {
     func cancelledCatchUpStops() async throws {
         let directory = temporaryDirectory("cancel")
         defer { removeTree(directory) }
-        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [Aggregator.consumer], logger: quietLogger)
         for start in stride(from: 0, to: 200_000, by: 20_000) {
             _ = try await log.append((start..<start + 20_000).map { openHit($0, delivery: "d\($0 % 5)") })
         }
@@ -108,7 +108,7 @@ struct AggregatorTests {
         // The segment grows 512 bytes at a time: some single-event frames start before the size
         // the aggregator's reader last measured and end after it.
         let log = try await WriteAheadLog.open(
-            dataDirectory: directory, configuration: LogConfiguration(preallocationStep: 512), logger: quietLogger)
+            dataDirectory: directory, configuration: LogConfiguration(preallocationStep: 512), consumers: [Aggregator.consumer], logger: quietLogger)
         var aggregator = try await Aggregator(log: log, dataDirectory: directory, logger: quietLogger)
         var skipped: UInt64 = 0
         for id in 0..<200 {
@@ -132,7 +132,7 @@ struct AggregatorTests {
     func uniqueVersusTotal() async throws {
         let directory = temporaryDirectory("unique")
         defer { removeTree(directory) }
-        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [Aggregator.consumer], logger: quietLogger)
         let time = EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)
         func hit(_ action: TrackingAction, _ id: String) throws -> Event {
             .tracking(TrackingEvent(action: action, messageId: try MessageID(id), deliveryId: "f0190", time: time))
@@ -159,7 +159,7 @@ struct AggregatorTests {
     func rebuildMatchesIncremental() async throws {
         let directory = temporaryDirectory("rebuild")
         defer { removeTree(directory) }
-        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [Aggregator.consumer], logger: quietLogger)
         let events = try MixedEvents.make(count: 4000, seed: 9)
         let aggregator = try await Aggregator(log: log, dataDirectory: directory, batchSize: 100, logger: quietLogger)
         for start in stride(from: 0, to: events.count, by: 333) {
@@ -182,7 +182,7 @@ struct AggregatorTests {
     func missingAndUnreadableDatabase() async throws {
         let directory = temporaryDirectory("damaged")
         defer { removeTree(directory) }
-        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [Aggregator.consumer], logger: quietLogger)
         let events = try MixedEvents.make(count: 300, seed: 4)
         _ = try await log.append(events)
         var expected = ExpectedCounts()
@@ -228,11 +228,17 @@ struct AggregatorTests {
     func trimmedLog() async throws {
         let directory = temporaryDirectory("trimmed")
         defer { removeTree(directory) }
+        // A relay whose only consumer was its uploader: the segments it passed are gone.
+        let configuration = LogConfiguration(segmentBytes: 4096, compressionLevel: 0, retention: .none)
+        let forwarded = try await WriteAheadLog.open(
+            dataDirectory: directory, configuration: configuration, consumers: [.cursorFile("uploader")], logger: quietLogger)
+        for _ in 0..<10 { _ = try await forwarded.append(try MixedEvents.make(count: 100, seed: 5)) }
+        try await forwarded.commitCursor("uploader", to: 1001)
+        #expect(await forwarded.oldestSequence > 1)
+        await forwarded.close()
+        // Then aggregates are asked for.
         let log = try await WriteAheadLog.open(
-            dataDirectory: directory, configuration: LogConfiguration(segmentBytes: 4096, compressionLevel: 0, retention: .none),
-            logger: quietLogger)
-        for _ in 0..<10 { _ = try await log.append(try MixedEvents.make(count: 100, seed: 5)) }
-        try await log.commitCursor("uploader", to: 1001)
+            dataDirectory: directory, configuration: configuration, consumers: [Aggregator.consumer], logger: quietLogger)
         #expect(await log.oldestSequence > 1)
         await #expect {
             _ = try await Aggregator(log: log, dataDirectory: directory, logger: quietLogger)
@@ -240,7 +246,12 @@ struct AggregatorTests {
             guard case AggregatorError.logTrimmed(_, let needed, let oldest) = error else { return false }
             return needed == 1 && oldest > 1
         }
-        await #expect(throws: AggregatorError.self) { try await Aggregator.rebuild(log: log, dataDirectory: directory, logger: quietLogger) }
+        await #expect {
+            try await Aggregator.rebuild(log: log, dataDirectory: directory, logger: quietLogger)
+        } throws: { error in
+            guard case AggregatorError.logTrimmed(_, let needed, _) = error else { return false }
+            return needed == 1
+        }
         let partial = try await Aggregator.rebuild(log: log, dataDirectory: directory, allowPartial: true, logger: quietLogger)
         #expect(partial.events == Int(1001 - (await log.oldestSequence)))
         await log.close()
@@ -250,7 +261,7 @@ struct AggregatorTests {
     func concurrentAggregators() async throws {
         let directory = temporaryDirectory("two")
         defer { removeTree(directory) }
-        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [Aggregator.consumer], logger: quietLogger)
         let events = try MixedEvents.make(count: 600, seed: 11)
         _ = try await log.append(events)
         let one = try await Aggregator(log: log, dataDirectory: directory, batchSize: 50, logger: quietLogger)

@@ -76,7 +76,7 @@ struct OriginCountsTests {
     func countsPerOrigin() async throws {
         let directory = temporaryDirectory("origins")
         defer { removeTree(directory) }
-        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [Aggregator.consumer], logger: quietLogger)
         let events = try Self.events()
         // Small transactions: rows are created in one and added to in the next.
         let aggregator = try await Aggregator(log: log, dataDirectory: directory, batchSize: 3, logger: quietLogger)
@@ -97,7 +97,7 @@ struct OriginCountsTests {
         let directory = temporaryDirectory("schema1")
         defer { removeTree(directory) }
         let path = Aggregator.databasePath(dataDirectory: directory)
-        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [Aggregator.consumer], logger: quietLogger)
         _ = try await log.append([Self.hit(1, from: nil), Self.hit(2, from: nil)])
         let first = try await Aggregator(log: log, dataDirectory: directory, logger: quietLogger)
         _ = try await first.catchUp()

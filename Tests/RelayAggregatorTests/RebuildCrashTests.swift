@@ -36,7 +36,7 @@ struct RebuildCrashTests {
             guard crashAt <= 30 else { break }
             let directory = temporaryDirectory("rebuild-crash")
             defer { removeTree(directory) }
-            let log = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
+            let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [Aggregator.consumer], logger: quietLogger)
             _ = try await log.append(Array(events[..<600]))
             let path = Aggregator.databasePath(dataDirectory: directory)
             switch previous {

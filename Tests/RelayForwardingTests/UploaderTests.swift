@@ -33,7 +33,8 @@ func upload(
     beforeRun: () -> Void = {}
 ) async throws -> [UploadLane.Kind: LaneStatistics] {
     let dataDirectory = directory ?? temporaryDirectory("upload")
-    let log = try await WriteAheadLog.open(dataDirectory: dataDirectory, logger: quietLogger)
+    let log = try await WriteAheadLog.open(
+        dataDirectory: dataDirectory, consumers: [UploadLane.Kind.tracking.consumer, UploadLane.Kind.marketing.consumer], logger: quietLogger)
     if !events.isEmpty { _ = try await log.append(events) }
     let store = try await ForwardingStore(dataDirectory: dataDirectory)
     let host = try CampaignHost(parsing: running.url, role: "test")
@@ -228,8 +229,9 @@ struct UploaderTests {
         defer { removeTree(directory) }
         // The log on a file system whose fdatasync can be held; the forwarding store on disk.
         let fileSystem = SimulatedFileSystem()
-        let log = try await WriteAheadLog.open(dataDirectory: directory, fileSystem: fileSystem, logger: quietLogger)
-        try await log.registerCursor(UploadLane.Kind.tracking.cursorName)  // as `serve` does before its lanes start
+        // Declared at open, as `serve` declares its lanes.
+        let log = try await WriteAheadLog.open(
+            dataDirectory: directory, consumers: [UploadLane.Kind.tracking.consumer], fileSystem: fileSystem, logger: quietLogger)
         _ = try await log.append((1...100).map { hit($0) })
         // `serve` under load: a group commit is under way (the writer is on the I/O thread) when the lane starts.
         fileSystem.holdSynchronize()

@@ -114,9 +114,13 @@ struct CrashSimulationTests {
         var committedCursor: UInt64 = 0
         var attemptedCursor: UInt64 = 0
         var nextId: Int64 = 1
+        // Declaring the consumer at open writes its cursor at the oldest event kept: 1, in a new log.
+        attemptedCursor = 1
         if let log = try? await WriteAheadLog.open(
-            dataDirectory: dataDirectory, configuration: configuration, fileSystem: fileSystem, logger: quietLogger)
+            dataDirectory: dataDirectory, configuration: configuration, consumers: [.cursorFile("consumer")], fileSystem: fileSystem,
+            logger: quietLogger)
         {
+            committedCursor = 1
             work: for step in 0..<40 {
                 // Two or three concurrent appenders share group commits.
                 let appenders = Int.random(in: 1...3, using: &random)

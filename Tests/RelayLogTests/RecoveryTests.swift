@@ -200,6 +200,7 @@ struct RecoveryTests {
         defer { removeTree(directory) }
         let log = try await open(directory)
         _ = try await log.append([TestEvents.tracking(1)])
+        try await log.registerCursor("aggregator")
         try await log.commitCursor("aggregator", to: 2)
         await log.close()
         try flip("\(directory)/wal/cursors/aggregator.cursor", at: 9)

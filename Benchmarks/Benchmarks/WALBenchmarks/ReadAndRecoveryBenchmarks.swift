@@ -67,7 +67,7 @@ let readAndRecoveryBenchmarks: @Sendable () -> Void = {
         for _ in benchmark.scaledIterations {
             let target = scratchDirectory("aggregate")
             try FileManager.default.createSymbolicLink(atPath: target + "/wal", withDestinationPath: directory + "/wal")
-            let log = try await WriteAheadLog.open(dataDirectory: target, logger: quiet)
+            let log = try await WriteAheadLog.open(dataDirectory: target, consumers: [Aggregator.consumer], logger: quiet)
             let aggregator = try await Aggregator(log: log, dataDirectory: target, logger: quiet)
             let summary = try await aggregator.catchUp()
             blackHole(summary.events)

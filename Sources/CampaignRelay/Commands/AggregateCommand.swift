@@ -40,7 +40,9 @@ struct AggregateCommand: AsyncParsableCommand {
         let database = try postgres.location()
         let log: WriteAheadLog
         do {
-            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try retention.applied(), logger: logger)
+            log = try await WriteAheadLog.open(
+                dataDirectory: common.dataDir, configuration: try retention.applied(),
+                consumers: [database == nil ? Aggregator.consumer : FleetAggregator.consumer], logger: logger)
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             guard server.aggregates else {
@@ -57,7 +59,7 @@ struct AggregateCommand: AsyncParsableCommand {
             output.flush()
             return
         }
-        let summary: AggregationSummary
+        let summary: CatchUpSummary
         do {
             let progress = ProgressLine.aggregationReporter(enabled: !common.json)
             if let database {
@@ -85,7 +87,7 @@ struct AggregateCommand: AsyncParsableCommand {
     }
 }
 
-extension AggregationSummary {
+extension CatchUpSummary {
     var text: String {
         if events == 0, skippedSequences == 0 { return "nothing to aggregate: every event up to sequence \(endPosition - 1) is already counted" }
         return
@@ -98,7 +100,7 @@ extension AggregationSummary {
 
 extension ProgressLine {
     /// A progress callback for aggregation runs, drawing on standard error when it is a terminal.
-    static func aggregationReporter(enabled: Bool) -> (@Sendable (AggregationProgress) -> Void)? {
+    static func aggregationReporter(enabled: Bool) -> (@Sendable (CatchUpProgress) -> Void)? {
         guard enabled, StandardOutput.error().isTerminal else { return nil }
         let line = ProgressBox()
         return { progress in

@@ -84,8 +84,14 @@ struct StatsCommand: AsyncParsableCommand {
         let log: WriteAheadLog?
         var server: ServerRecord?
         do {
+            // A rebuild moves the aggregator's cursor to its end; a catch-up moves no cursor, since
+            // a consumer that has not run yet (the first upload) still needs the segments.
             log =
-                noCatchUp ? nil : try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try retention.applied(), logger: logger)
+                noCatchUp
+                ? nil
+                : try await WriteAheadLog.open(
+                    dataDirectory: common.dataDir, configuration: try retention.applied(), consumers: rebuild ? [Aggregator.consumer] : [],
+                    logger: logger)
         } catch {
             guard let running = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             if rebuild { throw RuntimeFailure("the server (pid \(running.pid)) at \(running.url) holds the log: stop it to rebuild the aggregates") }

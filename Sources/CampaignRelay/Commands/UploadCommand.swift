@@ -45,9 +45,11 @@ struct UploadCommand: AsyncParsableCommand {
         }
         let (tracking, marketing) = try upstream.hosts()
         let logger = common.logger("campaign-relay.upload")
+        let lanes: [UploadLane.Kind] = (tracking == nil ? [] : [.tracking]) + (marketing == nil ? [] : [.marketing])
         let log: WriteAheadLog
         do {
-            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try retention.applied(), logger: logger)
+            log = try await WriteAheadLog.open(
+                dataDirectory: common.dataDir, configuration: try retention.applied(), consumers: lanes.map(\.consumer), logger: logger)
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             let forwards = [server.forwardsTracking ? "tracking hits" : nil, server.forwardsRegistrations ? "registrations" : nil].compactMap { $0 }
@@ -125,7 +127,8 @@ struct UploadCommand: AsyncParsableCommand {
         configuration.clientCertificate = central.clientCertificate
         let log: WriteAheadLog
         do {
-            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try retention.applied(), logger: logger)
+            log = try await WriteAheadLog.open(
+                dataDirectory: common.dataDir, configuration: try retention.applied(), consumers: [RelayUpstreamLane.consumer], logger: logger)
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             throw RuntimeFailure(

@@ -31,11 +31,15 @@ public actor UploadLane: BlockingActor, BreakerGate {
 
         /// The log cursor of the normal uploader for this lane.
         public var cursorName: String { "upload-\(rawValue)" }
+
+        /// The normal uploader's lane as a consumer of the log: its cursor is its position.
+        public var consumer: LogConsumerDeclaration { .cursorFile(cursorName) }
     }
 
     /// Where a lane reads and how it remembers its place.
     public enum Source: Sendable {
-        /// The normal uploader: from its durable cursor in the open log, following new events.
+        /// The normal uploader: from its durable cursor in the open log, following new events. The
+        /// log was opened with the lane's ``Kind/consumer``.
         case cursor(WriteAheadLog)
         /// A replay: the events of `sequences` (and, when given, with event times in `times`) of the
         /// log in `walDirectory`, with the segments of `archiveDirectory` filling in those it no
@@ -102,34 +106,31 @@ public actor UploadLane: BlockingActor, BreakerGate {
     /// Works until every event below `target` is done (`nil`: follow the log until the task is
     /// cancelled or the log closes). Returns early, with its cursor saved, when cancelled.
     ///
+    /// - Throws: ``LogError/undeclaredConsumer(_:declared:)`` when the log of a ``Source/cursor(_:)``
+    ///   was opened without the lane's ``Kind/consumer``; ``LogError`` when the cursor cannot be saved at the end.
+    ///
     /// The decisions are ``UploadLaneStateMachine``'s; this is its driver: it reads the log on the
     /// lane's thread, sends, saves the cursor and waits, and tells the state machine what happened.
     public func run(until target: UInt64?) async throws(LogError) {
         let start: UInt64
         let end: UInt64?
         var times: Range<Int64>?
-        let walDirectory: String
-        var archiveDirectory: String?
+        var reader: LogReader
         let log: WriteAheadLog?
         switch source {
         case .cursor(let wal):
             log = wal
-            walDirectory = wal.walDirectory
-            let saved = try await wal.registerCursor(kind.cursorName, initialPosition: await wal.oldestSequence)
-            // Segments may have gone before the cursor was registered: start at what is left.
-            start = max(saved, await wal.oldestSequence)
+            start = try await wal.startPosition(of: kind.cursorName)
             end = target
+            reader = wal.reader(from: start)
         case .range(let directory, let archive, let sequences, let range):
             log = nil
-            walDirectory = directory
-            archiveDirectory = archive
             start = sequences.lowerBound
             end = sequences.upperBound
             times = range
+            reader = LogReader(walDirectory: directory, archiveDirectory: archive, from: start)
         }
         statistics.position = start
-        var reader = LogReader(
-            walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: log?.fileSystem ?? PosixFileSystem(), from: start)
         defer { reader.close() }
         var machine = UploadLaneStateMachine(
             settings: .init(

@@ -14,8 +14,10 @@ public import RelayLog
 /// and answered "already stored". Failures are retried with the uploader's backoff, `Retry-After`
 /// and circuit breaker.
 public actor RelayUpstreamLane: BlockingActor, BreakerGate {
-    /// The log cursor of the lane.
-    public static let cursorName = UploadLane.Kind.relay.cursorName
+    /// The log cursor of the lane (named as the uploader's lanes are, which it was once one of).
+    public static let cursorName = "upload-relay"
+    /// The lane as a consumer of the log: its cursor is its position.
+    public static let consumer = LogConsumerDeclaration.cursorFile(cursorName)
 
     /// The lane's thread: it reads and decodes the log.
     public nonisolated let executor: BlockingExecutor
@@ -75,11 +77,14 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
 
     /// Hands on every event below `target` (`nil`: follow the log until the task is cancelled or
     /// the log closes), then returns with its cursor saved.
+    ///
+    /// - Throws: ``LogError/undeclaredConsumer(_:declared:)`` when the log was opened without
+    ///   ``consumer``; ``LogError`` when the cursor cannot be saved at the end.
     public func run(until target: UInt64?) async throws(LogError) {
-        let saved = try await log.registerCursor(Self.cursorName, initialPosition: await log.oldestSequence)
-        var position = max(saved, await log.oldestSequence)
+        let saved = try await log.startPosition(of: Self.cursorName)
+        var position = saved
         statistics.position = position
-        var reader = LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: position)
+        var reader = log.reader(from: position)
         defer { reader.close() }
         let identity = log.identity
         while !Task.isCancelled {
@@ -127,7 +132,7 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
                     metadata: ["expected": "\(expected)", "was-at": "\(position)"])
                 position = max(expected, await log.oldestSequence)
                 reader.close()
-                reader = LogReader(walDirectory: log.walDirectory, fileSystem: log.fileSystem, from: position)
+                reader = log.reader(from: position)
             case .stopped:
                 break  // cancelled: the loop ends, the position stays where the last 200 left it
             }

@@ -10,18 +10,21 @@ import RelayIO
 /// small appends cost one disk sync. Pass events in batches: the cost per call is one actor hop,
 /// whatever the batch size.
 ///
-/// Opening recovers from any earlier stop on its own (see ``RecoveryReport``). Consumers read with
-/// ``LogReader`` up to ``durableSequence`` and keep their place with named cursors; a segment may
-/// leave once every cursor has passed it, as ``LogConfiguration/retention`` says.
+/// Opening recovers from any earlier stop on its own (see ``RecoveryReport``). Consumers are
+/// declared when the log opens (``LogConsumerDeclaration``); each reads with a ``LogReader`` the
+/// log makes (``reader(from:archiveDirectory:)``) up to ``durableSequence`` and keeps its place
+/// with its named cursor; a segment may leave once every cursor has passed it, as
+/// ``LogConfiguration/retention`` says.
 public actor WriteAheadLog {
-    /// Where the log's files are.
-    public nonisolated let walDirectory: String
+    /// Where the log's files are. Readers come from ``reader(from:archiveDirectory:)``, so no
+    /// consumer builds one from the directory and file layer itself.
+    nonisolated let walDirectory: String
     /// The configuration the log was opened with.
     public nonisolated let configuration: LogConfiguration
     /// What opening the log found and repaired.
     public nonisolated let recoveryReport: RecoveryReport
     /// The file layer in use.
-    public nonisolated let fileSystem: any FileSystem
+    nonisolated let fileSystem: any FileSystem
     /// The data directory's relay id and epochs, as opening the log found or made them.
     public nonisolated let identity: RelayIdentity
 
@@ -39,6 +42,8 @@ public actor WriteAheadLog {
     private var durableWaiters: [Int: (beyond: UInt64, continuation: CheckedContinuation<UInt64, Never>)] = [:]
     private var nextWaiterID = 0
     private var cursorPositions: [String: UInt64]
+    /// The consumers declared when the log opened, by name (tests declare more with ``registerCursor(_:initialPosition:)``).
+    private var declaredConsumers: [String: LogConsumerDeclaration] = [:]
     private let cursors: CursorStore
     private let lock: (any FileHandle)?
     /// The thread that writes and syncs frames and deletes segments.
@@ -87,12 +92,16 @@ public actor WriteAheadLog {
         var continuation: CheckedContinuation<Result<Range<UInt64>, LogError>, Never>
     }
 
-    /// Opens (creating if needed) the log under `dataDirectory`, recovering from any earlier crash.
+    /// Opens (creating if needed) the log under `dataDirectory`, recovering from any earlier crash,
+    /// and declares its `consumers`: each gets its cursor (at the oldest event kept, when it has
+    /// none yet) before the log is returned, so retention knows every one of them before anything
+    /// appends or moves a cursor.
     ///
-    /// - Throws: ``LogError/locked(path:)`` when another process has it open, or
+    /// - Throws: ``LogError/locked(path:)`` when another process has it open,
+    ///   ``LogError/invalidCursorName(_:)`` for a consumer's name, or
     ///   ``LogError/fileSystem(_:context:)`` when the directory cannot be read or repaired.
     public static func open(
-        dataDirectory: String, configuration: LogConfiguration = LogConfiguration(),
+        dataDirectory: String, configuration: LogConfiguration = LogConfiguration(), consumers: [LogConsumerDeclaration] = [],
         fileSystem: any FileSystem = PosixFileSystem(), logger: Logger = Logger(label: "campaign-relay.wal"),
         wallClock: @escaping @Sendable () -> Int64 = SystemClock.wallNanoseconds
     ) async throws(LogError) -> WriteAheadLog {
@@ -140,10 +149,17 @@ public actor WriteAheadLog {
         if report.truncatedBytes > 0 {
             logger.notice("cut a torn tail left by an interrupted write", metadata: ["bytes": "\(report.truncatedBytes)"])
         }
-        return WriteAheadLog(
+        let log = WriteAheadLog(
             layout: layout, configuration: configuration, fileSystem: fileSystem, writer: writer, report: report,
             cursors: cursors, positions: positions, lock: lock, io: io, identity: identity, logger: logger
         )
+        do {
+            for consumer in consumers { try await log.declare(consumer) }
+        } catch {
+            await log.close()
+            throw error
+        }
+        return log
     }
 
     /// Takes the log's lock file, trying again every few milliseconds for up to `wait` while
@@ -332,15 +348,52 @@ public actor WriteAheadLog {
 
     // MARK: Cursors
 
-    /// Registers a consumer: creates its cursor at `initialPosition` (default: the oldest event
-    /// kept) unless it exists. Returns the cursor's position.
+    /// Declares a consumer: creates its cursor at the oldest event kept unless it has one.
+    private func declare(_ consumer: LogConsumerDeclaration) async throws(LogError) {
+        try await registerCursor(consumer.name)
+        declaredConsumers[consumer.name] = consumer
+    }
+
+    /// Creates cursor `name` at `initialPosition` (default: the oldest event kept) unless it
+    /// exists, and counts it as declared; returns its position. Opening declares consumers this
+    /// way; tests call it to place a cursor where they need it.
     @discardableResult
-    public func registerCursor(_ name: String, initialPosition: UInt64? = nil) async throws(LogError) -> UInt64 {
+    func registerCursor(_ name: String, initialPosition: UInt64? = nil) async throws(LogError) -> UInt64 {
         try CursorStore.validate(name)
+        if declaredConsumers[name] == nil { declaredConsumers[name] = .cursorFile(name) }
         if let position = cursorPositions[name] { return position }
         let position = initialPosition ?? oldestSequence
         try await commitCursor(name, to: position)
         return position
+    }
+
+    /// Where the declared consumer `name` starts reading: its cursor, or the oldest event kept
+    /// when segments it had passed are gone.
+    ///
+    /// - Throws: ``LogError/undeclaredConsumer(_:declared:)`` when the log was opened without it.
+    public func startPosition(of name: String) throws(LogError) -> UInt64 {
+        guard declaredConsumers[name] != nil, let position = cursorPositions[name] else {
+            throw .undeclaredConsumer(name, declared: declaredConsumers.keys.sorted())
+        }
+        return max(position, oldestSequence)
+    }
+
+    /// The consumers declared when the log opened, by name.
+    public var consumers: [LogConsumerDeclaration] { declaredConsumers.values.sorted { $0.name < $1.name } }
+
+    /// A reader of this log from sequence `position`, with the segments of `archiveDirectory`
+    /// filling in those the log no longer has. It reads what is on disk: pass
+    /// ``durableSequence`` as its limit to read only what is acknowledged.
+    public nonisolated func reader(from position: UInt64, archiveDirectory: String? = nil) -> LogReader {
+        LogReader(walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: position)
+    }
+
+    /// The first event at or after `sequence` and below `limit` (one frame decoded), or `nil`.
+    /// It reads files: call it from a thread made for blocking calls.
+    ///
+    /// - Throws: ``LogError`` when a segment cannot be read.
+    public nonisolated func firstEvent(from sequence: UInt64, below limit: UInt64) throws(LogError) -> SequencedEvent? {
+        try LogExtent.firstEvent(walDirectory: walDirectory, fileSystem: fileSystem, from: sequence, below: limit)
     }
 
     /// The position of a registered cursor, or `nil`.
@@ -351,13 +404,15 @@ public actor WriteAheadLog {
     /// Every registered cursor and its position.
     public var cursorPositionsByName: [String: UInt64] { cursorPositions }
 
-    /// Durably moves cursor `name` to `position` (the next sequence it will consume), then applies
-    /// the retention to the segments every cursor has passed.
+    /// Durably moves the cursor of the declared consumer `name` to `position` (the next sequence
+    /// it will consume), then applies the retention to the segments every cursor has passed.
     ///
-    /// - Throws: ``LogError`` when the cursor cannot be written. A segment that cannot be removed
-    ///   (a broken archive) is logged and tried again later: the consumer goes on.
+    /// - Throws: ``LogError/undeclaredConsumer(_:declared:)`` when the log was opened without it,
+    ///   ``LogError`` when the cursor cannot be written. A segment that cannot be removed (a broken
+    ///   archive) is logged and tried again later: the consumer goes on.
     public func commitCursor(_ name: String, to position: UInt64) async throws(LogError) {
         try CursorStore.validate(name)
+        guard declaredConsumers[name] != nil else { throw .undeclaredConsumer(name, declared: declaredConsumers.keys.sorted()) }
         let store = cursors
         do {
             try await cursorIO.run { () throws(FileSystemError) in try store.write(name, position: position) }
@@ -378,6 +433,7 @@ public actor WriteAheadLog {
             guard error.errno == LogLayout.noSuchFileErrno else { throw .fileSystem(error, context: "removing cursor \(name)") }
         }
         cursorPositions[name] = nil
+        declaredConsumers[name] = nil
     }
 
     /// Every event below this sequence number has been passed by every consumer; 0 without

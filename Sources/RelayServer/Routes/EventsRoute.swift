@@ -161,20 +161,16 @@ struct EventsRoute: Sendable {
     /// The sequence numbers, by index in the request, of the events stored for the request with
     /// `key` (of `count` events) at or after `start`; the log is read on ``logReads``.
     private func storedEvents(of key: String, count: Int, from start: UInt64) async -> [Int: UInt64] {
-        let (walDirectory, fileSystem) = (ingestor.log.walDirectory, ingestor.log.fileSystem)
+        let reader = ingestor.log.reader(from: start)
         let end = await ingestor.log.durableSequence
-        return await logReads.run { () -> [Int: UInt64] in
-            Self.find(key, count: count, walDirectory: walDirectory, fileSystem: fileSystem, from: start, below: end)
-        }
+        return await logReads.run { () -> [Int: UInt64] in Self.find(key, count: count, reader: reader, below: end) }
     }
 
     /// Reads to the end of the log unless every index is found first: a request resumed after one
     /// crash stores its missing events in another append, further on, and a second crash can
     /// leave both parts for the next retry to find.
-    private static func find(
-        _ key: String, count: Int, walDirectory: String, fileSystem: any FileSystem, from start: UInt64, below end: UInt64
-    ) -> [Int: UInt64] {
-        var reader = LogReader(walDirectory: walDirectory, fileSystem: fileSystem, from: start)
+    private static func find(_ key: String, count: Int, reader: LogReader, below end: UInt64) -> [Int: UInt64] {
+        var reader = reader
         defer { reader.close() }
         var found: [Int: UInt64] = [:]
         while found.count < count, let batch = try? reader.read(maximumEvents: 4096, below: end), !batch.events.isEmpty {

@@ -100,10 +100,7 @@ struct StatusRoutes: Sendable {
     func firstEventTime(oldest: UInt64, durable: UInt64) async -> EventTime? {
         if let known = firstEventTimes.withLockedValue({ $0 }), known.sequence == oldest, known.time != nil { return known.time }
         guard durable > oldest else { return nil }
-        let (directory, fileSystem) = (log.walDirectory, log.fileSystem)
-        let time = await logReads.run { () -> EventTime? in
-            (try? LogExtent.firstEvent(walDirectory: directory, fileSystem: fileSystem, from: oldest, below: durable))??.event.time
-        }
+        let time = await logReads.run { [log] () -> EventTime? in (try? log.firstEvent(from: oldest, below: durable))??.event.time }
         firstEventTimes.withLockedValue { $0 = (oldest, time) }
         return time
     }

@@ -1,10 +1,9 @@
 package import Logging
 import NIOConcurrencyHelpers
 import RelayCore
-package import RelayLog
 
-/// The log cursor of a consumer whose own position lives elsewhere (in SQLite or PostgreSQL, with
-/// its counts): it only keeps the log from deleting segments the consumer has not passed. So it is
+/// The log cursor of a consumer whose own position lives elsewhere (``LogConsumerDeclaration/PositionStore/ownStore``:
+/// in SQLite or PostgreSQL, with its counts): it only keeps the log from deleting segments the consumer has not passed. So it is
 /// written after the consumer's commits (it may lag), at most once a second unless forced, and a
 /// failed write is only logged (segments are then kept a little longer).
 package final class RetentionCursor: Sendable {

@@ -1,12 +1,11 @@
 package import Logging
 package import RelayCore
 package import RelayIO
-package import RelayLog
 
-/// The loop every aggregator runs (SQLite's and PostgreSQL's): read the log in batches up to its
-/// durable end, decoding the next batch on a thread of its own while the consumer applies this
-/// one, skip damaged bytes with a log line, move a position past each applied batch, and keep the
-/// consumer's retention cursor behind it.
+/// The loop of a consumer that keeps its position in its own store (SQLite's and PostgreSQL's
+/// aggregators, a rebuild): read the log in batches up to its durable end, decoding the next batch
+/// on a thread of its own while the consumer applies this one, skip damaged bytes with a log line,
+/// move a position past each applied batch, and keep the consumer's retention cursor behind it.
 package enum LogCatchUp {
     /// Why a catch-up stopped early.
     package enum Failure<ApplyError: Error>: Error {
@@ -20,7 +19,7 @@ package enum LogCatchUp {
     /// failure, so that a caller may try again).
     package struct Outcome<ApplyError: Error> {
         package var reader: LogReader
-        package var summary: AggregationSummary
+        package var summary: CatchUpSummary
         package var failure: Failure<ApplyError>?
     }
 
@@ -33,15 +32,14 @@ package enum LogCatchUp {
     package static func run<ApplyError: Error>(
         log: WriteAheadLog, reader: LogReader?, archiveDirectory: String? = nil, from position: UInt64, batchSize: Int, readAhead: BlockingExecutor,
         cursor: RetentionCursor?,
-        logger: Logger, progress: (@Sendable (AggregationProgress) -> Void)?, isolation: isolated (any Actor)? = #isolation,
+        logger: Logger, progress: (@Sendable (CatchUpProgress) -> Void)?, isolation: isolated (any Actor)? = #isolation,
         apply: (ArraySlice<SequencedEvent>, UInt64, UInt64) async throws(ApplyError) -> Void
     ) async -> Outcome<ApplyError> {
         let started = SystemClock.monotonicNanoseconds()
         let end = await log.durableSequence
-        var summary = AggregationSummary(startPosition: position, endPosition: position)
+        var summary = CatchUpSummary(startPosition: position, endPosition: position)
         var position = position
-        var held: LogReader? =
-            reader ?? LogReader(walDirectory: log.walDirectory, archiveDirectory: archiveDirectory, fileSystem: log.fileSystem, from: position)
+        var held: LogReader? = reader ?? log.reader(from: position, archiveDirectory: archiveDirectory)
         func readNext() -> Task<(LogReader, Result<LogReadBatch, LogError>), Never>? {
             guard let taken = held else { return nil }
             held = nil
@@ -63,8 +61,7 @@ package enum LogCatchUp {
             await cursor?.commit(to: position, force: true)
             summary.endPosition = position
             summary.seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
-            let reader =
-                held ?? LogReader(walDirectory: log.walDirectory, archiveDirectory: archiveDirectory, fileSystem: log.fileSystem, from: position)
+            let reader = held ?? log.reader(from: position, archiveDirectory: archiveDirectory)
             return Outcome(reader: reader, summary: summary, failure: failure)
         }
         var pending = position < end ? readNext() : nil
@@ -102,7 +99,7 @@ package enum LogCatchUp {
             position = next
             await cursor?.commit(to: position, force: false)
             progress?(
-                AggregationProgress(
+                CatchUpProgress(
                     position: position, end: end, events: summary.events, seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9))
         }
         return await finish(nil, pending: pending)

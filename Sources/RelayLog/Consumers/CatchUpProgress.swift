@@ -1,10 +1,10 @@
-/// How far an aggregation run has come, reported as it goes.
-public struct AggregationProgress: Sendable, Hashable {
-    /// The next sequence number to aggregate.
+/// How far a consumer's catch-up (``LogCatchUp``: an aggregation run, a rebuild) has come, reported as it goes.
+public struct CatchUpProgress: Sendable, Hashable {
+    /// The next sequence number to consume.
     public var position: UInt64
     /// The durable end of the log when the run started (or last looked).
     public var end: UInt64
-    /// Events counted so far in this run.
+    /// Events consumed so far in this run.
     public var events: Int
     /// Seconds since the run started.
     public var seconds: Double
@@ -18,15 +18,15 @@ public struct AggregationProgress: Sendable, Hashable {
     }
 }
 
-/// What an aggregation run did.
-public struct AggregationSummary: Sendable, Hashable {
-    /// Events counted.
+/// What a consumer's catch-up did.
+public struct CatchUpSummary: Sendable, Hashable {
+    /// Events consumed (counted, for an aggregator).
     public var events = 0
     /// Transactions committed.
     public var transactions = 0
     /// The position when the run started.
     public var startPosition: UInt64 = 0
-    /// The position when it ended (every event below it is counted).
+    /// The position when it ended (every event below it is consumed).
     public var endPosition: UInt64 = 0
     /// Sequence numbers skipped because their frames are damaged.
     public var skippedSequences: UInt64 = 0
@@ -39,6 +39,6 @@ public struct AggregationSummary: Sendable, Hashable {
         self.endPosition = endPosition
     }
 
-    /// Events counted per second.
+    /// Events consumed per second.
     public var eventsPerSecond: Double { seconds > 0 ? Double(events) / seconds : 0 }
 }

@@ -1,4 +1,4 @@
-extension AggregationSummary: Encodable {
+extension CatchUpSummary: Encodable {
     private enum CodingKeys: String, CodingKey {
         case events, transactions, startPosition, endPosition, skippedSequences, seconds, eventsPerSecond
     }

@@ -1,0 +1,18 @@
+public import RelayAggregator
+public import RelayForwarding
+public import RelayLog
+public import RelayPostgres
+
+extension RelayServerConfiguration {
+    /// The log's consumers under this configuration, in one list: `serve` declares them all when
+    /// it opens the log, so retention knows each of them before any of them moves.
+    public var logConsumers: [LogConsumerDeclaration] {
+        var consumers: [LogConsumerDeclaration] = []
+        if aggregates { consumers.append(Aggregator.consumer) }
+        if postgres != nil { consumers.append(FleetAggregator.consumer) }
+        if trackingHost != nil { consumers.append(UploadLane.Kind.tracking.consumer) }
+        if marketingHost != nil { consumers.append(UploadLane.Kind.marketing.consumer) }
+        if upstreamRelay != nil { consumers.append(RelayUpstreamLane.consumer) }
+        return consumers
+    }
+}
