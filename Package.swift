@@ -260,7 +260,17 @@ let package = Package(
         ),
         .testTarget(
             name: "RelayCoreTests",
-            dependencies: ["RelayCore", "CampaignProtocol", "RelayEventJSON"],
+            dependencies: ["RelayCore", "CampaignProtocol"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelayEventJSONTests",
+            dependencies: ["RelayEventJSON", "RelayCore", "CampaignProtocol"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelayIOTests",
+            dependencies: ["RelayIO", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -300,13 +310,38 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What the process-level suites share: running the real binary with a deadline, child
+        // processes, libfiu, network namespaces, a scratch tmpfs, load generators, an in-process
+        // server and an HTTP client.
+        .target(
+            name: "RelayProcessTestSupport",
+            dependencies: [
+                "RelayLog", "RelayForwarding", "RelayServer", "RelayTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/RelayProcessTestSupport",
+            exclude: ["Scripts"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RelayServerTests",
+            dependencies: [
+                "RelayServer", "RelayLog", "RelayCore", "CampaignProtocol", "RelayIO", "RelaySQLite", "RelayChain", "RelayForwarding",
+                "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The process-level suites: the real binary, kill -9, libfiu, full disks, network
+        // namespaces, PostgreSQL, TLS, Chromium.
         .testTarget(
             name: "CampaignRelayTests",
             dependencies: [
-                "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain", "RelayAggregator",
-                "RelayForwarding", "RelayPostgres",
-                "CampaignEmulator", "RelayTestSupport",
-                "RelayServer", "CampaignRelay",
+                "RelayLog", "RelayCore", "CampaignProtocol", "RelayIO", "RelaySQLite", "RelayChain", "RelayAggregator",
+                "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport", "CampaignRelay",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],

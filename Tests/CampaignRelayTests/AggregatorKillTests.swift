@@ -1,6 +1,7 @@
 import Foundation
 import RelayAggregator
 import RelayIO
+import RelayProcessTestSupport
 import RelaySQLite
 import RelayTestSupport
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import RelayProcessTestSupport
 import RelayTestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import RelayProcessTestSupport
 import RelayTestSupport
 import Synchronization
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import RelayCore
+import RelayProcessTestSupport
 import Testing
 
 /// `docs/wal-format.md` is precise enough to decode the log in another language: its reference

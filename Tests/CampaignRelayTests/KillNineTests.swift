@@ -1,5 +1,6 @@
 import Foundation
 import RelayCore
+import RelayProcessTestSupport
 import RelayTestSupport
 import Testing
 

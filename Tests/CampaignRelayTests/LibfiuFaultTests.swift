@@ -2,6 +2,7 @@ import Foundation
 import RelayChain
 import RelayCore
 import RelayIO
+import RelayProcessTestSupport
 import RelaySQLite
 import RelayTestSupport
 import Testing

@@ -1,6 +1,7 @@
 import CampaignEmulator
 import Foundation
 import RelayLog
+import RelayProcessTestSupport
 import RelayTestSupport
 import Testing
 

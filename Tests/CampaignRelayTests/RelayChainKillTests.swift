@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOConcurrencyHelpers
+import RelayProcessTestSupport
 import RelayTestSupport
 import Synchronization
 import Testing

@@ -1,5 +1,6 @@
 import CampaignEmulator
 import Foundation
+import RelayProcessTestSupport
 import RelayTestSupport
 import Testing
 

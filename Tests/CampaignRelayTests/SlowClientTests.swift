@@ -1,4 +1,5 @@
 import Foundation
+import RelayProcessTestSupport
 import Testing
 
 /// Slow and idle clients cannot hold a relay's connections: `--idle-timeout` closes a connection

@@ -1,4 +1,5 @@
 import Foundation
+import RelayProcessTestSupport
 import Synchronization
 import Testing
 

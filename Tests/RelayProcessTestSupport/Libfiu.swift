@@ -11,24 +11,29 @@ import Testing
 /// of an ingest shows the system calls `openat` (glibc's `open` makes it), `pwrite64`, `fdatasync`,
 /// `fsync`, `rename`, `ftruncate` and no `fallocate`. Since a point that is never reached proves
 /// nothing, every test counts the injected errno in what the binary itself reported.
-enum Libfiu {
-    static let fiuRun = "/usr/bin/fiu-run"
-    static let fiuControl = "/usr/bin/fiu-ctrl"
+package enum Libfiu {
+    package static let fiuRun = "/usr/bin/fiu-run"
+    package static let fiuControl = "/usr/bin/fiu-ctrl"
     /// The errno every point injects: EIO, which a healthy tmp directory never returns, so each
     /// "Input/output error" the relay reports is one injected failure.
-    static let injectedErrno = 5
-    static let injectedReason = "Input/output error"
+    package static let injectedErrno = 5
+    package static let injectedReason = "Input/output error"
 
     /// One failure point enabled at random.
-    struct Fault: Sendable {
-        var point: String
-        var probability: Double
+    package struct Fault: Sendable {
+        package var point: String
+        package var probability: Double
 
-        var command: String { "enable_random name=\(point),probability=\(probability),failinfo=\(Libfiu.injectedErrno)" }
+        package init(point: String, probability: Double) {
+            self.point = point
+            self.probability = probability
+        }
+
+        package var command: String { "enable_random name=\(point),probability=\(probability),failinfo=\(Libfiu.injectedErrno)" }
     }
 
     /// The path of `fiu-run`, or a failure saying what to install (CI's `.ci/run` installs it).
-    static func require() throws -> String {
+    package static func require() throws -> String {
         for tool in [fiuRun, fiuControl, "/usr/lib/fiu/fiu_posix_preload.so"] where !FileManager.default.fileExists(atPath: tool) {
             Issue.record("\(tool) is missing: these tests need libfiu's tools (apt-get install fiu-utils; .ci/run installs it)")
             throw Missing()
@@ -38,7 +43,7 @@ enum Libfiu {
 
     /// The arguments of `fiu-run` that run `binary arguments` with `faults`; remote control
     /// (`fiu-ctrl`) through FIFOs under `controlPrefix` when given, none otherwise.
-    static func arguments(_ faults: [Fault], controlPrefix: String? = nil, binary: String, _ arguments: [String]) -> [String] {
+    package static func arguments(_ faults: [Fault], controlPrefix: String? = nil, binary: String, _ arguments: [String]) -> [String] {
         var result = ["-x", "-f", controlPrefix ?? ""]
         for fault in faults { result += ["-c", fault.command] }
         return result + [binary] + arguments
@@ -52,7 +57,7 @@ enum Libfiu {
     /// waits for it forever. Disabling is idempotent, so a silent attempt is cut off after 5 s and
     /// made again, up to 4 times.
     @discardableResult
-    static func disable(_ points: [String], pid: Int32, controlPrefix: String) async throws -> Int {
+    package static func disable(_ points: [String], pid: Int32, controlPrefix: String) async throws -> Int {
         var arguments = ["-f", controlPrefix]
         for point in points { arguments += ["-c", "disable name=\(point)"] }
         var last: BoundedRun?
@@ -67,7 +72,7 @@ enum Libfiu {
 
     /// How many failures the relay reported as `operation path: Input/output error`, by operation:
     /// the proof that faults were hit, and where.
-    static func injectedFailures(in text: String) -> [String: Int] {
+    package static func injectedFailures(in text: String) -> [String: Int] {
         var counts: [String: Int] = [:]
         let pattern = /(pwrite|write|fdatasync|fsync|rename|unlink|open|ftruncate|opendir) [^ :"]+(?: -> [^ :"]+)?: Input\/output error/
         for match in text.matches(of: pattern) { counts[String(match.output.1), default: 0] += 1 }
@@ -77,5 +82,5 @@ enum Libfiu {
         return counts
     }
 
-    struct Missing: Error {}
+    package struct Missing: Error {}
 }

@@ -18,9 +18,9 @@ import Testing
 /// `delay`). Every rule lives in the two namespaces, on the veth between them: nothing outside them
 /// is touched, and deleting the namespaces (``remove()``, in a `defer`) removes every rule, link and
 /// address with them. Names carry the test process's id, so runs never collide.
-final class NamespaceLink: Sendable {
+package final class NamespaceLink: Sendable {
     /// A fault on the link between `near` and `far`, in both directions unless said otherwise.
-    enum Fault: Sendable, CustomStringConvertible {
+    package enum Fault: Sendable, CustomStringConvertible {
         case none
         /// Each packet dropped with this probability (percent), both ways.
         case loss(percent: Int)
@@ -29,7 +29,7 @@ final class NamespaceLink: Sendable {
         /// Every packet dropped, both ways, silently (no reset, no unreachable).
         case partition
 
-        var description: String {
+        package var description: String {
             switch self {
             case .none: "none"
             case .loss(let percent): "loss \(percent)%"
@@ -39,22 +39,22 @@ final class NamespaceLink: Sendable {
         }
     }
 
-    let near: String
-    let far: String
+    package let near: String
+    package let far: String
     /// The address of `near` on the clean link from the test process.
-    let nearFromHost: String
+    package let nearFromHost: String
     /// The test process's end of the clean link.
     private let hostAddress: String
     /// The addresses of `near` and `far` on the faulty link.
-    let nearAddress: String
-    let farAddress: String
+    package let nearAddress: String
+    package let farAddress: String
     private let nearDevice: String
     private let farDevice: String
     private let delayQueue = 7
     private let delayer = NIOLockedValueBox<ChildProcess?>(nil)
 
-    static let ip = "/usr/sbin/ip"
-    static let iptables = "/usr/sbin/iptables"
+    package static let ip = "/usr/sbin/ip"
+    package static let iptables = "/usr/sbin/iptables"
 
     private init(tag: String, subnet: Int) {
         let pid = getpid()
@@ -73,7 +73,7 @@ final class NamespaceLink: Sendable {
     /// What these tests need of the machine, checked first so that a missing piece fails the test
     /// with its name instead of a confusing error half-way (CI runs as root and installs iproute2
     /// and iptables).
-    static func requireTools() throws {
+    package static func requireTools() throws {
         try #require(geteuid() == 0, "network fault tests need root (network namespaces, veth, iptables); run swift test as root")
         for tool in [ip, iptables] {
             try #require(FileManager.default.isExecutableFile(atPath: tool), "network fault tests need \(tool) (apt-get install iproute2 iptables)")
@@ -81,7 +81,7 @@ final class NamespaceLink: Sendable {
     }
 
     /// Makes the namespaces and links; `tag` (a letter or two) tells a test's links apart.
-    static func make(tag: String) async throws -> NamespaceLink {
+    package static func make(tag: String) async throws -> NamespaceLink {
         try requireTools()
         // A /30 per link from the process id, so that parallel runs on one machine differ.
         let link = NamespaceLink(tag: tag, subnet: (Int(getpid()) * 7 + Int(tag.unicodeScalars.first?.value ?? 0)) % 16_000)
@@ -113,7 +113,7 @@ final class NamespaceLink: Sendable {
     }
 
     /// Replaces the fault on the link with `fault` (`.none` heals it).
-    func apply(_ fault: Fault) async throws {
+    package func apply(_ fault: Fault) async throws {
         for namespace in [near, far] { try await Self.run(Self.ip, ["netns", "exec", namespace, Self.iptables, "-F", "OUTPUT"]) }
         switch fault {
         case .none:
@@ -156,12 +156,12 @@ final class NamespaceLink: Sendable {
     }
 
     /// The arguments that run `command` inside `namespace`.
-    func inside(_ namespace: String, _ command: [String]) -> [String] {
+    package func inside(_ namespace: String, _ command: [String]) -> [String] {
         ["netns", "exec", namespace] + command
     }
 
     /// A GET from inside `namespace` (where the test process has no route), with curl.
-    func get(in namespace: String, _ url: String) async throws -> String {
+    package func get(in namespace: String, _ url: String) async throws -> String {
         let outcome = try await RelayBinary.run(Self.ip, ["netns", "exec", namespace, "curl", "-sS", "--max-time", "20", url], seconds: 30)
         try #require(outcome.status == 0, "GET \(url) in \(namespace): \(outcome.stderr)")
         return outcome.stdout
@@ -169,7 +169,7 @@ final class NamespaceLink: Sendable {
 
     /// Stops what runs in the namespaces (only processes started in them, by this test) and deletes
     /// them, with their links, addresses and rules. Synchronous and quick, for a `defer`.
-    func remove() {
+    package func remove() {
         if let delayer = delayer.withLockedValue({ $0 }), delayer.process.isRunning {
             kill(delayer.process.processIdentifier, SIGKILL)
             delayer.process.waitUntilExit()
@@ -182,7 +182,7 @@ final class NamespaceLink: Sendable {
     }
 
     @discardableResult
-    static func run(_ tool: String, _ arguments: [String]) async throws -> String {
+    package static func run(_ tool: String, _ arguments: [String]) async throws -> String {
         let outcome = try await RelayBinary.run(tool, arguments, seconds: 30)
         try #require(outcome.status == 0, "\(tool) \(arguments.joined(separator: " ")) failed (\(outcome.status)): \(outcome.stderr)")
         return outcome.stdout

@@ -1,44 +1,44 @@
 import Foundation
-import NIOConcurrencyHelpers
-import Synchronization
+package import NIOConcurrencyHelpers
+package import Synchronization
 import Testing
 
 /// Clients posting batches of unique events to a relay's `POST /v1/events` and keeping score: which
 /// ids were acknowledged (200), how many answers were 503 (each must carry `Retry-After`), and any
 /// other answer, which a fault test treats as a failure (a disk fault is never a 500).
-final class IngestLoad: Sendable {
-    struct Score: Sendable {
-        var sent = Set<String>()
-        var acknowledged = Set<String>()
-        var unavailable = 0
-        var unavailableWithoutRetryAfter = 0
+package final class IngestLoad: Sendable {
+    package struct Score: Sendable {
+        package var sent = Set<String>()
+        package var acknowledged = Set<String>()
+        package var unavailable = 0
+        package var unavailableWithoutRetryAfter = 0
         /// Status and body of every answer other than 200 and 503.
-        var unexpected: [String] = []
+        package var unexpected: [String] = []
         /// Requests that got no answer (the connection failed, e.g. under an injected socket fault).
-        var transportFailures = 0
+        package var transportFailures = 0
         /// The bodies of the 503 answers, where the relay says why.
-        var unavailableBodies = ""
+        package var unavailableBodies = ""
     }
 
-    let score = NIOLockedValueBox(Score())
-    let stopping = Atomic<Bool>(false)
-    let batchSize: Int
-    let deliveryId: String
+    package let score = NIOLockedValueBox(Score())
+    package let stopping = Atomic<Bool>(false)
+    package let batchSize: Int
+    package let deliveryId: String
 
-    init(batchSize: Int, deliveryId: String = "fault") {
+    package init(batchSize: Int, deliveryId: String = "fault") {
         self.batchSize = batchSize
         self.deliveryId = deliveryId
     }
 
     /// The NDJSON of a batch of open events with message ids `ids`.
-    func body(_ ids: [String]) -> String {
+    package func body(_ ids: [String]) -> String {
         ids.map { #"{"kind":"track","action":"open","messageId":"\#($0)","deliveryId":"\#(deliveryId)"}"# }.joined(separator: "\n")
     }
 
     /// Sends one batch of new ids (from `next`, which it advances) and records the answer; returns
     /// the status (0 for no answer).
     @discardableResult
-    func sendBatch(_ http: TestHTTPClient, _ url: @Sendable () -> String, next: inout Int) async -> Int {
+    package func sendBatch(_ http: TestHTTPClient, _ url: @Sendable () -> String, next: inout Int) async -> Int {
         let ids = (next..<next + batchSize).map(String.init)
         next += batchSize
         score.withLockedValue { $0.sent.formUnion(ids) }
@@ -63,7 +63,7 @@ final class IngestLoad: Sendable {
     /// Client `client` sends batches until ``stopping`` is set or the score meets `done`, pausing
     /// after a refusal as a real sender would (shorter than the relay's `Retry-After`, so that the
     /// test stays short).
-    func run(
+    package func run(
         client: Int, _ http: TestHTTPClient, _ url: @escaping @Sendable () -> String, until done: @Sendable (Score) -> Bool = { _ in false }
     ) async {
         var next = (client + 1) * 100_000_000

@@ -4,7 +4,7 @@
 
 /// Reads a pipe until its writer closes it, chunk by chunk, retrying reads a signal interrupted
 /// (Foundation's `FileHandle.availableData` traps on EINTR, which a child's exit can cause).
-func readPipe(_ descriptor: Int32, chunk: ([UInt8]) -> Void) {
+package func readPipe(_ descriptor: Int32, chunk: ([UInt8]) -> Void) {
     var buffer = [UInt8](repeating: 0, count: 65536)
     while true {
         let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
@@ -20,7 +20,7 @@ func readPipe(_ descriptor: Int32, chunk: ([UInt8]) -> Void) {
 
 /// One read of what a pipe holds now (blocking until something or the end comes); `nil` at the
 /// end. Retries reads a signal interrupted.
-func readChunk(_ descriptor: Int32) -> [UInt8]? {
+package func readChunk(_ descriptor: Int32) -> [UInt8]? {
     var buffer = [UInt8](repeating: 0, count: 65536)
     while true {
         let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }

@@ -2,6 +2,7 @@ import Foundation
 import RelayChain
 import RelayCore
 import RelayLog
+import RelayProcessTestSupport
 import RelayServer
 import Testing
 

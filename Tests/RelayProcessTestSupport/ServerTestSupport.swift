@@ -1,22 +1,22 @@
-import AsyncHTTPClient
+package import AsyncHTTPClient
 import Foundation
 import Logging
 import NIOCore
-import NIOHTTP1
+package import NIOHTTP1
 import RelayForwarding
-import RelayLog
-import RelayServer
+package import RelayLog
+package import RelayServer
 import Synchronization
 
 /// A relay server running inside the test process on a free loopback port.
-final class RunningServer: Sendable {
-    let port: Int
-    let dataDirectory: String
+package final class RunningServer: Sendable {
+    package let port: Int
+    package let dataDirectory: String
     private let task: Task<Void, any Error>
 
-    var url: String { "http://127.0.0.1:\(port)" }
+    package var url: String { "http://127.0.0.1:\(port)" }
 
-    static func start(
+    package static func start(
         fileSystem: any FileSystem = PosixFileSystem(), _ configure: (inout RelayServerConfiguration) -> Void = { _ in }
     ) async throws -> RunningServer {
         var configuration = RelayServerConfiguration()
@@ -44,17 +44,20 @@ final class RunningServer: Sendable {
         self.task = task
     }
 
-    func stop() async {
+    package func stop() async {
         task.cancel()
         _ = try? await task.value
     }
 
-    struct ServerDidNotStart: Error {}
+    package struct ServerDidNotStart: Error {}
 }
 
 /// A small HTTP client for tests (AsyncHTTPClient with keep-alive).
-final class TestHTTPClient: Sendable {
-    let client: HTTPClient = {
+package final class TestHTTPClient: Sendable {
+    /// A client with its own connection pool; call ``shutdown()`` when done.
+    package init() {}
+
+    package let client: HTTPClient = {
         var configuration = HTTPClient.Configuration()
         // A server that is gone should fail requests at once, not after the default 10 s.
         configuration.timeout = .init(connect: .seconds(1), read: .seconds(30))
@@ -69,13 +72,13 @@ final class TestHTTPClient: Sendable {
         if !isShutDown.load(ordering: .relaxed) { try? client.syncShutdown() }
     }
 
-    struct Answer: Sendable {
-        var status: Int
-        var body: String
-        var headers: HTTPHeaders
+    package struct Answer: Sendable {
+        package var status: Int
+        package var body: String
+        package var headers: HTTPHeaders
     }
 
-    func send(_ method: HTTPMethod, _ url: String, body: [UInt8]? = nil, headers: [(String, String)] = []) async throws -> Answer {
+    package func send(_ method: HTTPMethod, _ url: String, body: [UInt8]? = nil, headers: [(String, String)] = []) async throws -> Answer {
         var request = HTTPClientRequest(url: url)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
@@ -85,27 +88,27 @@ final class TestHTTPClient: Sendable {
         return Answer(status: Int(response.status.code), body: String(buffer: buffer), headers: response.headers)
     }
 
-    func get(_ url: String, headers: [(String, String)] = []) async throws -> Answer {
+    package func get(_ url: String, headers: [(String, String)] = []) async throws -> Answer {
         try await send(.GET, url, headers: headers)
     }
 
-    func post(_ url: String, _ body: String, headers: [(String, String)] = []) async throws -> Answer {
+    package func post(_ url: String, _ body: String, headers: [(String, String)] = []) async throws -> Answer {
         try await send(.POST, url, body: Array(body.utf8), headers: headers)
     }
 
-    func shutdown() async {
+    package func shutdown() async {
         isShutDown.store(true, ordering: .relaxed)
         try? await client.shutdown()
     }
 
     /// The sequence number the server's next event gets (1 + `lastDurableSequence` of `/readyz`).
-    func nextSequence(_ server: String) async throws -> Int {
+    package func nextSequence(_ server: String) async throws -> Int {
         let answer = try await get(server + "/readyz")
         let object = try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any]
         return (object?["lastDurableSequence"] as? Int).map { $0 + 1 } ?? -1
     }
 }
 
-let androidVectorBody =
+package let androidVectorBody =
     "registrationToken=testToken&mobileAppUuid=testIntegrationKey&userKey=testUser&deviceImei=12345&deviceName=mockDevice&deviceModel=mockDeviceName&deviceBrand=mockDeviceBrand&deviceManufacturer=mockDeviceManufacturer&osName=android&osVersion=mockOSName%20mockOSVersion&osLanguage=mocklocale&additionalParams=%3CadditionalParameters%3E%3Cparam%20name%3D%22key%22%20value%3D%22value%22%2F%3E%3C%2FadditionalParameters%3E"
-let formHeaders = [("Content-Type", "application/x-www-form-urlencoded;charset=UTF-8")]
+package let formHeaders = [("Content-Type", "application/x-www-form-urlencoded;charset=UTF-8")]

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import NIOConcurrencyHelpers
 import Testing
 
@@ -8,12 +8,12 @@ import Testing
 
 /// A child process and what it printed so far (both streams), read on a thread of its own so the
 /// test never blocks on a pipe; waits have deadlines, and a hung child fails the test.
-final class ChildProcess: Sendable {
-    let process: Process
+package final class ChildProcess: Sendable {
+    package let process: Process
     private let output = NIOLockedValueBox<String>("")
 
     /// Starts `binary` with `arguments`, and with `environment` added to the test's own.
-    init(_ binary: String, _ arguments: [String], environment: [String: String] = [:]) throws {
+    package init(_ binary: String, _ arguments: [String], environment: [String: String] = [:]) throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
@@ -30,10 +30,10 @@ final class ChildProcess: Sendable {
         }.start()
     }
 
-    var text: String { output.withLockedValue { $0 } }
+    package var text: String { output.withLockedValue { $0 } }
 
     /// The first capture of `pattern` in the output, waiting up to 30 s for it.
-    func await(_ pattern: String) async throws -> String {
+    package func await(_ pattern: String) async throws -> String {
         let regex = try Regex(pattern)
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
@@ -45,7 +45,7 @@ final class ChildProcess: Sendable {
         throw Timeout()
     }
 
-    func stop() {
+    package func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         _ = waitForExit(seconds: 30)
     }
@@ -54,7 +54,7 @@ final class ChildProcess: Sendable {
     /// pool stays free for in-process servers the child talks to); a child still running then is
     /// killed (SIGKILL) and the test records it. Returns whether it exited by itself.
     @discardableResult
-    func exit(within seconds: Double) async -> Bool {
+    package func exit(within seconds: Double) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(5)) }
         return waitForExit(seconds: 0)
@@ -63,7 +63,7 @@ final class ChildProcess: Sendable {
     /// Waits at most `seconds` for the child to exit; a child still running then is killed
     /// (SIGKILL) and the test records it. Returns whether it exited by itself.
     @discardableResult
-    func waitForExit(seconds: Double) -> Bool {
+    package func waitForExit(seconds: Double) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning, Date() < deadline { usleep(5_000) }
         guard process.isRunning else { return true }
@@ -73,5 +73,5 @@ final class ChildProcess: Sendable {
         return false
     }
 
-    struct Timeout: Error {}
+    package struct Timeout: Error {}
 }

@@ -10,24 +10,24 @@ import Testing
 /// e.g. an injected `open` failure on the lock file: started again), a crash (a signal: a failure
 /// of the test), and libfiu's rare start-up deadlock (nothing printed: killed and started again,
 /// once).
-enum FaultyServe {
+package enum FaultyServe {
     /// What starting took.
-    struct Start {
-        var child: ChildProcess
-        var port: Int
+    package struct Start {
+        package var child: ChildProcess
+        package var port: Int
         /// Starts that ended in exit 1 under injected faults before this one.
-        var refusedStarts: Int
+        package var refusedStarts: Int
         /// Starts that hung silently (libfiu's start-up deadlock) before this one.
-        var hungStarts: Int
+        package var hungStarts: Int
         /// What the refused starts printed (their injected errors count as hits too).
-        var refusedOutput: String
+        package var refusedOutput: String
     }
 
     /// Each refused start is an honest outcome (an injected failure while opening the log or the
     /// aggregates database), so the attempts are many: at the central relay test's 6 % rates, 11
     /// local runs refused up to 6 starts in a row and one CI run refused all of its 8 attempts. A
     /// refused start costs some 100 ms, so 40 cost little and leave a refusal streak no chance.
-    static func start(_ executable: String, _ arguments: [String], attempts: Int = 40) async throws -> Start {
+    package static func start(_ executable: String, _ arguments: [String], attempts: Int = 40) async throws -> Start {
         var refused = 0
         var hung = 0
         var refusedOutput = ""
@@ -60,12 +60,12 @@ enum FaultyServe {
     }
 
     /// Kills `child` if it still runs: for a test that ends early, so that no relay outlives it.
-    static func killIfRunning(_ child: ChildProcess) {
+    package static func killIfRunning(_ child: ChildProcess) {
         if child.process.isRunning { kill(child.process.processIdentifier, SIGKILL) }
     }
 
     /// Stops `child` with SIGTERM and returns how it ended (a crash or hang fails the test).
-    static func stop(_ child: ChildProcess, label: String) async -> BoundedRun.Ending {
+    package static func stop(_ child: ChildProcess, label: String) async -> BoundedRun.Ending {
         if child.process.isRunning { kill(child.process.processIdentifier, SIGTERM) }
         let exited = await child.exit(within: 30)
         #expect(exited, "\(label): serve did not stop within 30 s of SIGTERM")

@@ -5,6 +5,7 @@ import RelayChain
 import RelayCore
 import RelayForwarding
 import RelayLog
+import RelayProcessTestSupport
 import RelayServer
 import RelayTestSupport
 import Testing

@@ -1,5 +1,5 @@
 import Foundation
-import NIOConcurrencyHelpers
+package import NIOConcurrencyHelpers
 import Synchronization
 import Testing
 
@@ -7,21 +7,24 @@ import Testing
 /// each id sent once (a failed request is not retried: its events stay only "attempted"), and
 /// what the relay acknowledged with a 200. Paced, so that the backlog a fault leaves behind drains
 /// in seconds on a debug build, and steady, so that every phase of the faults sees new events.
-final class NetworkFaultLoad: Sendable {
-    struct State {
-        var attempted = Set<Int>()
-        var acknowledged = Set<Int>()
-        var failures = 0
+package final class NetworkFaultLoad: Sendable {
+    /// A load that has sent nothing yet.
+    package init() {}
+
+    package struct State {
+        package var attempted = Set<Int>()
+        package var acknowledged = Set<Int>()
+        package var failures = 0
     }
 
-    let state = NIOLockedValueBox(State())
+    package let state = NIOLockedValueBox(State())
     private let stopping = Atomic<Bool>(false)
 
-    var acknowledgedCount: Int { state.withLockedValue { $0.acknowledged.count } }
+    package var acknowledgedCount: Int { state.withLockedValue { $0.acknowledged.count } }
 
     /// Runs `clients` clients against `url` until ``stop()``: each posts `batch` impressions every
     /// `pause`, under delivery `n<client>`, with ids from `(client + 1) × 10⁸` up.
-    func run(url: String, clients: Int = 2, batch: Int = 20, pause: Duration = .milliseconds(50), http: TestHTTPClient) async {
+    package func run(url: String, clients: Int = 2, batch: Int = 20, pause: Duration = .milliseconds(50), http: TestHTTPClient) async {
         await withTaskGroup(of: Void.self) { group in
             for client in 0..<clients {
                 group.addTask { await self.client(client, url: url, batch: batch, pause: pause, http: http) }
@@ -29,7 +32,7 @@ final class NetworkFaultLoad: Sendable {
         }
     }
 
-    func stop() { stopping.store(true, ordering: .relaxed) }
+    package func stop() { stopping.store(true, ordering: .relaxed) }
 
     private func client(_ client: Int, url: String, batch: Int, pause: Duration, http: TestHTTPClient) async {
         var next = (client + 1) * 100_000_000
@@ -47,7 +50,7 @@ final class NetworkFaultLoad: Sendable {
     }
 
     /// Message ids of a `wal dump`, with how often each appears.
-    static func loggedIds(_ dump: String) throws -> [Int: Int] {
+    package static func loggedIds(_ dump: String) throws -> [Int: Int] {
         var counts: [Int: Int] = [:]
         for line in dump.split(separator: "\n") {
             let event = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
@@ -59,7 +62,7 @@ final class NetworkFaultLoad: Sendable {
 
     /// Message ids the emulator received (`GET /emulator/hits?messages=1`, ids in hex on the wire),
     /// with how often each arrived.
-    static func receivedIds(_ report: String) throws -> [Int: Int] {
+    package static func receivedIds(_ report: String) throws -> [Int: Int] {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any])
         var counts: [Int: Int] = [:]
         for message in object["messages"] as? [[String: Any]] ?? [] {
@@ -70,7 +73,7 @@ final class NetworkFaultLoad: Sendable {
     }
 
     /// A number in a JSON object's text (`"distinct"` of `/emulator/hits`, `"lastDurableSequence"` of `/readyz`).
-    static func field(_ name: String, _ text: String) -> Int? {
+    package static func field(_ name: String, _ text: String) -> Int? {
         (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?[name] as? Int
     }
 }

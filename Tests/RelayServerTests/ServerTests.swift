@@ -5,6 +5,7 @@ import NIOHTTP1
 import RelayForwarding
 import RelayIO
 import RelayLog
+import RelayProcessTestSupport
 import RelaySQLite
 import RelayServer
 import RelayTestSupport

@@ -1,6 +1,7 @@
 import CampaignProtocol
 import Foundation
 import RelayCore
+import RelayProcessTestSupport
 import RelayServer
 import Testing
 

@@ -1,5 +1,5 @@
-import Foundation
-import NIOConcurrencyHelpers
+package import Foundation
+package import NIOConcurrencyHelpers
 import Testing
 
 #if canImport(Glibc)
@@ -7,9 +7,9 @@ import Testing
 #endif
 
 /// The `campaign-relay` executable built beside the test bundle, and a way to run it.
-enum RelayBinary {
+package enum RelayBinary {
     /// The path of the built `campaign-relay` executable.
-    static func path() throws -> String {
+    package static func path() throws -> String {
         let candidates = [
             Bundle.main.executableURL?.deletingLastPathComponent(),
             Bundle.main.bundleURL.deletingLastPathComponent(),
@@ -20,21 +20,21 @@ enum RelayBinary {
     }
 
     /// Everything a pipe delivered, once its writer closed it.
-    final class PipeContents: Sendable {
-        let data = NIOLockedValueBox<Data?>(nil)
+    package final class PipeContents: Sendable {
+        package let data = NIOLockedValueBox<Data?>(nil)
     }
 
     /// What a finished run printed and returned.
-    struct Outcome {
-        var status: Int32
-        var stdout: String
-        var stderr: String
+    package struct Outcome {
+        package var status: Int32
+        package var stdout: String
+        package var stderr: String
     }
 
     /// Runs the executable to completion on a thread of its own, so the waiting never holds one of
     /// the cooperative pool's threads: on two cores, two tests blocked in a synchronous run would
     /// starve an in-process emulator the children are talking to.
-    static func run(_ binary: String, _ arguments: [String], input: Data? = nil, seconds: Double = 300) async throws -> Outcome {
+    package static func run(_ binary: String, _ arguments: [String], input: Data? = nil, seconds: Double = 300) async throws -> Outcome {
         try await withCheckedThrowingContinuation { continuation in
             Thread {
                 continuation.resume(with: Result { try runBlocking(binary, arguments, input: input, seconds: seconds) })
@@ -47,7 +47,7 @@ enum RelayBinary {
     /// Both pipes are drained on threads of their own, so a large output never blocks the child,
     /// and the wait has a deadline: a child still running after `seconds` is killed and the test
     /// records it, instead of stalling the whole run.
-    static func run(_ binary: String, _ arguments: [String], input: Data? = nil, seconds: Double = 300) throws -> Outcome {
+    package static func run(_ binary: String, _ arguments: [String], input: Data? = nil, seconds: Double = 300) throws -> Outcome {
         try runBlocking(binary, arguments, input: input, seconds: seconds)
     }
 

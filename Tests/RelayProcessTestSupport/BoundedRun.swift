@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import Testing
 
 #if canImport(Glibc)
@@ -9,15 +9,15 @@ import Testing
 /// or the deadline — and leaves it to the caller to judge: a fault test must tell a crash (a
 /// signal) from a documented failure (exit 1), and may retry once a start-up hang that libfiu's
 /// own malloc wrapper can cause, which ``RelayBinary/run(_:_:input:seconds:)`` records as an issue.
-struct BoundedRun: Sendable {
+package struct BoundedRun: Sendable {
     /// How the child ended.
-    enum Ending: Equatable, Sendable, CustomStringConvertible {
+    package enum Ending: Equatable, Sendable, CustomStringConvertible {
         case exited(Int32)
         case signalled(Int32)
         /// Still running at the deadline, then killed (SIGKILL).
         case timedOut
 
-        var description: String {
+        package var description: String {
             switch self {
             case .exited(let status): "exit \(status)"
             case .signalled(let signal): "killed by signal \(signal)"
@@ -26,18 +26,18 @@ struct BoundedRun: Sendable {
         }
     }
 
-    var ending: Ending
-    var stdout: String
-    var stderr: String
-    var seconds: Double
+    package var ending: Ending
+    package var stdout: String
+    package var stderr: String
+    package var seconds: Double
 
     /// Whether the child printed nothing at all: with ``Ending/timedOut``, the sign of a hang before
     /// `main` (the libfiu start-up deadlock), as opposed to one in the relay's own code.
-    var printedNothing: Bool { stdout.isEmpty && stderr.isEmpty }
+    package var printedNothing: Bool { stdout.isEmpty && stderr.isEmpty }
 
     /// ``run(_:_:seconds:)``, once more when the first run hung silently before `main` (libfiu's
     /// start-up deadlock); `hangs` counts the retries.
-    static func runRetryingASilentHang(
+    package static func runRetryingASilentHang(
         _ executable: String, _ arguments: [String], seconds: Double, hangs: inout Int
     ) async throws -> BoundedRun {
         let first = try await run(executable, arguments, seconds: seconds)
@@ -48,7 +48,7 @@ struct BoundedRun: Sendable {
 
     /// Runs `executable` with `arguments` to its end or `seconds`, on a thread of its own (the
     /// cooperative pool stays free for in-process servers the child talks to).
-    static func run(_ executable: String, _ arguments: [String], seconds: Double) async throws -> BoundedRun {
+    package static func run(_ executable: String, _ arguments: [String], seconds: Double) async throws -> BoundedRun {
         try await withCheckedThrowingContinuation { continuation in
             Thread { continuation.resume(with: Result { try runBlocking(executable, arguments, seconds: seconds) }) }.start()
         }
@@ -57,7 +57,7 @@ struct BoundedRun: Sendable {
     /// Runs `executable` to its end or `seconds` on the calling thread, optionally feeding `input`
     /// on standard input. Both pipes are drained on threads of their own, so a large output never
     /// blocks the child; a child still running at the deadline is killed (SIGKILL).
-    static func runBlocking(_ executable: String, _ arguments: [String], input: Data? = nil, seconds: Double) throws -> BoundedRun {
+    package static func runBlocking(_ executable: String, _ arguments: [String], input: Data? = nil, seconds: Double) throws -> BoundedRun {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

@@ -8,11 +8,11 @@ import Testing
 
 /// A small tmpfs mounted for one test: a real file system that really fills up (ENOSPC), which a
 /// test can then empty again by removing the ballast it wrote. Needs root (CI runs as root).
-final class ScratchTmpfs: Sendable {
-    let path: String
+package final class ScratchTmpfs: Sendable {
+    package let path: String
 
     /// Mounts a tmpfs of `megabytes` on a new directory; a failure says what is missing.
-    init(megabytes: Int, label: String) async throws {
+    package init(megabytes: Int, label: String) async throws {
         path = temporaryDirectory(label)
         let mount = try await BoundedRun.run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)M", "tmpfs", path], seconds: 20)
         guard mount.ending == .exited(0) else {
@@ -24,13 +24,13 @@ final class ScratchTmpfs: Sendable {
     }
 
     /// Unmounts (lazily, should a child still hold a file) and removes the directory.
-    func unmount() async {
+    package func unmount() async {
         _ = try? await BoundedRun.run("/usr/bin/umount", ["-l", path], seconds: 20)
         removeTree(path)
     }
 
     /// Bytes still free.
-    var freeBytes: Int64 {
+    package var freeBytes: Int64 {
         var info = statvfs()
         guard statvfs(path, &info) == 0 else { return -1 }
         return Int64(info.f_bavail) * Int64(info.f_frsize)
@@ -39,7 +39,7 @@ final class ScratchTmpfs: Sendable {
     /// Writes a file at `name` until the file system is full (ENOSPC) and returns its size: the
     /// ballast whose removal gives the space back.
     @discardableResult
-    func fill(_ name: String) throws -> Int64 {
+    package func fill(_ name: String) throws -> Int64 {
         let descriptor = open("\(path)/\(name)", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         try #require(descriptor >= 0, "cannot create the ballast: \(String(cString: strerror(errno)))")
         defer { close(descriptor) }
@@ -59,7 +59,7 @@ final class ScratchTmpfs: Sendable {
     }
 
     /// Cuts the ballast `name` by `bytes`, giving that much space back.
-    func shrink(_ name: String, by bytes: Int64) throws {
+    package func shrink(_ name: String, by bytes: Int64) throws {
         var info = stat()
         try #require(stat("\(path)/\(name)", &info) == 0, "no ballast \(name)")
         try #require(
@@ -67,9 +67,9 @@ final class ScratchTmpfs: Sendable {
     }
 
     /// Removes the ballast `name`.
-    func remove(_ name: String) {
+    package func remove(_ name: String) {
         unlink("\(path)/\(name)")
     }
 
-    struct NotMounted: Error {}
+    package struct NotMounted: Error {}
 }
