@@ -1,4 +1,4 @@
-public import RelayCore
+import RelayCore
 import RelayIO
 public import RelayLog
 

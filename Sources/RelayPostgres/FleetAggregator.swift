@@ -1,6 +1,6 @@
 public import Logging
 public import PostgresNIO
-public import RelayAggregator
+import RelayAggregator
 import RelayCore
 public import RelayIO
 public import RelayLog

@@ -1,7 +1,7 @@
-public import RelayAggregator
-public import RelayForwarding
+import RelayAggregator
+import RelayForwarding
 public import RelayLog
-public import RelayPostgres
+import RelayPostgres
 
 extension RelayServerConfiguration {
     /// The log's consumers under this configuration, in one list: `serve` declares them all when

@@ -28,17 +28,22 @@ public actor WriteAheadLog {
     /// The data directory's relay id and epochs, as opening the log found or made them.
     public nonisolated let identity: RelayIdentity
 
+    /// The segment writer while it is home; `nil` while a group commit or a removal has it on the
+    /// I/O thread, and once the log is shut. Where it is and what may take it is ``machine``'s say.
     private var writer: SegmentWriter?
+    /// The writer's decisions: appends taken or refused, commits and removals leaving, closing.
+    private var machine: LogWriterStateMachine
+    /// The task that commits queued appends, started at open and joined by ``close()``.
+    private let flushLoop = LogFlushLoop()
+    private var flushTask: Task<Void, Never>?
     private var nextSequence: UInt64
     /// The writer's figures as of its last return home. The writer changes only while it is away
     /// on the I/O thread (commits, deletions), so they are exact while it is home and the last
     /// known while it is away.
     private var writerFigures: SegmentWriter.Figures
     private var pending: [PendingAppend] = []
-    private var pendingEvents = 0
-    private var isFlushing = false
-    private var isClosed = false
-    private var flushWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Callers of ``close()`` waiting for the writer to be idle.
+    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     private var durableWaiters: [Int: (beyond: UInt64, continuation: CheckedContinuation<UInt64, Never>)] = [:]
     private var nextWaiterID = 0
     private var cursorPositions: [String: UInt64]
@@ -60,7 +65,6 @@ public actor WriteAheadLog {
         return started
     }
     /// Set while a retention pass is under way (see ``removeConsumedSegments()``).
-    private var isApplyingRetention = false
     /// The writer's segments as of its last return home: a retention pass chooses from them
     /// without waiting for the writer, which a steady stream of group commits keeps away, and
     /// ``oldestSequence`` is read from them, so a consumer starting while the writer is away
@@ -71,7 +75,6 @@ public actor WriteAheadLog {
     private var handedOffRemovals: [SegmentWriter.Expendable] = []
     private let wallClock: @Sendable () -> Int64
     /// Set once ``close()`` has closed the writer for good.
-    private var isShutDown = false
     private let logger: Logger
     private var statistics = LogStatistics()
     private var commitObserver: (@Sendable (CommitReport) -> Void)?
@@ -153,6 +156,7 @@ public actor WriteAheadLog {
             layout: layout, configuration: configuration, fileSystem: fileSystem, writer: writer, report: report,
             cursors: cursors, positions: positions, lock: lock, io: io, identity: identity, logger: logger
         )
+        await log.startFlushLoop()
         do {
             for consumer in consumers { try await log.declare(consumer) }
         } catch {
@@ -194,6 +198,7 @@ public actor WriteAheadLog {
         self.configuration = configuration
         self.fileSystem = fileSystem
         self.writer = writer
+        self.machine = LogWriterStateMachine(maximumPendingEvents: configuration.maximumPendingEvents)
         self.recoveryReport = report
         self.nextSequence = report.nextSequence
         self.writerFigures = writer.figures
@@ -232,7 +237,22 @@ public actor WriteAheadLog {
     public var stats: LogStatistics { statistics }
 
     /// Events waiting for the next group commit (tests watch appends pile up behind a sync).
-    var waitingEvents: Int { pendingEvents }
+    var waitingEvents: Int { machine.pendingEvents }
+
+    private func startFlushLoop() {
+        flushTask = flushLoop.run(for: self)
+    }
+
+    /// Does what a transition of ``machine`` asks besides its answer: wakes the flush loop,
+    /// resumes the callers waiting for an idle writer. The one place either happens.
+    private func perform(_ effects: LogWriterStateMachine.Effects) {
+        if effects.wakeFlushLoop { flushLoop.wake() }
+        if effects.resumeIdleWaiters {
+            let waiters = idleWaiters
+            idleWaiters = []
+            for waiter in waiters { waiter.resume() }
+        }
+    }
 
     /// Appends `events` durably and returns their sequence numbers.
     ///
@@ -242,34 +262,41 @@ public actor WriteAheadLog {
     /// - Throws: ``LogError``; when it throws, none of `events` is acknowledged (a later crash may
     ///   or may not keep them, so the caller must treat them as not stored and may resend them).
     public func append(_ events: [Event]) async throws(LogError) -> Range<UInt64> {
-        guard !isClosed else { throw .closed }
-        guard !events.isEmpty else { return nextSequence..<nextSequence }
-        guard pendingEvents + events.count <= configuration.maximumPendingEvents else {
+        guard !events.isEmpty else {
+            guard machine.lifecycle == .open else { throw .closed }
+            return nextSequence..<nextSequence
+        }
+        switch machine.append(events: events.count) {
+        case .refuseClosed:
+            throw .closed
+        case .refuseOverloaded(let pendingEvents, let limit):
             statistics.overloadRejections += 1
-            throw .overloaded(pendingEvents: pendingEvents, limit: configuration.maximumPendingEvents)
-        }
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Range<UInt64>, LogError>, Never>) in
-            pending.append(PendingAppend(events: events, continuation: continuation))
-            pendingEvents += events.count
-            if !isFlushing {
-                isFlushing = true
-                Task { await self.flushPending() }
+            throw .overloaded(pendingEvents: pendingEvents, limit: limit)
+        case .enqueue(let wakeFlushLoop):
+            let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Range<UInt64>, LogError>, Never>) in
+                pending.append(PendingAppend(events: events, continuation: continuation))
+                if wakeFlushLoop { flushLoop.wake() }
             }
+            return try result.get()
         }
-        return try result.get()
     }
 
-    /// Commits whatever is pending, group after group, until nothing is left.
-    private func flushPending() async {
-        while !pending.isEmpty, let taken = writer {
+    /// Commits whatever is queued, group after group, while the writer is home and appends wait
+    /// (``LogFlushLoop`` calls it when woken).
+    func flushQueued() async {
+        while machine.commitDeparts() {
+            guard let taken = writer else {
+                // The machine says home, so the writer is here; were it not, the appends wait.
+                assertionFailure("the writer is not home although the machine says it is")
+                break
+            }
             let group = pending
             pending = []
-            pendingEvents = 0
             let first = nextSequence
             let level = configuration.compressionLevel
             let batches = group.map(\.events)
             let floor = passedFloor
-            let mayRemove = !isApplyingRetention
+            let mayRemove = !machine.retentionPassUnderWay
             let handedOff = handedOffRemovals
             handedOffRemovals = []
             writer = nil
@@ -286,6 +313,7 @@ public actor WriteAheadLog {
             }
             let (outcome, retention) = committed.get()
             comeHome(returned)
+            let effects = machine.commitReturned()
             report(retention, during: "making room for a commit")
             switch outcome {
             case .success(let (bytes, frames, sync)):
@@ -306,11 +334,9 @@ public actor WriteAheadLog {
                     metadata: ["error": "\(error)", "events": "\(batches.reduce(0) { $0 + $1.count })"])
                 for append in group { append.continuation.resume(returning: .failure(error)) }
             }
+            // Appends that queued meanwhile are this loop's next round, not a wake-up.
+            perform(LogWriterStateMachine.Effects(resumeIdleWaiters: effects.resumeIdleWaiters))
         }
-        isFlushing = false
-        let waiters = flushWaiters
-        flushWaiters = []
-        for waiter in waiters { waiter.resume() }
     }
 
     // MARK: Waiting for new events
@@ -319,7 +345,7 @@ public actor WriteAheadLog {
     /// ``durableSequence``. Returns at once when they already are, and early when the log is
     /// closed or the calling task is cancelled (check the result).
     public func waitForDurable(beyond sequence: UInt64) async -> UInt64 {
-        if nextSequence > sequence || isClosed || Task.isCancelled { return nextSequence }
+        if nextSequence > sequence || machine.lifecycle != .open || Task.isCancelled { return nextSequence }
         let id = nextWaiterID
         nextWaiterID += 1
         return await withTaskCancellationHandler {
@@ -456,21 +482,14 @@ public actor WriteAheadLog {
     /// commits go on (a commit removes nothing meanwhile), then deletes them on the writer's
     /// thread, at once when the writer is home, else in the next group commit.
     private func removeConsumedSegments() async throws(LogError) {
-        guard !isApplyingRetention, !isShutDown else { return }
+        guard machine.retentionPassBegins() else { return }
+        defer { perform(machine.retentionPassEnded()) }
         let handedOff = Set(handedOffRemovals.map(\.segment.firstSequence))
         let chosen = SegmentWriter.expendable(
             in: writerSegments, retention: configuration.retention, passedBelow: passedFloor, keeping: configuration.retention.bytes,
             now: wallClock()
         ).filter { !handedOff.contains($0.segment.firstSequence) }
-        guard !chosen.isEmpty || (!handedOffRemovals.isEmpty && writer != nil) else { return }
-        isApplyingRetention = true
-        defer {
-            isApplyingRetention = false
-            // close() waits for a pass to end.
-            let waiters = flushWaiters
-            flushWaiters = []
-            for waiter in waiters { waiter.resume() }
-        }
+        guard !chosen.isEmpty || (!handedOffRemovals.isEmpty && machine.writer == .home) else { return }
         var pass = SegmentWriter.RetentionPass()
         var ready = chosen
         if let archiveDirectory = configuration.archiveDirectory, !chosen.isEmpty {
@@ -489,16 +508,14 @@ public actor WriteAheadLog {
             }
         }
         handedOffRemovals += ready
-        if let taken = writer, !handedOffRemovals.isEmpty {
+        // Not home: a group commit has the writer, and takes the deletions along.
+        if !handedOffRemovals.isEmpty, machine.removalDeparts(), let taken = writer {
             let removals = handedOffRemovals
             handedOffRemovals = []
             writer = nil
             let (returned, removed) = await io.run(moving: taken) { (owned: inout SegmentWriter) in owned.remove(removals, archiving: false) }
             comeHome(returned)
-            if !pending.isEmpty, !isFlushing {
-                isFlushing = true
-                Task { await self.flushPending() }
-            }
+            perform(machine.removalReturned())
             var deleted = removed.get()
             deleted.merge(pass)
             pass = deleted
@@ -545,26 +562,29 @@ public actor WriteAheadLog {
         removalObserver?(pass.removals)
     }
 
-    private func waitForFlush() async {
-        await withCheckedContinuation { flushWaiters.append($0) }
+    /// Waits until the writer is home with nothing queued and no retention pass under way.
+    private func waitUntilIdle() async {
+        while machine.idleWaitBegins() {
+            await withCheckedContinuation { idleWaiters.append($0) }
+        }
     }
 
     /// Waits for pending appends, applies the retention once more (a consumer that found nothing
     /// new to read still lets expired segments go), closes the files and releases the lock.
     /// Later appends throw ``LogError/closed``.
     public func close() async {
-        guard !isClosed else { return }
-        isClosed = true
+        guard machine.closeBegins() else { return }
         // Appends are refused from here on: once the last group commit and any pass under way
         // are done, the writer stays home for a last pass.
-        while isFlushing || writer == nil || isApplyingRetention { await waitForFlush() }
+        await waitUntilIdle()
         // A failure is logged, and the segments stay for the next pass.
         try? await removeConsumedSegments()
-        while isFlushing || writer == nil || isApplyingRetention { await waitForFlush() }
+        repeat { await waitUntilIdle() } while !machine.shut()
         wakeDurableWaiters(all: true)
         writer?.close()
         writer = nil
-        isShutDown = true
         lock?.close()
+        flushLoop.finish()
+        await flushTask?.value
     }
 }
