@@ -7,7 +7,7 @@ import RelayPostgres
 
 /// The admin endpoints: counts, dead letters and metrics, behind ``AdminAuthentication`` when an
 /// admin token is set.
-struct AdminRoutes: Sendable {
+struct AdminRoutes: RouteGroup, Sendable {
     let dataDirectory: String
     let adminToken: String?
     let metrics: RelayMetrics

@@ -7,7 +7,7 @@ import RelayLog
 
 /// `POST /v1/events`: a batch of events in the relay's JSON format, all or nothing, optionally
 /// idempotent (`Idempotency-Key`).
-struct EventsRoute: Sendable {
+struct EventsRoute: RouteGroup, Sendable {
     let ingestor: EventIngestor
     let idempotency: IdempotencyStore
     let maximumBytes: Int

@@ -2,7 +2,7 @@ import Hummingbird
 import RelayForwarding
 
 /// `GET /healthz` (the process answers) and `GET /readyz` (it accepts events).
-struct HealthRoutes: Sendable {
+struct HealthRoutes: RouteGroup, Sendable {
     let ingestor: EventIngestor
     /// The relay lane of `serve --upstream-relay`, whose state `/readyz` reports.
     let upstream: RelayUpstreamLane?

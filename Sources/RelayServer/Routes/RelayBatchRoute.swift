@@ -3,7 +3,7 @@ import RelayChain
 import RelayCore
 
 /// `POST /v1/relay/batches`: other relays hand their events to this one (docs/relay-protocol.md).
-struct RelayBatchRoute: Sendable {
+struct RelayBatchRoute: RouteGroup, Sendable {
     let receiver: RelayBatchReceiver
     let token: String
 

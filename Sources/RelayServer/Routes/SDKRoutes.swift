@@ -7,7 +7,7 @@ import RelayCore
 ///
 /// The SDKs never retry, so these refuse only what is unusable (see ``SDKRegistrationForm``); what
 /// they accept leaves for Campaign in the wire form it arrived in.
-struct SDKRoutes: Sendable {
+struct SDKRoutes: RouteGroup, Sendable {
     let ingestor: EventIngestor
     let maximumFormBytes: Int
     let unknownFields: UnknownFormFields

@@ -8,7 +8,7 @@ import RelayLog
 
 /// `GET /status` (the page, open to all: it holds no figure) and `GET /v1/status` (its figures,
 /// behind ``AdminAuthentication`` when an admin token is set, like the other admin endpoints).
-struct StatusRoutes: Sendable {
+struct StatusRoutes: RouteGroup, Sendable {
     let adminToken: String?
     let log: WriteAheadLog
     let store: ForwardingStore

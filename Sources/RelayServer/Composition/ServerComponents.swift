@@ -1,0 +1,143 @@
+import Logging
+import RelayAggregator
+import RelayCore
+import RelayForwarding
+import RelayIO
+import RelayLog
+import RelayPostgres
+import ServiceLifecycle
+
+/// What `serve` is made of, assembled from its configuration: the log, the stores, the log's
+/// consumers (aggregator, uploader, relay lane, fleet counts), the ingestor and the metrics.
+///
+/// ``RelayServer`` declares the routes (``routeGroups(_:)``) and the services
+/// (``services(application:shutdownNotifier:certificates:)``) from these parts, as data; this is
+/// the one place a part is built, and the one place the log is closed when a part cannot be.
+struct ServerComponents {
+    let configuration: RelayServerConfiguration
+    let log: WriteAheadLog
+    let metrics: RelayMetrics
+    let history: StatusHistory
+    let store: ForwardingStore
+    let idempotency: IdempotencyStore
+    /// `nil` with `--no-aggregates`, or when the aggregates database could not be opened (logged).
+    let aggregator: Aggregator?
+    /// `nil` without `--tracking-host` and `--marketing-host`.
+    let uploader: Uploader?
+    /// `nil` without `--upstream-relay`.
+    let relayLane: RelayUpstreamService?
+    /// `nil` without `--postgres-url`.
+    let fleet: (location: PostgresLocation, status: FleetStatus)?
+    let ingestor: EventIngestor
+    let logger: Logger
+
+    /// Opens the log with every consumer `configuration` declares, then builds the parts around
+    /// it. When a part cannot be built, the log is closed before the error is thrown.
+    ///
+    /// - Throws: the log's ``LogError``, the stores' errors, ``UpstreamTLS/Failure`` for an
+    ///   unusable CA file.
+    static func assemble(configuration: RelayServerConfiguration, fileSystem: any FileSystem, logger: Logger) async throws -> ServerComponents {
+        let log = try await WriteAheadLog.open(
+            dataDirectory: configuration.dataDirectory, configuration: configuration.log, consumers: configuration.logConsumers,
+            fileSystem: fileSystem, logger: logger)
+        do {
+            return try await assemble(around: log, configuration: configuration, logger: logger)
+        } catch {
+            await log.close()
+            throw error
+        }
+    }
+
+    private static func assemble(around log: WriteAheadLog, configuration: RelayServerConfiguration, logger: Logger) async throws -> ServerComponents
+    {
+        let metrics = RelayMetrics(version: RelayVersion.current)
+        let history = StatusHistory()
+        await log.observeCommits { commit in
+            metrics.record(commit)
+            history.recordSync(commit.synchronizeDuration)
+        }
+        await log.observeSegmentRemovals { removals in metrics.record(removals) }
+        let store = try await ForwardingStore(dataDirectory: configuration.dataDirectory)
+        let idempotency = try await IdempotencyStore(dataDirectory: configuration.dataDirectory, window: configuration.idempotencyWindow)
+        // Counting and forwarding yield a busy core to request handling.
+        var upload = configuration.upload
+        upload.threadPriority = .background
+        var aggregator: Aggregator?
+        if configuration.aggregates {
+            do {
+                aggregator = try await Aggregator(
+                    log: log, dataDirectory: configuration.dataDirectory, batchSize: configuration.aggregatorBatchSize, priority: .background,
+                    pageCacheBytes: configuration.aggregatorPageCacheBytes, logger: logger)
+            } catch {
+                logger.error("aggregates are off until this is fixed; events are still stored and forwarded", metadata: ["error": "\(error)"])
+            }
+        }
+        var uploader: Uploader?
+        if configuration.trackingHost != nil || configuration.marketingHost != nil {
+            uploader = try Uploader(
+                log: log, trackingHost: configuration.trackingHost, marketingHost: configuration.marketingHost, store: store,
+                configuration: upload, logger: logger)
+        } else if configuration.upstreamRelay == nil {
+            logger.notice("no --tracking-host or --marketing-host: events are stored and counted, not forwarded")
+        }
+        let relayLane = try configuration.upstreamRelay.map { central in
+            try RelayUpstreamService(log: log, central: central, token: configuration.upstreamToken ?? "", configuration: upload, logger: logger)
+        }
+        // The fleet's PostgreSQL: its own consumer of the log, with its position in the database.
+        let fleet = configuration.postgres.map { (location: $0, status: FleetStatus()) }
+        if let postgres = configuration.postgres {
+            logger.notice("counting into the fleet's PostgreSQL too", metadata: ["database": "\(postgres)"])
+        }
+        return ServerComponents(
+            configuration: configuration, log: log, metrics: metrics, history: history, store: store, idempotency: idempotency,
+            aggregator: aggregator, uploader: uploader, relayLane: relayLane, fleet: fleet,
+            ingestor: EventIngestor(log: log, metrics: metrics, integrationKeys: configuration.integrationKeys), logger: logger)
+    }
+
+    /// The routes `serve` answers, in the order they are added (the admin token and route rules
+    /// are middleware of their groups).
+    func routeGroups() -> [any RouteGroup] {
+        var hosts: [String: String] = [:]
+        if let host = configuration.trackingHost { hosts[UploadLane.Kind.tracking.rawValue] = host.description }
+        if let host = configuration.marketingHost { hosts[UploadLane.Kind.marketing.rawValue] = host.description }
+        var groups: [any RouteGroup] = [
+            SDKRoutes(
+                ingestor: ingestor, maximumFormBytes: configuration.maximumFormBytes,
+                unknownFields: UnknownFormFields(metrics: metrics, logger: logger)),
+            EventsRoute(
+                ingestor: ingestor, idempotency: idempotency, maximumBytes: configuration.maximumBatchBytes,
+                maximumEvents: configuration.maximumBatchEvents),
+            AdminRoutes(
+                dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store, log: log,
+                upstream: relayLane?.lane, fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }),
+            HealthRoutes(ingestor: ingestor, upstream: relayLane?.lane, fleet: fleet?.status),
+            StatusRoutes(
+                adminToken: configuration.adminToken, log: log, store: store, history: history, uploader: uploader, hosts: hosts,
+                relayLane: relayLane?.lane, relayURL: configuration.upstreamRelay?.description, aggregator: aggregator, fleet: fleet?.status),
+        ]
+        if let relayToken = configuration.relayToken {
+            groups.append(RelayBatchRoute(receiver: RelayBatchReceiver(ingestor: ingestor, logger: logger), token: relayToken))
+        }
+        return groups
+    }
+
+    /// The services `serve` runs, in start order; the group stops them in reverse, so the
+    /// listener stops first (after the shutdown notifier's delay) and the log closes last.
+    func services(application: any Service, certificates: (any Service)?) -> [any Service] {
+        var services: [any Service] = [LogService(log: log)]
+        if let aggregator { services.append(AggregatorService(aggregator: aggregator, logger: logger)) }
+        if let uploader { services.append(UploaderService(uploader: uploader, logger: logger)) }
+        if let relayLane { services.append(relayLane) }
+        if let fleet {
+            services.append(FleetAggregationService(location: fleet.location, log: log, status: fleet.status, metrics: metrics, logger: logger))
+        }
+        services.append(
+            MetricsSampler(
+                metrics: metrics, history: history, log: log, uploader: uploader, relayLane: relayLane?.lane, fleet: fleet?.status,
+                aggregator: aggregator, store: store))
+        if let certificates { services.append(certificates) }
+        services.append(application)
+        services.append(ShutdownNotifier(ingestor: ingestor, delay: configuration.shutdownDelay, systemd: configuration.systemd, logger: logger))
+        return services
+    }
+}
