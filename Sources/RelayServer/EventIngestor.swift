@@ -57,7 +57,6 @@ public final class EventIngestor: Sendable {
     /// Appends `events` durably; returns their sequence numbers once fdatasync'ed.
     public func append(_ events: [Event]) async throws(Refusal) -> Range<UInt64> {
         guard !isShuttingDown else {
-            metrics.requestsUnavailable.increment()
             throw .unavailable("the relay is shutting down; retry shortly (on another instance)", retryAfterSeconds: 1)
         }
         do {
@@ -69,7 +68,6 @@ public final class EventIngestor: Sendable {
             if events.count > registrations { metrics.eventsIngested.increment(by: Int64(events.count - registrations)) }
             return range
         } catch {
-            metrics.requestsUnavailable.increment()
             switch error {
             case .logFull: throw .unavailable("\(error)", retryAfterSeconds: 30)
             case .overloaded: throw .unavailable("\(error)", retryAfterSeconds: 1)

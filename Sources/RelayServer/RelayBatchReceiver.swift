@@ -21,14 +21,11 @@ actor RelayBatchReceiver {
         case staleEpoch(current: UInt32)
     }
 
-    private let ingestor: EventIngestor
+    let ingestor: EventIngestor
     private let logger: Logger
     private var ledger: OriginLedger?
     private var busy = false
     private var waiting: [CheckedContinuation<Void, Never>] = []
-
-    /// Whether the server is stopping (its answers then close the connection).
-    nonisolated var isShuttingDown: Bool { ingestor.isShuttingDown }
 
     init(ingestor: EventIngestor, logger: Logger) {
         self.ingestor = ingestor

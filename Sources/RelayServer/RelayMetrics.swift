@@ -68,7 +68,7 @@ public final class RelayMetrics: Sendable {
         requestsAcknowledged = registry.makeCounter(
             descriptor: .named("relay_requests_acknowledged_total", "Ingest requests answered 200 after fdatasync."))
         requestsRejected = registry.makeCounter(
-            descriptor: .named("relay_requests_rejected_total", "Ingest requests refused as invalid (4xx); nothing of them stored."))
+            descriptor: .named("relay_requests_rejected_total", "Ingest requests refused as invalid (400, 413, 415, 422); nothing of them stored."))
         requestsUnavailable = registry.makeCounter(
             descriptor: .named("relay_requests_unavailable_total", "Ingest requests answered 503 (log full, disk error, overload, stopping)."))
         fsyncDuration = registry.makeDurationHistogram(

@@ -255,8 +255,10 @@ struct ServerProcessTests {
             server.url + "/v1/events", #"{"kind":"track","action":"open","messageId":"255","deliveryId":"late"}"#,
             headers: [("Content-Type", "application/json")])
         #expect(refusedBatch.status == 503 && refusedBatch.headers.first(name: "Retry-After") != nil, "\(refusedBatch)")
+        #expect(refusedBatch.headers.first(name: "Connection") == "close", "\(refusedBatch)")
         let refusedHit = try await fresh.get(server.url + "/r/?id=h1ff,late,1")
         #expect(refusedHit.status == 503 && refusedHit.headers.first(name: "Retry-After") != nil, "\(refusedHit)")
+        #expect(refusedHit.headers.first(name: "Connection") == "close", "\(refusedHit)")
         let readiness = try await fresh.get(server.url + "/readyz")
         #expect(readiness.status == 503 && readiness.body.contains(#""reason":"shutting down""#), "\(readiness)")
         await fresh.shutdown()

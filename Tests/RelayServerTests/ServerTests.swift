@@ -429,7 +429,10 @@ extension ServerTests {
         let answer = try #require(refusal)
         #expect(answer.status == 503)
         #expect(answer.headers.first(name: "Retry-After") == "30")
+        #expect(answer.headers.first(name: "Connection") != "close", "only a relay shutting down closes the connection with its 503")
         #expect(answer.body.contains("log full"))
+        let metrics = try await http.get(server.url + "/metrics").body
+        #expect(metrics.contains("\nrelay_requests_unavailable_total 1\n"), "\(metrics)")
         #expect(try await http.nextSequence(server.url) == accepted + 1, "the refused batch left nothing behind")
         await http.shutdown()
         await server.stop()

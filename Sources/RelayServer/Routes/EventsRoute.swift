@@ -19,7 +19,7 @@ struct EventsRoute: RouteGroup, Sendable {
     static let replayed = HTTPField.Name.relay("Idempotent-Replayed")
 
     func add(to routes: RouteTable) {
-        routes.post("v1/events") { request, _ in await handle(request) }
+        routes.ingest(ingestor, maximumBodyBytes: maximumBytes, json: true).post("v1/events") { request, _ in await handle(request) }
     }
 
     /// The body media types taken: a JSON array, or NDJSON (one event per line).
@@ -33,7 +33,7 @@ struct EventsRoute: RouteGroup, Sendable {
                 .unsupportedMediaType, "Content-Type \(type) is not taken; send a JSON array as application/json or NDJSON as application/x-ndjson"
             )
         }
-        guard let body = await request.bodyBytes(limit: maximumBytes) else { return Responses.tooLarge(maximumBytes, json: true) }
+        guard let body = await request.collectedBody() else { return Responses.tooLarge(maximumBytes, json: true) }
         guard let key = request.headers[Self.idempotencyKey] else {
             return await ingest(body, defaultTime: .now()).response
         }
@@ -133,7 +133,7 @@ struct EventsRoute: RouteGroup, Sendable {
         } catch {
             switch error {
             case .unavailable(let message, let seconds):
-                let response = Responses.unavailable(message, retryAfterSeconds: seconds, json: true, closeConnection: ingestor.isShuttingDown)
+                let response = Responses.unavailable(message, retryAfterSeconds: seconds, json: true)
                 return Outcome(response: response, final: false, status: 503, body: "")
             }
         }
@@ -184,7 +184,6 @@ struct EventsRoute: RouteGroup, Sendable {
     }
 
     private func refused(_ problems: [EventBatchDecoder.Problem]) -> Outcome {
-        ingestor.metrics.requestsRejected.increment()
         let json = Responses.errorJSON("\(problems.count) problem(s); nothing was stored", problems: problems)
         return Outcome(response: Responses.json(.badRequest, json), final: true, status: 400, body: json)
     }

@@ -12,7 +12,9 @@ struct RelayBatchRoute: RouteGroup, Sendable {
 
     func add(to table: RouteTable) {
         let routes = table.group(AdminAuthentication(token: token, refusal: "relay batches need Authorization: Bearer <token> (--relay-token)"))
-        routes.post("v1/relay/batches") { request, _ in await receive(request) }
+        routes.ingest(receiver.ingestor, maximumBodyBytes: Self.maximumBodyBytes, json: true).post("v1/relay/batches") { request, _ in
+            await receive(request)
+        }
     }
 
     func receive(_ request: Request) async -> Response {
@@ -21,7 +23,7 @@ struct RelayBatchRoute: RouteGroup, Sendable {
         case .success(let value): (origin, sender) = value
         case .failure(let problem): return Responses.error(.badRequest, problem.message)
         }
-        guard let body = await request.bodyBytes(limit: Self.maximumBodyBytes) else { return Responses.tooLarge(Self.maximumBodyBytes, json: true) }
+        guard let body = await request.collectedBody() else { return Responses.tooLarge(Self.maximumBodyBytes, json: true) }
         let events: [SequencedEvent]
         do {
             events = try RelayBatchBody.decode(body, sequences: origin.sequences)
@@ -52,7 +54,7 @@ struct RelayBatchRoute: RouteGroup, Sendable {
         } catch {
             switch error {
             case .unavailable(let message, let seconds):
-                return Responses.unavailable(message, retryAfterSeconds: seconds, json: true, closeConnection: receiver.isShuttingDown)
+                return Responses.unavailable(message, retryAfterSeconds: seconds, json: true)
             }
         }
     }

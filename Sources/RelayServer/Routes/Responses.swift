@@ -22,12 +22,11 @@ enum Responses {
         APIJSON.text(ErrorAnswer(error: message, problems: problems))
     }
 
-    /// 503 with `Retry-After`: the relay cannot store now, the sender should retry. While shutting
-    /// down, the connection is closed too, so keep-alive clients go elsewhere instead of holding it open.
-    static func unavailable(_ message: String, retryAfterSeconds: Int, json: Bool, closeConnection: Bool = false) -> Response {
+    /// 503 with `Retry-After`: the relay cannot store now, the sender should retry. (While the
+    /// relay shuts down, ``IngestAnswerMiddleware`` closes the connection too.)
+    static func unavailable(_ message: String, retryAfterSeconds: Int, json: Bool) -> Response {
         var response = json ? error(.serviceUnavailable, message) : text(.serviceUnavailable, message + "\n")
         response.headers[.retryAfter] = String(retryAfterSeconds)
-        if closeConnection { response.headers[.connection] = "close" }
         return response
     }
 
@@ -38,9 +37,9 @@ enum Responses {
 }
 
 extension Request {
-    /// The body, or `nil` when it is larger than `limit` bytes (or cannot be read).
-    func bodyBytes(limit: Int) async -> [UInt8]? {
-        guard let buffer = try? await body.collect(upTo: limit) else { return nil }
+    /// The body ``BodyLimitMiddleware`` collected (within the route's limit); `nil` when it cannot be read.
+    func collectedBody() async -> [UInt8]? {
+        guard let buffer = try? await body.collect(upTo: .max) else { return nil }
         return Array(buffer: buffer)
     }
 }

@@ -30,9 +30,10 @@ final class RouteTable {
         self.record = record
     }
 
-    /// A table whose routes go through `middleware` first (the admin token check, for example).
+    /// A table whose routes go through `middleware` first (the admin token check, for example),
+    /// after the middleware of this table.
     func group(_ middleware: any MiddlewareProtocol<Request, Response, BasicRequestContext>) -> RouteTable {
-        RouteTable(router: router, target: router.group().add(middleware: middleware), record: record)
+        RouteTable(router: router, target: target.group().add(middleware: middleware), record: record)
     }
 
     /// `GET path`.

@@ -13,24 +13,24 @@ struct SDKRoutes: RouteGroup, Sendable {
     let unknownFields: UnknownFormFields
 
     func add(to routes: RouteTable) {
+        let registrations = routes.ingest(ingestor, maximumBodyBytes: maximumFormBytes, json: false)
         for platform in [Platform.ios, .android] {
-            routes.post(CampaignEndpoint.registration(platform)) { request, _ in await register(request, platform: platform) }
+            registrations.post(CampaignEndpoint.registration(platform)) { request, _ in await register(request, platform: platform) }
         }
         routes.get(CampaignEndpoint.trackingTest) { _, _ in
             Responses.text(.ok, "campaign-relay \(RelayVersion.current) (Campaign redirection server compatible)\n")
         }
-        routes.get(CampaignEndpoint.tracking) { request, _ in await track(request) }
+        routes.ingest(ingestor, json: false).get(CampaignEndpoint.tracking) { request, _ in await track(request) }
     }
 
     func register(_ request: Request, platform: Platform) async -> Response {
         // The SDKs always send form data; a body declared as anything else is not a registration.
         if let type = request.mediaType, type != CampaignEndpoint.formMediaType {
-            ingestor.metrics.requestsRejected.increment()
             return Responses.text(
                 .unsupportedMediaType, "Content-Type \(type) is not form data; send \(CampaignEndpoint.formMediaType) as the SDKs do\n"
             )
         }
-        guard let body = await request.bodyBytes(limit: maximumFormBytes) else { return Responses.tooLarge(maximumFormBytes, json: false) }
+        guard let body = await request.collectedBody() else { return Responses.tooLarge(maximumFormBytes, json: false) }
         guard let text = String(validating: body, as: UTF8.self) else { return rejected("the body is not form data: it is not UTF-8") }
         let form: SDKRegistrationForm
         do {
@@ -54,8 +54,7 @@ struct SDKRoutes: RouteGroup, Sendable {
     }
 
     private func rejected(_ message: String) -> Response {
-        ingestor.metrics.requestsRejected.increment()
-        return Responses.text(.badRequest, message + "\n")
+        Responses.text(.badRequest, message + "\n")
     }
 
     private func store(_ event: Event) async -> Response {
@@ -65,7 +64,7 @@ struct SDKRoutes: RouteGroup, Sendable {
         } catch {
             switch error {
             case .unavailable(let message, let seconds):
-                return Responses.unavailable(message, retryAfterSeconds: seconds, json: false, closeConnection: ingestor.isShuttingDown)
+                return Responses.unavailable(message, retryAfterSeconds: seconds, json: false)
             }
         }
     }
