@@ -179,7 +179,7 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         reporter.cancel()
         box.finish()
-        var statistics = await uploader.statistics()
+        var statistics = await uploader.statistics().byLaneName
         // A replay has no backlog once it ends: its end is where it stopped.
         statistics = statistics.mapValues { stats in
             var finished = stats
@@ -197,7 +197,7 @@ struct ReplayCommand: AsyncParsableCommand {
         let found = statistics.values.reduce(0) { $0 + $1.delivered + $1.deadLettered + $1.rejected + $1.skippedDuplicates }
         guard found > 0 else {
             throw RuntimeFailure(
-                "nothing replayed: no event of the range for \(statistics.keys.map(\.rawValue).sorted().joined(separator: " and ")) was found; \(range.keeps(extent))"
+                "nothing replayed: no event of the range for \(statistics.keys.sorted().joined(separator: " and ")) was found; \(range.keeps(extent))"
             )
         }
         if !missing.isEmpty { throw ExitCode(2) }

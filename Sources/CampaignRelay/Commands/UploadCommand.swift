@@ -81,14 +81,14 @@ struct UploadCommand: AsyncParsableCommand {
             throw error
         }
         try await runReporting(
-            log: log, statistics: { await uploader.statistics() }, run: { target in try await uploader.run(until: target) },
+            log: log, statistics: { await uploader.statistics().byLaneName }, run: { target in try await uploader.run(until: target) },
             pendingDeadLetters: { (try? await store.pendingDeadLetterCount()) ?? 0 })
     }
 
     /// Runs `run` until the log's end (`--until-drained`) or a signal, with progress, then prints
     /// the summary and exits 1 when the log was not drained.
     private func runReporting(
-        log: WriteAheadLog, statistics: @escaping @Sendable () async -> [UploadLane.Kind: LaneStatistics],
+        log: WriteAheadLog, statistics: @escaping @Sendable () async -> [String: LaneStatistics],
         run: @escaping @Sendable (UInt64?) async throws -> Void, afterwards: () async -> Void = {}, pendingDeadLetters: () async -> Int
     ) async throws {
         let target = untilDrained ? await log.durableSequence : nil
@@ -146,7 +146,7 @@ struct UploadCommand: AsyncParsableCommand {
         let lane = RelayUpstreamLane(
             log: log, central: central.host, token: central.token, transport: transport, configuration: configuration, logger: logger)
         try await runReporting(
-            log: log, statistics: { [.relay: await lane.stats] }, run: { target in try await lane.run(until: target) },
+            log: log, statistics: { [RelayUpstreamLane.laneName: await lane.stats] }, run: { target in try await lane.run(until: target) },
             afterwards: { await transport.shutdown() }, pendingDeadLetters: { 0 })
     }
 }

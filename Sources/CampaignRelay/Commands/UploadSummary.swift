@@ -3,7 +3,8 @@ import RelayServer
 
 /// What an upload or replay run did, over its lanes.
 struct UploadSummary {
-    var lanes: [UploadLane.Kind: LaneStatistics]
+    /// Each lane's statistics, by lane name (`tracking`, `marketing`, `relay`).
+    var lanes: [String: LaneStatistics]
     var seconds: Double
     var pendingDeadLetters: Int
     /// A replay's parts of its range that are not in the log (`replay --json` lists them when any).
@@ -15,9 +16,9 @@ struct UploadSummary {
 
     var text: String {
         var perLane: [String] = []
-        if let tracking = lanes[.tracking] { perLane.append("\(tracking.delivered) tracking hits") }
-        if let marketing = lanes[.marketing] { perLane.append("\(marketing.delivered) registrations") }
-        if let relay = lanes[.relay] { perLane.append("\(relay.delivered) to the central relay") }
+        if let tracking = lanes[UploadLane.Kind.tracking.rawValue] { perLane.append("\(tracking.delivered) tracking hits") }
+        if let marketing = lanes[UploadLane.Kind.marketing.rawValue] { perLane.append("\(marketing.delivered) registrations") }
+        if let relay = lanes[RelayUpstreamLane.laneName] { perLane.append("\(relay.delivered) to the central relay") }
         var text = "delivered \(delivered) events" + (perLane.isEmpty ? "" : " (\(perLane.joined(separator: ", ")))")
         text += "; skipped \(total(\.skippedDuplicates)) unchanged registrations, dead-lettered \(total(\.deadLettered)), retries \(total(\.retries))"
         if total(\.rejected) > 0 { text += ", rejected \(total(\.rejected)) (not stored)" }
@@ -48,7 +49,12 @@ extension UploadSummary: Encodable {
         try container.encode(backlog, forKey: .backlog)
         try container.encode(pendingDeadLetters, forKey: .pendingDeadLetters)
         try container.encode((seconds * 1000).rounded() / 1000, forKey: .seconds)
-        try container.encode(Dictionary(uniqueKeysWithValues: lanes.map { ($0.key.rawValue, $0.value) }), forKey: .lanes)
+        try container.encode(lanes, forKey: .lanes)
         if !missing.isEmpty { try container.encode(missing, forKey: .missing) }
     }
+}
+
+extension Dictionary where Key == UploadLane.Kind, Value == LaneStatistics {
+    /// The uploader's lanes by lane name, as summaries and progress show them.
+    var byLaneName: [String: LaneStatistics] { [String: LaneStatistics](uniqueKeysWithValues: map { ($0.key.rawValue, $0.value) }) }
 }

@@ -19,12 +19,10 @@ public actor UploadLane: BlockingActor, BreakerGate {
         case tracking
         /// Registrations, to the marketing host.
         case marketing
-        /// Every event, to a central relay (``RelayUpstreamLane``).
-        case relay
 
         func carries(_ event: Event) -> Bool {
             switch (self, event) {
-            case (.tracking, .tracking), (.marketing, .registration), (.relay, _): true
+            case (.tracking, .tracking), (.marketing, .registration): true
             default: false
             }
         }

@@ -14,8 +14,10 @@ public import RelayLog
 /// and answered "already stored". Failures are retried with the uploader's backoff, `Retry-After`
 /// and circuit breaker.
 public actor RelayUpstreamLane: BlockingActor, BreakerGate {
-    /// The log cursor of the lane (named as the uploader's lanes are, which it was once one of).
-    public static let cursorName = "upload-relay"
+    /// The lane's name in progress, summaries and metrics, beside the uploader's `tracking` and `marketing`.
+    public static let laneName = "relay"
+    /// The log cursor of the lane (named as the uploader's lanes' cursors are, `upload-<lane>`).
+    public static let cursorName = "upload-\(laneName)"
     /// The lane as a consumer of the log: its cursor is its position.
     public static let consumer = LogConsumerDeclaration.cursorFile(cursorName)
 
