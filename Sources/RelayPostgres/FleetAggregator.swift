@@ -145,11 +145,7 @@ public actor FleetAggregator {
             position = to
         }
         reader = outcome.reader
-        switch outcome.failure {
-        case .log(let error)?: throw .log(error)
-        case .apply(let error)?: throw error
-        case nil: return outcome.summary
-        }
+        return try outcome.summary(orThrow: { .log($0) })
     }
 
     /// Counts events as they become durable, until the task is cancelled or the log closes.

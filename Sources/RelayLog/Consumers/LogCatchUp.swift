@@ -21,6 +21,16 @@ package enum LogCatchUp {
         package var reader: LogReader
         package var summary: CatchUpSummary
         package var failure: Failure<ApplyError>?
+
+        /// The summary, or the failure as the consumer's own error: `apply`'s as it was thrown, the
+        /// log's wrapped by `logFailure`.
+        package func summary(orThrow logFailure: (LogError) -> ApplyError) throws(ApplyError) -> CatchUpSummary {
+            switch failure {
+            case .log(let error)?: throw logFailure(error)
+            case .apply(let error)?: throw error
+            case nil: return summary
+            }
+        }
     }
 
     /// Applies the events of `log` from `position` (read with `reader`, a new one when `nil`) to its
