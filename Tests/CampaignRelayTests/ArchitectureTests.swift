@@ -75,6 +75,7 @@ struct ArchitectureTests {
         "Sources/RelayServer/APIJSON.swift": "JSONEncoder",
         "Sources/RelayServer/ListenAddressCheck.swift": "a socket bind probe",
         "Sources/RelayServer/RelayServer.swift": "getpid",
+        "Sources/RelayServer/Composition/RelayApplication.swift": "getpid, for server.json",
         "Sources/RelayServer/ConnectionBudget.swift": "getrlimit, setrlimit",
         "Sources/RelayServer/SystemdNotifier.swift": "sd_notify: one datagram that never waits (MSG_DONTWAIT)",
         "Sources/CampaignEmulator/CampaignEmulator.swift": "the wall clock",
