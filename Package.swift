@@ -265,7 +265,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RelayEventJSONTests",
-            dependencies: ["RelayEventJSON", "RelayCore", "CampaignProtocol"],
+            dependencies: ["RelayEventJSON", "RelayCore", "CampaignProtocol", "RelayTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

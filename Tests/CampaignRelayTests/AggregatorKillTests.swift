@@ -129,12 +129,7 @@ struct AggregatorKillTests {
         let database = Aggregator.databasePath(dataDirectory: directory)
         let poller = BlockingExecutor(name: "test-poller")
         for cycle in 0..<Self.cycles {
-            let child = Process()
-            child.executableURL = URL(fileURLWithPath: binary)
-            child.arguments = ["aggregate", "--data-dir", directory, "--batch-size", "300", "--log-level", "error"]
-            child.standardOutput = FileHandle.nullDevice
-            child.standardError = FileHandle.nullDevice
-            try child.run()
+            let child = try SpawnedProcess(binary, ["aggregate", "--data-dir", directory, "--batch-size", "300", "--log-level", "error"])
             // Let it count a random part (2 to 12 %) of what is left, then kill it a random 0 to 3 ms
             // later: right after a commit, in the middle of one, or while reading the log.
             let remaining = Self.events + 1 - previousNext

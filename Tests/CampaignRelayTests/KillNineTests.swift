@@ -49,18 +49,15 @@ struct KillNineTests {
             let input = "\(directory)-cycle.jsonl"
             try text.write(toFile: input, atomically: true, encoding: .utf8)
 
-            let child = Process()
-            child.executableURL = URL(fileURLWithPath: binary)
-            child.arguments = ["ingest", input, "--data-dir", directory, "--acks", "--batch-bytes", "32768", "--json", "--log-level", "error"]
-            let stdout = Pipe()
-            child.standardOutput = stdout
-            child.standardError = FileHandle.nullDevice
-            try child.run()
+            let child = try SpawnedProcess(
+                binary, ["ingest", input, "--data-dir", directory, "--acks", "--batch-bytes", "32768", "--json", "--log-level", "error"],
+                output: .pipe)
             // Kill after a random number of acknowledged batches (a file makes about 40), then a
             // random 0 to 3 ms more: in a write, an fdatasync, a segment roll or between them.
             let acksBeforeKill = Int(generator.next() % 28)
             var output = Data()
-            let descriptor = stdout.fileHandleForReading.fileDescriptor
+            let descriptor = try #require(child.standardOutput)
+            defer { close(descriptor) }
             while output.count(where: { $0 == UInt8(ascii: "\n") }) < acksBeforeKill {
                 guard let chunk = readChunk(descriptor) else { break }
                 output.append(contentsOf: chunk)

@@ -16,7 +16,7 @@ struct ServerProcessTests {
     struct ServeProcess {
         var child: ChildProcess
         var port: Int
-        var process: Process { child.process }
+        var process: SpawnedProcess { child.process }
         var url: String { "http://127.0.0.1:\(port)" }
 
         /// Starts `serve` and waits (at most 30 s) for its "listening" line.

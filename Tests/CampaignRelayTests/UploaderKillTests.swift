@@ -38,12 +38,7 @@ struct UploaderKillTests {
             let before = await running.emulator.recorder.distinctHits
             let remaining = Self.events - before
             let target = before + max(1, remaining * Int(10 + generator.next() % 21) / 100)
-            let child = Process()
-            child.executableURL = URL(fileURLWithPath: binary)
-            child.arguments = arguments
-            child.standardOutput = FileHandle.nullDevice
-            child.standardError = FileHandle.nullDevice
-            try child.run()
+            let child = try SpawnedProcess(binary, arguments)
             let deadline = Date().addingTimeInterval(60)
             while child.isRunning, Date() < deadline, await running.emulator.recorder.distinctHits < target {
                 try await Task.sleep(for: .milliseconds(2))

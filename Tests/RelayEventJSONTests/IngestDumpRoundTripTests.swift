@@ -2,7 +2,12 @@ import CampaignProtocol
 import Foundation
 import RelayCore
 import RelayEventJSON
+import RelayTestSupport
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Runs the real `campaign-relay` executable: `ingest` then `wal dump` / `wal verify` give back
 /// exactly what was ingested.
@@ -46,46 +51,31 @@ struct IngestDumpRoundTripTests {
 
     /// Runs `campaign-relay arguments…` with `input` (or nothing) on standard input.
     static func run(_ arguments: [String], input: Data? = nil, scratch: URL) async throws -> Run {
-        let process = Process()
-        process.executableURL = try executable()
-        process.arguments = arguments
         // Output goes to files: no pipe can fill up and block the child.
         let id = UUID().uuidString
         let outURL = scratch.appendingPathComponent("stdout-\(id)")
         let errURL = scratch.appendingPathComponent("stderr-\(id)")
-        _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path, contents: nil)
-        let outHandle = try FileHandle(forWritingTo: outURL)
-        let errHandle = try FileHandle(forWritingTo: errURL)
         defer {
-            try? outHandle.close()
-            try? errHandle.close()
             try? FileManager.default.removeItem(at: outURL)
             try? FileManager.default.removeItem(at: errURL)
         }
-        process.standardOutput = outHandle
-        process.standardError = errHandle
-        let stdin = Pipe()
-        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
-
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { finished in continuation.resume(returning: finished.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-                return
-            }
-            if let input {
-                // Small inputs only (well under a pipe's buffer), so this never blocks for long.
-                stdin.fileHandleForWriting.write(input)
-                try? stdin.fileHandleForWriting.close()
-            }
+        let process = try SpawnedProcess(
+            try executable().path, arguments, input: input == nil ? .nullDevice : .pipe, output: .file(outURL.path), error: .file(errURL.path))
+        if let input, let writer = process.standardInput {
+            // Small inputs only (well under a pipe's buffer), so this never blocks for long.
+            _ = input.withUnsafeBytes { Glibc.write(writer, $0.baseAddress, $0.count) }
+            close(writer)
+        }
+        // Waited for on a thread of its own, never on the cooperative pool.
+        await withCheckedContinuation { continuation in
+            Thread {
+                process.waitUntilExit()
+                continuation.resume()
+            }.start()
         }
         let stdout = String(decoding: try Data(contentsOf: outURL), as: UTF8.self)
         let stderr = String(decoding: try Data(contentsOf: errURL), as: UTF8.self)
-        return Run(status: status, stdout: stdout, stderr: stderr)
+        return Run(status: process.terminationStatus, stdout: stdout, stderr: stderr)
     }
 
     // MARK: Comparing events

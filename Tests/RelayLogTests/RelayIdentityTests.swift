@@ -62,10 +62,7 @@ struct RelayIdentityTests {
         await log.close()
         // cp -a: the same bytes, another directory (as a backup restored, or a clone).
         removeTree(copy)
-        let cp = Process()
-        cp.executableURL = URL(fileURLWithPath: "/bin/cp")
-        cp.arguments = ["-a", original, copy]
-        try cp.run()
+        let cp = try SpawnedProcess("/bin/cp", ["-a", original, copy])
         cp.waitUntilExit()
         #expect(cp.terminationStatus == 0)
 

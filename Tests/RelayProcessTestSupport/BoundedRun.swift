@@ -1,4 +1,5 @@
 package import Foundation
+import RelayTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -58,34 +59,26 @@ package struct BoundedRun: Sendable {
     /// on standard input. Both pipes are drained on threads of their own, so a large output never
     /// blocks the child; a child still running at the deadline is killed (SIGKILL).
     package static func runBlocking(_ executable: String, _ arguments: [String], input: Data? = nil, seconds: Double) throws -> BoundedRun {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let stdin = input.map { _ in Pipe() }
-        process.standardInput = stdin ?? FileHandle.nullDevice
         let started = Date()
-        try process.run()
+        let process = try SpawnedProcess(executable, arguments, input: input == nil ? .nullDevice : .pipe, output: .pipe, error: .pipe)
         let outputData = RelayBinary.PipeContents()
         let errorData = RelayBinary.PipeContents()
-        for (descriptor, box) in [(out.fileHandleForReading.fileDescriptor, outputData), (err.fileHandleForReading.fileDescriptor, errorData)] {
+        for (descriptor, box) in [(process.standardOutput, outputData), (process.standardError, errorData)] {
+            guard let descriptor else { continue }
             Thread {
                 var data = Data()
                 readPipe(descriptor) { data.append(contentsOf: $0) }
+                close(descriptor)
                 box.data.withLockedValue { $0 = data }
             }.start()
         }
-        if let input, let stdin {
+        if let input, let writer = process.standardInput {
             // A child may stop reading early (a full log): its closed pipe must fail the write,
             // not kill the test process with SIGPIPE; and the write must not hold up the wait.
             signal(SIGPIPE, SIG_IGN)
-            let writer = stdin.fileHandleForWriting
             Thread {
-                try? writer.write(contentsOf: input)
-                try? writer.close()
+                writeAll(input, to: writer)
+                close(writer)
             }.start()
         }
         let deadline = started.addingTimeInterval(seconds)

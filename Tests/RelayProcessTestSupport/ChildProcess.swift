@@ -1,5 +1,6 @@
 package import Foundation
 import NIOConcurrencyHelpers
+package import RelayTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -9,24 +10,17 @@ import Testing
 /// A child process and what it printed so far (both streams), read on a thread of its own so the
 /// test never blocks on a pipe; waits have deadlines, and a hung child fails the test.
 package final class ChildProcess: Sendable {
-    package let process: Process
+    package let process: SpawnedProcess
     private let output = NIOLockedValueBox<String>("")
 
-    /// Starts `binary` with `arguments`, and with `environment` added to the test's own.
+    /// Starts `binary` with `arguments`, and with `environment` added to the test's own; standard
+    /// output and standard error go into one pipe, read into ``text``.
     package init(_ binary: String, _ arguments: [String], environment: [String: String] = [:]) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, added in added }
-        }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let descriptor = pipe.fileHandleForReading.fileDescriptor
+        process = try SpawnedProcess(binary, arguments, environment: environment, output: .pipe, error: .sameAsOutput)
+        guard let descriptor = process.standardOutput else { return }
         Thread { [self] in
             readPipe(descriptor) { bytes in self.output.withLockedValue { $0 += String(decoding: bytes, as: UTF8.self) } }
+            close(descriptor)
         }.start()
     }
 
@@ -41,7 +35,7 @@ package final class ChildProcess: Sendable {
             if !process.isRunning { break }
             try await Task.sleep(for: .milliseconds(20))
         }
-        Issue.record("waited for /\(pattern)/ in the output of \(process.arguments ?? []); it printed: \(text)")
+        Issue.record("waited for /\(pattern)/ in the output of \(process.arguments); it printed: \(text)")
         throw Timeout()
     }
 
@@ -69,7 +63,7 @@ package final class ChildProcess: Sendable {
         guard process.isRunning else { return true }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        Issue.record("\(process.arguments ?? []) did not exit within \(seconds) s and was killed; it printed: \(text.suffix(2000))")
+        Issue.record("\(process.arguments) did not exit within \(seconds) s and was killed; it printed: \(text.suffix(2000))")
         return false
     }
 

@@ -1,3 +1,5 @@
+package import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -27,5 +29,23 @@ package func readChunk(_ descriptor: Int32) -> [UInt8]? {
         if count > 0 { return Array(buffer[0..<count]) }
         if count < 0, errno == EINTR { continue }
         return nil
+    }
+}
+
+/// Writes all of `data` to `descriptor`, retrying interrupted and partial writes; stops at the
+/// first other failure (the reader closed its end: EPIPE, with SIGPIPE ignored).
+package func writeAll(_ data: Data, to descriptor: Int32) {
+    data.withUnsafeBytes { bytes in
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(descriptor, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
+            if written > 0 {
+                offset += written
+            } else if written < 0, errno == EINTR {
+                continue
+            } else {
+                return
+            }
+        }
     }
 }

@@ -125,33 +125,25 @@ public final class TestPostgres: Sendable {
         }
     }
 
-    /// Runs a program to its end, with posix_spawn and waitpid. Not Foundation's `Process`: its
-    /// `waitUntilExit` also waits for descriptors it shares with the child to close, and the server
-    /// `pg_ctl` starts keeps them open for its whole life. Output goes to a file, not a pipe, for the
-    /// same reason.
+    /// Runs a program to its end (a ``SpawnedProcess``: Foundation's `Process` would wait for the
+    /// server `pg_ctl` starts, which keeps descriptors it shares with its parent open for its whole
+    /// life). Output goes to a file, not a pipe, for the same reason.
     @discardableResult
     private static func run(_ program: String, _ arguments: [String]) throws -> String {
         let outputPath = "/tmp/campaign-relay-postgres-output-\(UInt64.random(in: 0...UInt64.max))"
         defer { unlink(outputPath) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([program] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, program, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw Failure(description: "cannot start \(program): \(String(cString: strerror(spawned)))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        let process: SpawnedProcess
+        do {
+            process = try SpawnedProcess(program, arguments, output: .file(outputPath), error: .sameAsOutput)
+        } catch {
+            throw Failure(description: error.description)
+        }
+        process.waitUntilExit()
         let text = ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        // WIFEXITED and WEXITSTATUS, spelled out (they are C macros).
-        let exited = status & 0x7f == 0
-        let code = (status >> 8) & 0xff
-        guard exited, code == 0 else {
-            throw Failure(description: "\(program) \(arguments.joined(separator: " ")) failed (status \(status)): \(text)")
+        guard process.terminationReason == .exit, process.terminationStatus == 0 else {
+            throw Failure(
+                description:
+                    "\(program) \(arguments.joined(separator: " ")) failed (\(process.terminationReason) \(process.terminationStatus)): \(text)")
         }
         return text
     }
