@@ -22,6 +22,7 @@ public final class CampaignEmulator: Sendable {
     public let recorder: EmulatorRecorder
     private let faults: NIOLockedValueBox<EmulatorFaults>
     private let rateWindow = NIOLockedValueBox<(second: Int64, count: Int)>((0, 0))
+    private let firstRequestSinceFaults = NIOLockedValueBox<Double?>(nil)
 
     /// An emulator injecting `faults`.
     public init(faults: EmulatorFaults = EmulatorFaults(), keptRequests: Int = 10_000) {
@@ -32,8 +33,17 @@ public final class CampaignEmulator: Sendable {
     /// The faults in force.
     public var currentFaults: EmulatorFaults {
         get { faults.withLockedValue { $0 } }
-        set { faults.withLockedValue { $0 = newValue } }
+        set {
+            faults.withLockedValue { faults in
+                faults = newValue
+                firstRequestSinceFaults.withLockedValue { $0 = nil }
+            }
+        }
     }
+
+    /// When the outage of ``EmulatorFaults/unavailableSecondsFromFirstRequest`` started (seconds
+    /// since the Unix epoch): the time of the first SDK request since the faults were set, if any.
+    public var outageStart: Double? { firstRequestSinceFaults.withLockedValue { $0 } }
 
     /// The emulator's routes.
     public func router() -> Router<EmulatorContext> {
@@ -97,6 +107,13 @@ public final class CampaignEmulator: Sendable {
         }
         let now = Self.now()
         if let until = faults.unavailableUntil, now < until {
+            return retryLater(.serviceUnavailable, faults, now: now)
+        }
+        let firstRequest = firstRequestSinceFaults.withLockedValue { first in
+            if first == nil { first = now }
+            return first ?? now
+        }
+        if let seconds = faults.unavailableSecondsFromFirstRequest, now < firstRequest + seconds {
             return retryLater(.serviceUnavailable, faults, now: now)
         }
         if let limit = faults.rateLimit {

@@ -1,6 +1,6 @@
 /// Faults the emulator injects into answers to SDK requests (never into its own `/emulator/` API).
 ///
-/// Checked in this order for each request: dropped connection, outage (503 + `Retry-After`),
+/// Checked in this order for each request: dropped connection, outages (503 + `Retry-After`),
 /// rate limit (429), random failure (500), then latency, then unknown integration keys (400) and
 /// failing integration keys (500), or redirections of hits.
 public struct EmulatorFaults: Sendable, Hashable, Codable {
@@ -12,6 +12,10 @@ public struct EmulatorFaults: Sendable, Hashable, Codable {
     public var failureStatus: Int?
     /// Answer 503 until this time (seconds since the Unix epoch), with a `Retry-After` header.
     public var unavailableUntil: Double?
+    /// Answer 503, with a `Retry-After` header, for this many seconds from the first SDK request
+    /// after these faults were set: an outage that starts when the client arrives, however long it
+    /// takes to (``CampaignEmulator/outageStart`` tells when that was).
+    public var unavailableSecondsFromFirstRequest: Double?
     /// The `Retry-After` seconds sent with 503 and 429 answers.
     public var retryAfterSeconds: Int?
     /// Send `Retry-After` as an HTTP-date instead of seconds.

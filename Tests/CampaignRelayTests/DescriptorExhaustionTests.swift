@@ -57,15 +57,16 @@ struct DescriptorExhaustionTests {
         #expect(await load.sendBatch(connected, url, next: &next) == 200)
 
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Scripts/hold_connections.py").path
-        let holdSeconds = 6
-        let flood = try ChildProcess("/usr/bin/env", ["python3", script, String(started.port), String(Self.connections), String(holdSeconds)])
+        // The connections are held until the test has seen what it waits for (SIGUSR1 releases
+        // them); the 120 s are only a bound for a test that dies first.
+        let flood = try ChildProcess("/usr/bin/env", ["python3", script, String(started.port), String(Self.connections), "120"])
         let holding = try await flood.await(#"("event": "holding".*)"#)
         // The flood saturates the relay: it holds as many connections as its budget allows (a
         // quarter of the limit, at least 64 descriptors, stay for the log, SQLite and the runtime),
         // and the rest wait in the listen backlog; it never reaches the limit itself.
         let budget = Self.descriptorLimit - 64
         var descriptorsInUse = 0
-        try await waitUntil("serve to take connections up to its budget", seconds: 10) {
+        try await waitUntil("serve to take connections up to its budget", seconds: 60) {
             descriptorsInUse = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(server.process.processIdentifier)/fd").count) ?? 0
             return descriptorsInUse >= budget
         }
@@ -83,6 +84,7 @@ struct DescriptorExhaustionTests {
         #expect(server.process.isRunning, "serve died when its descriptors ran out: \(server.text.suffix(3000))")
         #expect(statuses.allSatisfy { $0 == 200 || $0 == 503 }, "the connected client while the descriptors are gone: \(statuses)")
         #expect(cpuWhileHeld < elapsed * 0.5, "serve used \(cpuWhileHeld) s of CPU in \(elapsed) s while it could not accept: spinning")
+        kill(flood.process.processIdentifier, SIGUSR1)
         let closed = try await flood.await(#"("event": "closed".*)"#)
         #expect(await flood.exit(within: 10))
 

@@ -29,8 +29,7 @@ func registration(
 
 /// Appends `events` to a new log, runs an uploader against `running` until drained, and returns its statistics.
 func upload(
-    _ events: [Event], to running: RunningEmulator, configuration: UploadConfiguration = UploadConfiguration(), directory: String? = nil,
-    beforeRun: () -> Void = {}
+    _ events: [Event], to running: RunningEmulator, configuration: UploadConfiguration = UploadConfiguration(), directory: String? = nil
 ) async throws -> [UploadLane.Kind: LaneStatistics] {
     let dataDirectory = directory ?? temporaryDirectory("upload")
     let log = try await WriteAheadLog.open(
@@ -39,7 +38,6 @@ func upload(
     let store = try await ForwardingStore(dataDirectory: dataDirectory)
     let host = try CampaignHost(parsing: running.url, role: "test")
     let uploader = try Uploader(log: log, trackingHost: host, marketingHost: host, store: store, configuration: configuration, logger: quietLogger)
-    beforeRun()
     try await uploader.run(until: await log.durableSequence)
     let statistics = await uploader.statistics()
     await log.close()
@@ -77,19 +75,16 @@ struct UploaderTests {
 
     @Test("an outage with Retry-After: everything arrives once, and nothing is sent before the host said", arguments: [false, true])
     func outage(dateForm: Bool) async throws {
-        let running = try await RunningEmulator.start()
-        var started = 0.0
-        // The outage starts the moment the uploader starts (the machine may be busy before that).
+        var faults = EmulatorFaults()
+        // The outage starts with the uploader's first request, however long a busy machine takes
+        // to send it, and lasts 2 s.
+        faults.unavailableSecondsFromFirstRequest = 2
+        faults.retryAfterSeconds = 1
+        faults.retryAfterAsDate = dateForm
+        let running = try await RunningEmulator.start(faults: faults)
         let statistics = try await upload(
-            (1...300).map { hit($0) }, to: running, configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(50), cap: .seconds(1)))
-        ) {
-            var faults = EmulatorFaults()
-            started = SystemClock.wallSeconds()
-            faults.unavailableUntil = started + 2
-            faults.retryAfterSeconds = 1
-            faults.retryAfterAsDate = dateForm
-            running.emulator.currentFaults = faults
-        }
+            (1...300).map { hit($0) }, to: running, configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(50), cap: .seconds(1))))
+        let started = try #require(running.emulator.outageStart, "the emulator saw no request")
         let recorder = running.emulator.recorder
         #expect(await recorder.acceptedHits == 300)
         #expect(await recorder.distinctHits == 300, "no duplicates without a crash")
