@@ -233,8 +233,9 @@ struct FleetPostgresTests {
         let stopped = ContinuousClock.now
         let beforeOutage = shared.acknowledged.withLockedValue { $0.values.reduce(0, +) }
         // Within the outage /readyz says why counting waits (at once for a refused connection,
-        // after the 5 s operation timeout for a query left without an answer).
-        try await waitUntil("/readyz to report the failure", seconds: 9) {
+        // after the 5 s operation timeout for a query left without an answer). PostgreSQL stays
+        // down until this and the load below are seen, so the wait may be long on a busy machine.
+        try await waitUntil("/readyz to report the failure", seconds: 60) {
             try await http.get(url + "/readyz").body.contains(#""failingSince":""#)
         }
         try await Task.sleep(until: stopped + .seconds(10))

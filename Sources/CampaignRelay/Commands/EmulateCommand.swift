@@ -34,6 +34,12 @@ struct EmulateCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Answer 503 for this many seconds from start.", valueName: "seconds"))
     var unavailableFor: Double?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Answer 503 for this many seconds from the first SDK request (an outage that waits for its client).", valueName: "seconds")
+    )
+    var unavailableFromFirstRequest: Double?
+
     @Option(name: .long, help: ArgumentHelp("Retry-After seconds sent with 503 and 429.", valueName: "seconds"))
     var retryAfter: Int?
 
@@ -92,6 +98,7 @@ struct EmulateCommand: AsyncParsableCommand {
         faults.failureStatus = failureStatus
         faults.dropRate = dropRate
         if let unavailableFor { faults.unavailableUntil = Double(SystemClock.wallSeconds()) + unavailableFor }
+        faults.unavailableSecondsFromFirstRequest = unavailableFromFirstRequest
         faults.retryAfterSeconds = retryAfter
         faults.retryAfterAsDate = retryAfterDate
         faults.rateLimit = rateLimit
