@@ -13,7 +13,7 @@ import Testing
 /// A real `campaign-relay aggregate` child process, SIGKILLed at random moments while it consumes
 /// a large log. After every kill the aggregates must hold exactly the counts of the log prefix
 /// they claim to cover (no event lost or counted twice), and after a final run, of the whole log.
-@Suite("kill -9 of a real aggregating process", .serialized, .timeLimit(.minutes(5)))
+@Suite("kill -9 of a real aggregating process", .serialized, .timeLimit(.minutes(10)))
 struct AggregatorKillTests {
     static let events = 120_000
     static let cycles = 22

@@ -10,7 +10,7 @@ import Testing
 
 /// What a user sees when a command fails: usage errors exit 64 with usage, runtime errors exit 1
 /// with the command's own message.
-@Suite("Command-line errors", .timeLimit(.minutes(2)))
+@Suite("Command-line errors", .timeLimit(.minutes(10)))
 struct CommandLineConventionsTests {
     static func scratch(_ name: String) -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)").path
@@ -143,7 +143,7 @@ struct HelpTextTests {
 }
 
 /// What `upload` says when it cannot reach a host.
-@Suite("Upload failure messages", .timeLimit(.minutes(1)))
+@Suite("Upload failure messages", .timeLimit(.minutes(10)))
 struct UploadFailureMessageTests {
     @Test("an unreachable host: the first failure is logged at once, in words; stopping logs no failure")
     func unreachableHost() throws {

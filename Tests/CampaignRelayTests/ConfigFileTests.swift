@@ -7,7 +7,7 @@ import Testing
 
 /// `--config FILE` and `config check`, with the real binary: every kind of option from a file,
 /// flags and environment variables over it, and mistakes refused with their line.
-@Suite("Configuration files", .timeLimit(.minutes(2)))
+@Suite("Configuration files", .timeLimit(.minutes(10)))
 struct ConfigFileTests {
     /// Writes `text` to a new file and returns its path.
     static func file(_ text: String, in directory: String) throws -> String {

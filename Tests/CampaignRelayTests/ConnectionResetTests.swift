@@ -9,7 +9,7 @@ import Testing
 /// nothing of a half body, keeps serving, and delivers everything: retried batches are recognised
 /// by the central relay (nothing appended twice), and a hit reaches Campaign twice only when an
 /// attempt at it failed (duplicates ≤ the uploader's retries, and ≤ the answers cut).
-@Suite("Connections reset mid-message", .serialized, .timeLimit(.minutes(3)))
+@Suite("Connections reset mid-message", .serialized, .timeLimit(.minutes(10)))
 struct ConnectionResetTests {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Scripts/reset_peer.py").path
     static let relayToken = "relay-token-0123456789"

@@ -16,7 +16,7 @@ import Testing
 /// crash or spin, a client already connected keeps being answered, nothing in it fails for want of
 /// a descriptor, and once the flood closes new clients are served and every acknowledged event is
 /// in the log.
-@Suite("File-descriptor exhaustion", .serialized, .timeLimit(.minutes(3)))
+@Suite("File-descriptor exhaustion", .serialized, .timeLimit(.minutes(10)))
 struct DescriptorExhaustionTests {
     static let descriptorLimit = 128
     static let connections = 300

@@ -11,7 +11,7 @@ import Testing
 
 /// Fleet mode against a real PostgreSQL server (a throw-away cluster per test) and real
 /// `campaign-relay` processes.
-@Suite("Fleet counts in PostgreSQL", .serialized, .timeLimit(.minutes(6)))
+@Suite("Fleet counts in PostgreSQL", .serialized, .timeLimit(.minutes(10)))
 struct FleetPostgresTests {
     /// Counts computed from the events the test wrote, independently of the relay.
     struct Expected: Equatable {

@@ -5,7 +5,7 @@ import RelayTestSupport
 import Testing
 
 /// `replay` and `deadletter` as a user runs them, against the emulator over loopback.
-@Suite("replay and deadletter commands", .serialized, .timeLimit(.minutes(3)))
+@Suite("replay and deadletter commands", .serialized, .timeLimit(.minutes(10)))
 struct ForwardingCommandTests {
     func ingest(_ binary: String, _ directory: String, _ lines: [String]) throws {
         let run = try RelayBinary.run(

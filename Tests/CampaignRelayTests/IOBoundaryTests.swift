@@ -5,7 +5,7 @@ import Testing
 
 /// The README's table of I/O threads, read from `/proc` of a real `serve`: every blocking owner
 /// has its thread, by name, and background work runs niced.
-@Suite("The I/O boundary of a real server", .timeLimit(.minutes(2)))
+@Suite("The I/O boundary of a real server", .timeLimit(.minutes(10)))
 struct IOBoundaryTests {
     /// Name and nice value of every thread of `pid`.
     static func threads(of pid: Int32) throws -> [(name: String, nice: Int)] {

@@ -12,7 +12,7 @@ import Testing
 /// for the target; 1,000 fields), which `serve` keeps at their defaults and does not expose. Run
 /// in a network namespace of the test's own, so the flood has its own ports and loopback; driven
 /// by Scripts/idle_flood.py.
-@Suite("10,000 idle connections and head limits", .serialized, .timeLimit(.minutes(4)))
+@Suite("10,000 idle connections and head limits", .serialized, .timeLimit(.minutes(15)))
 struct IdleConnectionFloodTests {
     static let connections = 10_000
 
@@ -61,20 +61,28 @@ struct IdleConnectionFloodTests {
         let nofile = "--nofile=\(limit.rlim_max):\(limit.rlim_max)"
         let relay = try ChildProcess(
             NamespaceLink.ip,
-            link.inside(link.near, ["prlimit", nofile, binary, "serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--log-level", "notice"]))
+            link.inside(
+                link.near,
+                // An idle timeout longer than the whole test: on a loaded machine the relay may take
+                // minutes to take in the flood, and the first connections it took must not expire
+                // before the last were counted.
+                [
+                    "prlimit", nofile, binary, "serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--log-level", "notice", "--idle-timeout",
+                    "900",
+                ]))
         defer { relay.stop() }
         let port = try await relay.await(#"address=127\.0\.0\.1:(\d+)"#)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Scripts/idle_flood.py").path
         let outcome = try await RelayBinary.run(
             NamespaceLink.ip, link.inside(link.near, ["prlimit", nofile, "python3", script, port, String(Self.connections), "8"]),
-            // The script waits up to 60 s twice (for the accept queue, after the close): room for both.
-            seconds: 200)
+            // The script waits up to 300 s twice (for the accept queue, after the close): room for both.
+            seconds: 700)
         try #require(outcome.status == 0, "idle_flood.py: \(outcome.stderr)")
         let report = try JSONDecoder().decode(Report.self, from: Data(outcome.stdout.utf8))
         #expect(relay.process.isRunning, "the relay died: \(relay.text.suffix(2000))")
 
         #expect(report.opened == Self.connections, "\(outcome.stderr)")
-        #expect(report.acceptedSeconds != nil, "the relay did not answer within 60 s of the last connection opened")
+        #expect(report.acceptedSeconds != nil, "the relay did not answer within 300 s of the last connection opened")
         #expect(report.openAtEnd == Self.connections, "the relay closed idle connections before --idle-timeout: \(report.openAtEnd) open")
         #expect(report.before.failed == 0 && report.during.failed == 0, "\(report.before) \(report.during)")
         #expect(report.during.ok >= 50, "\(report.during)")
@@ -94,7 +102,7 @@ struct IdleConnectionFloodTests {
         // 10,000 connections closing at once are 10,000 child tasks ending on two shared cores in a
         // debug build: in loaded CI runs that took 14.7 s, and once over 20 s (0.3 s in a release
         // build); what it took is printed below.
-        #expect(report.answeredAfterCloseSeconds != nil, "the relay did not answer within 60 s of the flood closing")
+        #expect(report.answeredAfterCloseSeconds != nil, "the relay did not answer within 300 s of the flood closing")
         #expect(try await link.get(in: link.near, "http://127.0.0.1:\(port)/healthz").contains("ok"))
         print(
             "idle flood: \(report.opened) connections opened in \(report.openSeconds) s, all accepted \(report.acceptedSeconds.map { "\($0) s" } ?? "never") later, \(report.openAtEnd) open after 8 s; real client before: \(report.before), during: \(report.during); heads: \(report.heads.map { "\($0.headerBytes) B → \($0.status.map(String.init) ?? "no answer"), \($0.sentBeforeClose) B taken" }); answered \(report.answeredAfterCloseSeconds.map { "\($0) s" } ?? "never") after the flood closed"

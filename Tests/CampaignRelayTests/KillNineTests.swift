@@ -11,7 +11,7 @@ import Testing
 /// A real `campaign-relay ingest` child process, killed with SIGKILL at random moments while it
 /// ingests at full speed. After each kill the relay is restarted on the same data directory, and
 /// every event it had acknowledged (printed with `--acks`) must be in the log, exactly once.
-@Suite("kill -9 of a real ingesting process", .serialized, .timeLimit(.minutes(5)))
+@Suite("kill -9 of a real ingesting process", .serialized, .timeLimit(.minutes(10)))
 struct KillNineTests {
     static let cycles = 24
     static let eventsPerCycle = 12_000

@@ -21,7 +21,7 @@ import Testing
 /// every acknowledged event in the log exactly once, no crash (no signal; only the documented exit
 /// statuses), no hang (every run has a deadline), and intake, counting and forwarding going on once
 /// the faults stop.
-@Suite("libfiu faults injected into the real binary", .serialized, .timeLimit(.minutes(4)))
+@Suite("libfiu faults injected into the real binary", .serialized, .timeLimit(.minutes(10)))
 struct LibfiuFaultTests {
     typealias Fault = Libfiu.Fault
 

@@ -15,7 +15,7 @@ import Testing
 /// at-least-once bound outside crashes, which `--max-unsynced` bounds), and everything arrives once
 /// the link heals.
 /// How the faults are made (netfilter; these kernels have no netem): ``NamespaceLink``.
-@Suite("Network faults: loss, delay, partition", .serialized, .timeLimit(.minutes(4)))
+@Suite("Network faults: loss, delay, partition", .serialized, .timeLimit(.minutes(10)))
 struct NetworkFaultTests {
     static let phases: [(NamespaceLink.Fault, Duration)] = [
         (.loss(percent: 20), .seconds(8)), (.delay(milliseconds: 300), .seconds(8)), (.partition, .seconds(10)),

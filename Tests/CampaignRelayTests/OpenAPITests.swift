@@ -6,7 +6,7 @@ import Testing
 /// `docs/openapi.yaml` against tools the project did not write: openapi-spec-validator checks the
 /// document, and schemathesis sends generated requests to a real `serve` and checks every answer
 /// against it (`.ci/run` installs both from PyPI).
-@Suite("The OpenAPI contract", .timeLimit(.minutes(5)))
+@Suite("The OpenAPI contract", .timeLimit(.minutes(10)))
 struct OpenAPITests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let specification = root.appendingPathComponent("docs/openapi.yaml").path

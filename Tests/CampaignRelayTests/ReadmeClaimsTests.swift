@@ -10,7 +10,7 @@ import Testing
 #endif
 
 /// Claims the README makes about the commands, each run as a user would.
-@Suite("README claims, from the command line", .serialized, .timeLimit(.minutes(3)))
+@Suite("README claims, from the command line", .serialized, .timeLimit(.minutes(10)))
 struct ReadmeClaimsTests {
     static func directory(_ name: String) -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)").path

@@ -14,7 +14,7 @@ import Testing
 /// relay, forwarding to Campaign) and `emulate` (Campaign), under load from 4 clients, with 10
 /// SIGKILLs alternating between the edge and the central relay at moments chosen by progress, and
 /// the central relay down for 5 s while the edge keeps taking events.
-@Suite("kill -9 of a relay chain", .serialized, .timeLimit(.minutes(6)))
+@Suite("kill -9 of a relay chain", .serialized, .timeLimit(.minutes(10)))
 struct RelayChainKillTests {
     static let token = "relay-token-0123456789"
     static let kills = 10

@@ -6,7 +6,7 @@ import Testing
 
 /// The commands next to a running `serve` on the same data directory: they hand events to it, or
 /// say what it already does, instead of failing on its lock.
-@Suite("Commands next to a running server", .serialized, .timeLimit(.minutes(2)))
+@Suite("Commands next to a running server", .serialized, .timeLimit(.minutes(10)))
 struct ServerHandoffTests {
     static func directory(_ name: String) -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)").path

@@ -10,7 +10,7 @@ import Testing
 #endif
 
 /// The real `campaign-relay serve` process under load: killed with SIGKILL, or stopped with SIGTERM.
-@Suite("A real server process under load", .serialized, .timeLimit(.minutes(6)))
+@Suite("A real server process under load", .serialized, .timeLimit(.minutes(10)))
 struct ServerProcessTests {
     /// A started `serve` child and the port it listens on.
     struct ServeProcess {

@@ -6,7 +6,7 @@ import Testing
 /// on which no request part arrives (nothing at all, a head trickling in line by line, a stalled
 /// body), while a real client is served throughout. Driven by a Python client this project did
 /// not build its server with (Scripts/slow_clients.py).
-@Suite("Slow and idle clients", .serialized, .timeLimit(.minutes(2)))
+@Suite("Slow and idle clients", .serialized, .timeLimit(.minutes(10)))
 struct SlowClientTests {
     struct Report: Decodable {
         struct Group: Decodable {

@@ -6,7 +6,7 @@ import Testing
 /// `GET /status` in a real browser: headless Chromium (Debian's `chromium`, installed by
 /// `.ci/run`) loads the page from a real `serve`, runs its scripts and fetches, and the test reads
 /// the rendered DOM (`--dump-dom`) and a screenshot.
-@Suite("The status page in a real browser", .serialized, .timeLimit(.minutes(4)))
+@Suite("The status page in a real browser", .serialized, .timeLimit(.minutes(10)))
 struct StatusPageTests {
     static func chromium() throws -> String {
         try #require(

@@ -9,7 +9,7 @@ import Testing
 
 /// `serve` under systemd's `Type=notify`: the real binary, with `NOTIFY_SOCKET` naming a datagram
 /// socket the test listens on, as systemd's would.
-@Suite("systemd Type=notify", .timeLimit(.minutes(2)))
+@Suite("systemd Type=notify", .timeLimit(.minutes(10)))
 struct SystemdNotifyTests {
     /// A bound `AF_UNIX` datagram socket, read without blocking.
     final class NotifySocket: Sendable {

@@ -9,7 +9,7 @@ import Testing
 
 /// TLS on the listener, checked with clients the relay did not write (Python's `ssl`, curl), and
 /// forwarding to an `https` host trusted through `--ca-file`.
-@Suite("TLS on the listener and upstream", .serialized, .timeLimit(.minutes(3)))
+@Suite("TLS on the listener and upstream", .serialized, .timeLimit(.minutes(10)))
 struct TLSTests {
     /// A test CA, two server certificates (CN relay-a and relay-b, for 127.0.0.1) and a client
     /// certificate, made with openssl.

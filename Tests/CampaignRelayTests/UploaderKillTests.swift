@@ -10,7 +10,7 @@ import Testing
 /// A real `campaign-relay upload --until-drained` child process, SIGKILLed while it drains a
 /// backlog to the emulator. After restarts nothing is lost, and duplicates stay within the bound
 /// the uploader states: at most `--max-unsynced` events per kill.
-@Suite("kill -9 of a real uploading process", .serialized, .timeLimit(.minutes(5)))
+@Suite("kill -9 of a real uploading process", .serialized, .timeLimit(.minutes(10)))
 struct UploaderKillTests {
     static let events = 20_000
     static let cycles = 6

@@ -11,7 +11,7 @@ import Testing
 
 /// Runs the real `campaign-relay` executable: `ingest` then `wal dump` / `wal verify` give back
 /// exactly what was ingested.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(10)))
 struct IngestDumpRoundTripTests {
     // MARK: Running the executable
 

@@ -5,7 +5,7 @@ import RelayTestSupport
 import Testing
 
 /// Nothing blocks the head of a lane forever, and redirected hits are followed.
-@Suite("Poison events and redirections", .serialized, .timeLimit(.minutes(2)))
+@Suite("Poison events and redirections", .serialized, .timeLimit(.minutes(10)))
 struct PoisonAndRedirectTests {
     @Test("a registration answered 500 forever is tried --max-attempts times and dead-lettered; the others are delivered meanwhile")
     func poisonRegistration() async throws {

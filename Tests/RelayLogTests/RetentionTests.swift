@@ -39,7 +39,7 @@ final class Flag: Sendable {
 
 /// Retention: segments every consumer has passed are kept for `--retain` and within
 /// `--retain-bytes`, go oldest first after that, and go to the archive first with one.
-@Suite("Log retention and archives", .timeLimit(.minutes(3)))
+@Suite("Log retention and archives", .timeLimit(.minutes(10)))
 struct RetentionTests {
     static func starts(_ fileSystem: SimulatedFileSystem, _ directory: String) throws -> [UInt64] {
         try fileSystem.listDirectory(directory).compactMap(SegmentHeader.firstSequence(fromFileName:)).sorted()

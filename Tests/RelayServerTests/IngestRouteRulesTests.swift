@@ -5,7 +5,7 @@ import Testing
 
 /// The rules every ingest route shares (IngestAnswerMiddleware, BodyLimitMiddleware): applied
 /// the same way on the SDK endpoints, `/v1/events` and relay batches, not by each handler.
-@Suite("Ingest route rules", .timeLimit(.minutes(2)))
+@Suite("Ingest route rules", .timeLimit(.minutes(10)))
 struct IngestRouteRulesTests {
     @Test(
         "every refusal as invalid counts once in relay_requests_rejected_total whatever the route (415, 413, 400, 422); a 200 does not; 413 answers in the route's own form"

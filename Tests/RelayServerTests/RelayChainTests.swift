@@ -11,7 +11,7 @@ import RelayTestSupport
 import Testing
 
 /// Edge → central and edge → regional → central, with real logs and real HTTP.
-@Suite("Relay chains", .serialized, .timeLimit(.minutes(2)))
+@Suite("Relay chains", .serialized, .timeLimit(.minutes(10)))
 struct RelayChainTests {
     static let token = "relay-token-0123456789"
 

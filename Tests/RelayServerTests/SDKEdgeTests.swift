@@ -9,7 +9,7 @@ import Testing
 
 /// The SDK edge: what an SDK sends is taken when Campaign would take it, and leaves for Campaign
 /// byte for byte as it arrived.
-@Suite("The SDK edge: taking what the SDKs send, passing it on unchanged", .serialized, .timeLimit(.minutes(2)))
+@Suite("The SDK edge: taking what the SDKs send, passing it on unchanged", .serialized, .timeLimit(.minutes(10)))
 struct SDKEdgeTests {
     /// A relay forwarding to an emulator, with a test client.
     struct Relay {

@@ -11,7 +11,7 @@ import RelayServer
 import RelayTestSupport
 import Testing
 
-@Suite("The relay server over loopback", .serialized, .timeLimit(.minutes(5)))
+@Suite("The relay server over loopback", .serialized, .timeLimit(.minutes(10)))
 struct ServerTests {
     @Test("SDK registrations and hits and JSON batches reach the emulator exactly as acknowledged; /v1/deliveries counts them")
     func endToEnd() async throws {
