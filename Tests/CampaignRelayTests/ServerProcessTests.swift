@@ -98,8 +98,14 @@ struct ServerProcessTests {
             let killed = Atomic<Bool>(false)
             load.serverStopping.store(false, ordering: .relaxed)
             async let traffic: Void = load.run(server.url, http: http, clients: 4) { killed.load(ordering: .relaxed) }
-            // The kill lands at a random moment of the load (a pause, not a synchronisation).
-            try await Task.sleep(for: .milliseconds(Int(30 + generator.next() % 250)))
+            // The kill lands at a random moment of the load: after 1 to 3 more acknowledged batches
+            // (a busy machine may take seconds to its first), then a random pause of up to 250 ms.
+            let target = load.acknowledged.withLockedValue { $0.count } + 20 * Int(1 + generator.next() % 3)
+            let deadline = ContinuousClock.now + .seconds(60)
+            while load.acknowledged.withLockedValue({ $0.count }) < target, ContinuousClock.now < deadline, server.process.isRunning {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            try await Task.sleep(for: .milliseconds(Int(generator.next() % 250)))
             load.serverStopping.store(true, ordering: .relaxed)
             kill(server.process.processIdentifier, SIGKILL)
             killed.store(true, ordering: .relaxed)
