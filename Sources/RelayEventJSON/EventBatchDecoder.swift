@@ -27,8 +27,11 @@ public enum EventBatchDecoder {
         public var list: [Problem]
     }
 
-    /// The events of `body`, or every problem found.
-    public static func decode(_ body: [UInt8], defaultTime: EventTime, maximumEvents: Int) -> Result<[Event], Problems> {
+    /// The events of `body`, or every problem found: those of syntax, and those of events
+    /// `admission` does not take, in batch order.
+    public static func decode(
+        _ body: [UInt8], defaultTime: EventTime, maximumEvents: Int, admission: EventAdmission = .anyEvent
+    ) -> Result<[Event], Problems> {
         guard let first = body.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) else {
             return .failure(
                 Problems(list: [Problem(index: nil, field: nil, message: "the body is empty: send a JSON array of events or one event per line")]))
@@ -50,7 +53,11 @@ public enum EventBatchDecoder {
                     Problems(list: [Problem(index: nil, field: nil, message: "\(elements.count) events in one request; at most \(maximumEvents)")]))
             }
             for (index, element) in elements.enumerated() {
-                do { events.append(try EventDecoder.decode(element, defaultTime: defaultTime)) } catch {
+                do {
+                    let event = try EventDecoder.decode(element, defaultTime: defaultTime)
+                    problems += admission.problems(of: event).map { Problem(index: index, field: $0.field, message: $0.message) }
+                    events.append(event)
+                } catch {
                     problems.append(Problem(index: index, field: error.field, message: error.message))
                 }
             }
@@ -67,11 +74,15 @@ public enum EventBatchDecoder {
             // NDJSON indexes count events (non-blank lines), like the array form.
             var index = 0
             var rejections = decoded.rejections[...]
+            var nextEvent = 0
             let lines = body.split(separator: 0x0A, omittingEmptySubsequences: false)
             for (offset, line) in lines.enumerated() where !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) {
                 if let rejection = rejections.first, rejection.line == offset + 1 {
                     problems.append(Problem(index: index, field: rejection.error.field, message: rejection.error.message))
                     rejections = rejections.dropFirst()
+                } else if nextEvent < decoded.events.count, decoded.eventLines[nextEvent] == offset + 1 {
+                    problems += admission.problems(of: decoded.events[nextEvent]).map { Problem(index: index, field: $0.field, message: $0.message) }
+                    nextEvent += 1
                 }
                 index += 1
             }

@@ -33,10 +33,13 @@ public enum EventLines {
         public var lines = 0
     }
 
-    /// Decodes every non-blank line of `bytes`; the first line is numbered `firstLine`.
+    /// Decodes every non-blank line of `bytes`; the first line is numbered `firstLine`. A line
+    /// whose event `admission` does not take is refused with its first problem.
     ///
     /// A final line without a newline is decoded too. Blank lines (only white space) are skipped.
-    public static func decode(_ bytes: UnsafeBufferPointer<UInt8>, firstLine: Int, defaultTime: EventTime) -> Decoded {
+    public static func decode(
+        _ bytes: UnsafeBufferPointer<UInt8>, firstLine: Int, defaultTime: EventTime, admission: EventAdmission = .anyEvent
+    ) -> Decoded {
         var decoded = Decoded()
         decoded.events.reserveCapacity(bytes.count / 96)
         var start = 0
@@ -53,8 +56,13 @@ public enum EventLines {
                         Rejection(line: line, error: EventInputError(field: nil, "line is longer than \(maximumLineBytes) bytes")))
                 } else {
                     do {
-                        decoded.events.append(try EventDecoder.decode(content, defaultTime: defaultTime))
-                        decoded.eventLines.append(line)
+                        let event = try EventDecoder.decode(content, defaultTime: defaultTime)
+                        if let problem = admission.problems(of: event).first {
+                            decoded.rejections.append(Rejection(line: line, error: problem))
+                        } else {
+                            decoded.events.append(event)
+                            decoded.eventLines.append(line)
+                        }
                     } catch {
                         decoded.rejections.append(Rejection(line: line, error: error))
                     }
@@ -67,8 +75,8 @@ public enum EventLines {
         return decoded
     }
 
-    /// Decodes every non-blank line of `bytes`.
-    public static func decode(_ bytes: [UInt8], firstLine: Int = 1, defaultTime: EventTime) -> Decoded {
-        bytes.withUnsafeBufferPointer { decode($0, firstLine: firstLine, defaultTime: defaultTime) }
+    /// Decodes every non-blank line of `bytes`, refusing what `admission` does not take.
+    public static func decode(_ bytes: [UInt8], firstLine: Int = 1, defaultTime: EventTime, admission: EventAdmission = .anyEvent) -> Decoded {
+        bytes.withUnsafeBufferPointer { decode($0, firstLine: firstLine, defaultTime: defaultTime, admission: admission) }
     }
 }

@@ -3,20 +3,17 @@ public import RelayLog
 import Synchronization
 
 /// Appends validated events durably and says what to answer: the one ingest path, shared by every
-/// endpoint of `serve` and by `campaign-relay ingest`, so the integration-key rule and the
-/// metrics apply to files too.
+/// endpoint of `serve` and by `campaign-relay ingest`, so the metrics count files too. (The
+/// integration-key rule is applied where events are decoded: ``EventAdmission``.)
 public final class EventIngestor: Sendable {
     let log: WriteAheadLog
     let metrics: RelayMetrics
-    let integrationKeys: Set<String>
     private let shuttingDown = Atomic<Bool>(false)
 
-    /// An ingestor appending to `log`, counting in `metrics`, refusing events whose integration key
-    /// is not in `integrationKeys` (empty: any key).
-    public init(log: WriteAheadLog, metrics: RelayMetrics, integrationKeys: Set<String>) {
+    /// An ingestor appending to `log`, counting in `metrics`.
+    public init(log: WriteAheadLog, metrics: RelayMetrics) {
         self.log = log
         self.metrics = metrics
-        self.integrationKeys = integrationKeys
     }
 
     /// Refuses new events from now on (graceful shutdown).
@@ -35,23 +32,6 @@ public final class EventIngestor: Sendable {
             case .unavailable(let message, _): message
             }
         }
-    }
-
-    /// The integration-key rule (`--integration-key`), for one event; `nil` when allowed.
-    public func keyProblem(_ event: Event) -> EventInputError? {
-        Self.keyProblem(event, allowed: integrationKeys)
-    }
-
-    /// The integration-key rule for one event against the keys `allowed` (empty: any key).
-    public static func keyProblem(_ event: Event, allowed integrationKeys: Set<String>) -> EventInputError? {
-        guard !integrationKeys.isEmpty else { return nil }
-        let key: String?
-        switch event {
-        case .tracking(let hit): key = hit.integrationKey
-        case .registration(let registration): key = registration.integrationKey
-        }
-        guard let key, !integrationKeys.contains(key) else { return nil }
-        return EventInputError(field: "integrationKey", "integration key \(key.quotedForMessage) is not known to this relay (UnknownUUID)")
     }
 
     /// Appends `events` durably; returns their sequence numbers once fdatasync'ed.

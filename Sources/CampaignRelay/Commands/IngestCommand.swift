@@ -72,9 +72,10 @@ struct IngestCommand: AsyncParsableCommand {
             logger.notice(
                 "the log is held by a running server; handing the events to it", metadata: ["server": "\(server.url)", "pid": "\(server.pid)"])
         }
-        // The one ingest path: the same appends, key rule and counters as serve's endpoints.
-        let allowedKeys = Set(integrationKey)
-        let ingestor = wal.map { EventIngestor(log: $0, metrics: RelayMetrics(version: RelayVersion.current), integrationKeys: allowedKeys) }
+        // The one ingest path: the same appends and counters as serve's endpoints, and the same
+        // key rule, applied where the lines are decoded.
+        let admission = EventAdmission(integrationKeys: Set(integrationKey))
+        let ingestor = wal.map { EventIngestor(log: $0, metrics: RelayMetrics(version: RelayVersion.current)) }
         var summary = IngestSummary()
         var progress = ProgressLine(enabled: !common.json)
         var errors = StandardOutput.error()
@@ -92,20 +93,6 @@ struct IngestCommand: AsyncParsableCommand {
             guard failure == nil, !decoded.events.isEmpty else { return }
             var events = decoded.events
             var lines = decoded.eventLines
-            if !allowedKeys.isEmpty {
-                // Only with --integration-key: otherwise the batch goes on as decoded, uncopied.
-                (events, lines) = ([], [])
-                for (event, line) in zip(decoded.events, decoded.eventLines) {
-                    if let problem = EventIngestor.keyProblem(event, allowed: allowedKeys) {
-                        summary.reject(EventLines.Rejection(line: line, error: problem))
-                        if !common.json { errors.line("line \(line): \(problem.message)") }
-                        continue
-                    }
-                    events.append(event)
-                    lines.append(line)
-                }
-                errors.flush()
-            }
             while !events.isEmpty {
                 let range: Range<UInt64>
                 if let ingestor {
@@ -158,7 +145,8 @@ struct IngestCommand: AsyncParsableCommand {
         // Decode ahead on the other core while the previous chunk is compressed and synced.
         while failure == nil, let chunk = try await source.next() {
             let defaultTime = EventTime.now()
-            inFlight.append(Task.detached { (EventLines.decode(chunk.bytes, firstLine: chunk.firstLine, defaultTime: defaultTime), chunk) })
+            inFlight.append(
+                Task.detached { (EventLines.decode(chunk.bytes, firstLine: chunk.firstLine, defaultTime: defaultTime, admission: admission), chunk) })
             if inFlight.count >= 3 {
                 let (decoded, done) = await inFlight.removeFirst().value
                 await store(decoded, done)

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 public import CampaignProtocol
 public import NIOCore
 import NIOHTTP1
+public import NIOSSL
 import RelayCore
 
 /// The real transport: AsyncHTTPClient with keep-alive connections, a bounded number per host.
@@ -22,10 +23,21 @@ public final class HTTPClientTransport: CampaignTransport {
     /// that ask for one.
     ///
     /// - Throws: ``UpstreamTLS/Failure`` when `caFile` or `clientCertificate` cannot be used.
-    public init(
+    public convenience init(
         connectionsPerHost: Int = 8, retryStatuses: Set<Int> = DeliveryOutcome.defaultRetryStatuses, maximumRedirects: Int = 3,
         caFile: String? = nil, clientCertificate: UpstreamTLS.ClientCertificate? = nil, eventLoopGroup: (any EventLoopGroup)? = nil
     ) throws(UpstreamTLS.Failure) {
+        self.init(
+            connectionsPerHost: connectionsPerHost, retryStatuses: retryStatuses, maximumRedirects: maximumRedirects,
+            tls: try UpstreamTLS.clientConfiguration(trusting: caFile, presenting: clientCertificate), eventLoopGroup: eventLoopGroup)
+    }
+
+    /// A transport as above whose `https` connections use `tls`: the one TLS set-up of an upstream,
+    /// shared with the tracking host's pipeline (``TrackingHitPipeline``).
+    public init(
+        connectionsPerHost: Int = 8, retryStatuses: Set<Int> = DeliveryOutcome.defaultRetryStatuses, maximumRedirects: Int = 3,
+        tls: TLSConfiguration, eventLoopGroup: (any EventLoopGroup)? = nil
+    ) {
         var configuration = HTTPClient.Configuration()
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connectionsPerHost))
         // A refused connection fails the request at once: the lane's backoff and breaker decide
@@ -33,7 +45,7 @@ public final class HTTPClientTransport: CampaignTransport {
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .disabled
-        configuration.tlsConfiguration = try UpstreamTLS.clientConfiguration(trusting: caFile, presenting: clientCertificate)
+        configuration.tlsConfiguration = tls
         client = HTTPClient(eventLoopGroupProvider: eventLoopGroup.map { .shared($0) } ?? .singleton, configuration: configuration)
         self.retryStatuses = retryStatuses
         self.maximumRedirects = maximumRedirects

@@ -126,7 +126,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
             start = sequences.lowerBound
             end = sequences.upperBound
             times = range
-            reader = LogReader(walDirectory: directory, archiveDirectory: archive, from: start)
+            reader = LogReader(walDirectory: directory, archiveDirectory: archive, from: start, damageLogger: logger)
         }
         statistics.position = start
         defer { reader.close() }
@@ -153,9 +153,6 @@ public actor UploadLane: BlockingActor, BreakerGate {
                     }
                     do {
                         let batch = try reader.read(maximumEvents: 4096, below: limit)
-                        for damage in batch.damage where damage.kind != .superseded {
-                            logger.error("skipping damaged log bytes; their events cannot be forwarded", metadata: ["damage": "\(damage)"])
-                        }
                         machine.read(batch.events, limit: limit)
                     } catch {
                         logger.error("reading the log failed; retrying in a second", metadata: ["error": "\(error)"])

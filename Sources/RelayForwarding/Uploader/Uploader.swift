@@ -38,10 +38,10 @@ public actor Uploader {
         // Checked before the event loop starts, so a bad CA file leaves no thread behind.
         let tls = try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities)
         let upstream = UpstreamEventLoop(priority: configuration.threadPriority)
-        let transport = try HTTPClientTransport(
+        // One TLS set-up for both clients of the hosts: the pipeline's and the transport's.
+        let transport = HTTPClientTransport(
             connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses,
-            maximumRedirects: configuration.maximumRedirects,
-            caFile: configuration.trustedCertificateAuthorities, eventLoopGroup: upstream.group
+            maximumRedirects: configuration.maximumRedirects, tls: tls, eventLoopGroup: upstream.group
         )
         var lanes: [UploadLane] = []
         var pipelines: [TrackingHitPipeline?] = []

@@ -110,9 +110,6 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
                 try? await Task.sleep(for: .seconds(1))
                 continue
             }
-            for damage in batch.damage where damage.kind != .superseded {
-                logger.error("skipping damaged log bytes; their events cannot be handed on", metadata: ["damage": "\(damage)"])
-            }
             // Sequences the log holds no event for (damage) are covered too: the batch says the lane is past them.
             let batchEnd = batch.events.isEmpty ? end : batch.position
             // Request identities go along and the central relay drops them (docs/relay-protocol.md).

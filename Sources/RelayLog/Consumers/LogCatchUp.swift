@@ -4,7 +4,7 @@ package import RelayIO
 
 /// The loop of a consumer that keeps its position in its own store (SQLite's and PostgreSQL's
 /// aggregators, a rebuild): read the log in batches up to its durable end, decoding the next batch
-/// on a thread of its own while the consumer applies this one, skip damaged bytes with a log line,
+/// on a thread of its own while the consumer applies this one, skip damaged bytes (the log reports them once),
 /// move a position past each applied batch, and keep the consumer's retention cursor behind it.
 package enum LogCatchUp {
     /// Why a catch-up stopped early.
@@ -89,9 +89,6 @@ package enum LogCatchUp {
                 return await finish(.log(error), pending: nil)
             }
             if batch.position < end, !batch.events.isEmpty { pending = readNext() }
-            for damage in batch.damage where damage.kind != .superseded {
-                logger.error("skipping damaged log bytes; their events cannot be counted", metadata: ["damage": "\(damage)"])
-            }
             // Damaged frames up to the end leave nothing to read: move past them rather than loop.
             let next = batch.events.isEmpty ? end : batch.position
             if batch.events.isEmpty {

@@ -1,3 +1,4 @@
+public import Logging
 public import RelayCore
 
 /// Reads events from the log in sequence order, from any position, across segments.
@@ -12,6 +13,10 @@ public struct LogReader: Sendable {
     /// An archive of segments read where the log has none of that name (``SegmentArchive``).
     public let archiveDirectory: String?
     let fileSystem: any FileSystem
+    /// The log's decoder shared by its consumers (readers the log makes), or `nil` for a reader of its own.
+    let sharedDecoder: SharedFrameDecoder?
+    /// Where a reader of its own reports damage; a shared one reports through ``sharedDecoder``.
+    let damageLogger: Logger?
     /// The sequence number of the next event this reader returns (or the first after it, if that
     /// one is missing from the log).
     public private(set) var position: UInt64
@@ -24,12 +29,29 @@ public struct LogReader: Sendable {
 
     /// A reader of the log in `walDirectory` that starts at sequence `position`; with an
     /// `archiveDirectory`, the archive's segments fill in those the log no longer has (a
-    /// segment in both is read from the log).
-    public init(walDirectory: String, archiveDirectory: String? = nil, fileSystem: any FileSystem = PosixFileSystem(), from position: UInt64) {
+    /// segment in both is read from the log). With a `damageLogger`, each damage it passes over
+    /// is logged there too (a consumer of an open log gets its reader from the log instead, which
+    /// reports damage once for all its consumers).
+    public init(
+        walDirectory: String, archiveDirectory: String? = nil, fileSystem: any FileSystem = PosixFileSystem(), from position: UInt64,
+        damageLogger: Logger? = nil
+    ) {
+        self.init(
+            walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: position, sharedDecoder: nil,
+            damageLogger: damageLogger)
+    }
+
+    /// A reader that decodes through `sharedDecoder` (the log's, for its consumers).
+    init(
+        walDirectory: String, archiveDirectory: String?, fileSystem: any FileSystem, from position: UInt64, sharedDecoder: SharedFrameDecoder?,
+        damageLogger: Logger?
+    ) {
         self.walDirectory = walDirectory
         self.archiveDirectory = archiveDirectory
         self.fileSystem = fileSystem
         self.position = max(position, 1)
+        self.sharedDecoder = sharedDecoder
+        self.damageLogger = damageLogger
     }
 
     /// The last listing: which segments are read from the archive (the log has none of that name).
@@ -76,21 +98,29 @@ public struct LogReader: Sendable {
             case .frame(let header, let offset, let stored):
                 if let boundary = nextSegmentStart, header.firstSequence >= boundary {
                     // Written before an fdatasync failure, never acknowledged, rewritten in the next segment.
-                    batch.damage.append(
+                    record(
                         LogDamage(
                             kind: .superseded, segment: name, range: offset..<(offset + Int64(header.frameSize)),
-                            reason: "frame \(header.firstSequence) is superseded by segment \(boundary)"))
+                            reason: "frame \(header.firstSequence) is superseded by segment \(boundary)"), in: &batch)
                     continue
                 }
                 guard header.endSequence > position else { continue }
                 let events: [Event]
                 do {
-                    events = try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in
-                        try Frame.decodeEvents(header, stored: buffer)
+                    let decode = { () throws(EventBinaryCodec.DecodingError) -> [Event] in
+                        try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in
+                            try Frame.decodeEvents(header, stored: buffer)
+                        }
+                    }
+                    if let sharedDecoder {
+                        events = try sharedDecoder.events(segment: segments[segmentIndex], offset: offset, header: header, decode: decode)
+                    } else {
+                        events = try decode()
                     }
                 } catch {
-                    batch.damage.append(
-                        LogDamage(kind: .undecodable, segment: name, range: offset..<(offset + Int64(header.frameSize)), reason: error.description))
+                    record(
+                        LogDamage(kind: .undecodable, segment: name, range: offset..<(offset + Int64(header.frameSize)), reason: error.description),
+                        in: &batch)
                     continue
                 }
                 buffered = []
@@ -102,7 +132,7 @@ public struct LogReader: Sendable {
                 bufferedIndex = 0
                 return true
             case .damaged(let range, let reason):
-                batch.damage.append(LogDamage(kind: .corruptFrame, segment: name, range: range, reason: reason))
+                record(LogDamage(kind: .corruptFrame, segment: name, range: range, reason: reason), in: &batch)
             case .damagedTail(let range, let reason):
                 if nextSegmentStart == nil {
                     // The end of the newest segment: perhaps a frame still being written. Look again next time.
@@ -110,7 +140,7 @@ public struct LogReader: Sendable {
                     if try hasNewerSegment() { continue }
                     return false
                 }
-                batch.damage.append(LogDamage(kind: .tornTail, segment: name, range: range, reason: reason))
+                record(LogDamage(kind: .tornTail, segment: name, range: range, reason: reason), in: &batch)
                 try advanceSegment()
             case .end:
                 if nextSegmentStart == nil {
@@ -122,6 +152,17 @@ public struct LogReader: Sendable {
                 }
                 try advanceSegment()
             }
+        }
+    }
+
+    /// Adds `damage` to the batch and reports it: once for all the log's consumers, or to this
+    /// reader's own logger.
+    private func record(_ damage: LogDamage, in batch: inout LogReadBatch) {
+        batch.damage.append(damage)
+        if let sharedDecoder {
+            sharedDecoder.report(damage)
+        } else if let damageLogger, damage.kind != .superseded {
+            SharedFrameDecoder.log(damage, to: damageLogger)
         }
     }
 

@@ -25,6 +25,8 @@ public actor WriteAheadLog {
     public nonisolated let recoveryReport: RecoveryReport
     /// The file layer in use.
     nonisolated let fileSystem: any FileSystem
+    /// Decodes each frame once for all the readers the log makes, and reports their damage once.
+    package nonisolated let sharedDecoder: SharedFrameDecoder
     /// The data directory's relay id and epochs, as opening the log found or made them.
     public nonisolated let identity: RelayIdentity
 
@@ -210,6 +212,7 @@ public actor WriteAheadLog {
         self.io = io
         self.cursorIO = BlockingExecutor(name: "wal-cursors")
         self.logger = logger
+        self.sharedDecoder = SharedFrameDecoder(logger: logger)
     }
 
     /// Every event below this sequence number is durable; readers must not read past it.
@@ -410,8 +413,13 @@ public actor WriteAheadLog {
     /// A reader of this log from sequence `position`, with the segments of `archiveDirectory`
     /// filling in those the log no longer has. It reads what is on disk: pass
     /// ``durableSequence`` as its limit to read only what is acknowledged.
+    ///
+    /// The readers of one log share its decoding (``SharedFrameDecoder``): a frame read by several
+    /// consumers is decoded once, and damage they pass over is logged once.
     public nonisolated func reader(from position: UInt64, archiveDirectory: String? = nil) -> LogReader {
-        LogReader(walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: position)
+        LogReader(
+            walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: position, sharedDecoder: sharedDecoder,
+            damageLogger: nil)
     }
 
     /// The first event at or after `sequence` and below `limit` (one frame decoded), or `nil`.

@@ -91,7 +91,7 @@ struct ServerComponents {
         return ServerComponents(
             configuration: configuration, log: log, metrics: metrics, history: history, store: store, idempotency: idempotency,
             aggregator: aggregator, uploader: uploader, relayLane: relayLane, fleet: fleet,
-            ingestor: EventIngestor(log: log, metrics: metrics, integrationKeys: configuration.integrationKeys), logger: logger)
+            ingestor: EventIngestor(log: log, metrics: metrics), logger: logger)
     }
 
     /// The routes `serve` answers, in the order they are added (the admin token and route rules
@@ -103,10 +103,12 @@ struct ServerComponents {
         var groups: [any RouteGroup] = [
             SDKRoutes(
                 ingestor: ingestor, maximumFormBytes: configuration.maximumFormBytes,
-                unknownFields: UnknownFormFields(metrics: metrics, logger: logger)),
+                unknownFields: UnknownFormFields(metrics: metrics, logger: logger),
+                admission: EventAdmission(integrationKeys: configuration.integrationKeys)),
             EventsRoute(
                 ingestor: ingestor, idempotency: idempotency, maximumBytes: configuration.maximumBatchBytes,
-                maximumEvents: configuration.maximumBatchEvents),
+                maximumEvents: configuration.maximumBatchEvents,
+                admission: EventAdmission(integrationKeys: configuration.integrationKeys, refusesRelaySetFields: true)),
             AdminRoutes(
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store, log: log,
                 upstream: relayLane?.lane, fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }),

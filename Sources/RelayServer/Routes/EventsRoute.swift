@@ -12,6 +12,8 @@ struct EventsRoute: RouteGroup, Sendable {
     let idempotency: IdempotencyStore
     let maximumBytes: Int
     let maximumEvents: Int
+    /// The integration-key rule, and the fields only relays set, refused where the batch is decoded.
+    let admission: EventAdmission
     /// Where the log is read back for a request retried after a crash (blocking reads).
     let logReads = BlockingExecutor(name: "idempotency-log")
 
@@ -91,32 +93,12 @@ struct EventsRoute: RouteGroup, Sendable {
     /// from `start` on are found by that identity and not stored again.
     private func ingest(_ body: [UInt8], defaultTime: EventTime, key: String? = nil, resumingAfterCrashFrom start: UInt64? = nil) async -> Outcome {
         var events: [Event]
-        switch EventBatchDecoder.decode(body, defaultTime: defaultTime, maximumEvents: maximumEvents) {
+        switch EventBatchDecoder.decode(body, defaultTime: defaultTime, maximumEvents: maximumEvents, admission: admission) {
         case .failure(let problems):
             return refused(problems.list)
         case .success(let decoded):
             events = decoded
         }
-        // One pass over the batch for both rules, so the problems come in batch order.
-        var problems: [EventBatchDecoder.Problem] = []
-        for (index, event) in events.enumerated() {
-            if let problem = ingestor.keyProblem(event) {
-                problems.append(EventBatchDecoder.Problem(index: index, field: problem.field, message: problem.message))
-            }
-            if event.request != nil {
-                problems.append(
-                    EventBatchDecoder.Problem(
-                        index: index, field: "request", message: "request is set by the relay for a request with an Idempotency-Key; leave it out")
-                )
-            }
-            if event.chain != nil {
-                problems.append(
-                    EventBatchDecoder.Problem(
-                        index: index, field: "relayOrigin", message: "relayOrigin is set by relays handing events to one another; leave it out")
-                )
-            }
-        }
-        if !problems.isEmpty { return refused(problems) }
         let total = events.count
         // After a crash between the append and the answer, some or all of the events may be in the log.
         var stored: [Int: UInt64] = [:]

@@ -11,6 +11,8 @@ struct SDKRoutes: RouteGroup, Sendable {
     let ingestor: EventIngestor
     let maximumFormBytes: Int
     let unknownFields: UnknownFormFields
+    /// The integration-key rule (`--integration-key`), applied to each registration as it is decoded.
+    let admission: EventAdmission
 
     func add(to routes: RouteTable) {
         let registrations = routes.ingest(ingestor, maximumBodyBytes: maximumFormBytes, json: false)
@@ -39,7 +41,7 @@ struct SDKRoutes: RouteGroup, Sendable {
             return rejected(error.message)
         }
         let event = Event.registration(form.registration)
-        if let problem = ingestor.keyProblem(event) { return rejected(problem.message) }
+        if let problem = admission.problems(of: event).first { return rejected(problem.message) }
         if !form.unknownFields.isEmpty { unknownFields.saw(form.unknownFields, platform: platform) }
         return await store(event)
     }

@@ -1,0 +1,58 @@
+/// What a way in takes of a decoded event beyond its syntax: the integration-key rule
+/// (`--integration-key`) and, where producers hand events in, the fields only relays set.
+///
+/// It is applied where events are decoded (``problems(of:)``, called by the JSON decoders and by
+/// the SDK routes), once for every way in: an SDK registration, `POST /v1/events` and
+/// `campaign-relay ingest` refuse the same keys with the same words, and a refused event is
+/// reported as a problem of its line or index like any other.
+public struct EventAdmission: Sendable, Hashable {
+    /// The integration keys whose events are taken; empty: any key.
+    public var integrationKeys: Set<String>
+    /// Whether a request identity (`request`) or a relay origin (`relayOrigin`) is refused: they
+    /// are set by the relay for keyed requests and by relays handing events to one another, never
+    /// by a producer posting events.
+    public var refusesRelaySetFields: Bool
+
+    /// Takes events of `integrationKeys` (empty: any key), refusing the fields only relays set when
+    /// `refusesRelaySetFields`.
+    public init(integrationKeys: Set<String> = [], refusesRelaySetFields: Bool = false) {
+        self.integrationKeys = integrationKeys
+        self.refusesRelaySetFields = refusesRelaySetFields
+    }
+
+    /// Takes every event that decodes.
+    public static let anyEvent = EventAdmission()
+
+    /// Whether every event that decodes is taken (nothing to check).
+    public var takesEveryEvent: Bool { integrationKeys.isEmpty && !refusesRelaySetFields }
+
+    /// Why `event` is not taken, in field order (integration key, request, relay origin); empty
+    /// when it is.
+    public func problems(of event: Event) -> [EventInputError] {
+        guard !takesEveryEvent else { return [] }
+        var problems: [EventInputError] = []
+        if let problem = keyProblem(of: event) { problems.append(problem) }
+        if refusesRelaySetFields {
+            if event.request != nil {
+                problems.append(EventInputError(field: "request", "request is set by the relay for a request with an Idempotency-Key; leave it out"))
+            }
+            if event.chain != nil {
+                problems.append(
+                    EventInputError(field: "relayOrigin", "relayOrigin is set by relays handing events to one another; leave it out"))
+            }
+        }
+        return problems
+    }
+
+    /// The integration-key rule alone; `nil` when the event's key is allowed (or it has none).
+    public func keyProblem(of event: Event) -> EventInputError? {
+        guard !integrationKeys.isEmpty else { return nil }
+        let key: String?
+        switch event {
+        case .tracking(let hit): key = hit.integrationKey
+        case .registration(let registration): key = registration.integrationKey
+        }
+        guard let key, !integrationKeys.contains(key) else { return nil }
+        return EventInputError(field: "integrationKey", "integration key \(key.quotedForMessage) is not known to this relay (UnknownUUID)")
+    }
+}

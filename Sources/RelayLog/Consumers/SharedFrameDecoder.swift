@@ -1,0 +1,177 @@
+package import Logging
+import NIOConcurrencyHelpers
+import RelayCore
+
+/// The read side of the consumer layer: the frames the log's consumers read lately, decoded once
+/// and handed to every consumer that reads them, and the damage they met, reported once.
+///
+/// Every reader the log makes (``WriteAheadLog/reader(from:archiveDirectory:)``) goes through the
+/// log's decoder. A consumer still reads and checks each frame's bytes itself (the header and
+/// payload CRCs, a few `pread`s from the page cache), so that what it takes is exactly what a reader
+/// of its own would take; only inflating and decoding the payload, most of a read's cost, is
+/// shared. The first consumer to reach a frame decodes it; one that reaches it while that runs
+/// waits for the result rather than decoding it again; later ones take it from memory. The newest
+/// ``capacity`` events stay: a consumer that has fallen further behind finds its frames gone and
+/// decodes them alone, without keeping them, until it catches up. The others never wait for it,
+/// and memory stays bounded.
+///
+/// A frame is known by its segment, its offset in it and its payload's CRC: a segment's frames
+/// never change once durable, and a frame rewritten at the same place after a crash has another
+/// payload.
+package final class SharedFrameDecoder: Sendable {
+    /// Decoded events kept for readers that come later, at most (plus the frames being decoded).
+    package let capacity: Int
+    private let logger: Logger
+    private let state = NIOLockedValueBox(State())
+
+    /// Damage records kept to report each once; older ones may be reported again.
+    static let rememberedDamage = 1024
+
+    private struct Key: Hashable {
+        var segment: UInt64
+        var offset: Int64
+        var payloadCRC: UInt32
+    }
+
+    private struct Entry {
+        var slot: Slot
+        /// The events counted against ``capacity`` (0 while being decoded).
+        var events: Int
+    }
+
+    private struct State {
+        var entries: [Key: Entry] = [:]
+        /// The keys kept, by first sequence (frames come nearly always in order, so a new key
+        /// goes at the end); those before ``head`` have left.
+        var order: [(firstSequence: UInt64, key: Key)] = []
+        var head = 0
+        var events = 0
+        var reportedDamage: Set<LogDamage> = []
+        var damageOrder: [LogDamage] = []
+        /// Figures for tests and benchmarks.
+        var decoded = 0
+        var shared = 0
+
+        /// Where a frame starting at `firstSequence` goes in ``order``.
+        func insertionIndex(of firstSequence: UInt64) -> Int {
+            var low = head
+            var high = order.count
+            while low < high {
+                let middle = (low + high) / 2
+                if order[middle].firstSequence <= firstSequence { low = middle + 1 } else { high = middle }
+            }
+            return low
+        }
+    }
+
+    /// How many frames were decoded, and how many reads were answered from a decoding by another reader.
+    package var figures: (decoded: Int, shared: Int) {
+        state.withLockedValue { ($0.decoded, $0.shared) }
+    }
+
+    /// A decoder keeping up to `capacity` decoded events, reporting damage to `logger`.
+    package init(capacity: Int = 16_384, logger: Logger) {
+        self.capacity = max(0, capacity)
+        self.logger = logger
+    }
+
+    /// The events of the frame at `offset` of the segment starting at `segment`, decoded by
+    /// `decode` unless another reader decoded (or is decoding) the same frame.
+    ///
+    /// It may wait for another reader's decoding: call it, as every read of the log, from a
+    /// thread made for blocking calls.
+    func events(
+        segment: UInt64, offset: Int64, header: FrameHeader, decode: () throws(EventBinaryCodec.DecodingError) -> [Event]
+    ) throws(EventBinaryCodec.DecodingError) -> [Event] {
+        let key = Key(segment: segment, offset: offset, payloadCRC: header.payloadCRC)
+        let (slot, decodes) = state.withLockedValue { state -> (Slot?, Bool) in
+            if let entry = state.entries[key] {
+                state.shared += 1
+                return (entry.slot, false)
+            }
+            state.decoded += 1
+            // With the memory full, a frame older than every frame kept is read by a consumer that
+            // fell behind: it decodes alone, rather than push out the frames the consumers at the
+            // end of the log are about to read.
+            if state.events >= capacity, state.head < state.order.count, header.firstSequence < state.order[state.head].firstSequence {
+                return (nil, true)
+            }
+            let slot = Slot()
+            state.entries[key] = Entry(slot: slot, events: 0)
+            state.order.insert((header.firstSequence, key), at: state.insertionIndex(of: header.firstSequence))
+            return (slot, true)
+        }
+        guard let slot else { return try decode() }
+        guard decodes else { return try slot.wait().get() }
+        let result: Result<[Event], EventBinaryCodec.DecodingError>
+        do {
+            result = .success(try decode())
+        } catch {
+            result = .failure(error)
+        }
+        // Fulfilled whatever happened, so no reader waiting for it can be left behind.
+        slot.fulfil(result)
+        keep(key, slot: slot, events: (try? result.get().count) ?? 1)
+        return try result.get()
+    }
+
+    /// Counts a decoded frame against the capacity and lets the frames of the lowest sequence
+    /// numbers go past it.
+    private func keep(_ key: Key, slot: Slot, events: Int) {
+        state.withLockedValue { state in
+            if var entry = state.entries[key], entry.slot === slot {
+                entry.events = events
+                state.entries[key] = entry
+                state.events += events
+            }
+            while state.events > capacity, state.head < state.order.count {
+                let oldest = state.order[state.head].key
+                state.head += 1
+                if let gone = state.entries.removeValue(forKey: oldest) { state.events -= gone.events }
+            }
+            if state.head > 64, state.head * 2 > state.order.count {
+                state.order.removeFirst(state.head)
+                state.head = 0
+            }
+        }
+    }
+
+    /// Logs `damage` unless a reader of the log already did: every consumer passes over the same
+    /// damaged bytes, and one line says so for all of them.
+    func report(_ damage: LogDamage) {
+        guard damage.kind != .superseded else { return }
+        let isNew = state.withLockedValue { state -> Bool in
+            guard state.reportedDamage.insert(damage).inserted else { return false }
+            state.damageOrder.append(damage)
+            if state.damageOrder.count > Self.rememberedDamage {
+                state.reportedDamage.remove(state.damageOrder.removeFirst())
+            }
+            return true
+        }
+        if isNew { Self.log(damage, to: logger) }
+    }
+
+    /// The one line that reports damaged bytes the log's readers pass over.
+    static func log(_ damage: LogDamage, to logger: Logger) {
+        logger.error("skipping damaged log bytes; their events cannot be counted or forwarded", metadata: ["damage": "\(damage)"])
+    }
+
+    /// One frame's decoding, which readers wait on while its first reader decodes it.
+    private final class Slot: Sendable {
+        private let ready = ConditionLock(value: false)
+        private let outcome = NIOLockedValueBox<Result<[Event], EventBinaryCodec.DecodingError>?>(nil)
+
+        func fulfil(_ result: Result<[Event], EventBinaryCodec.DecodingError>) {
+            ready.lock()
+            outcome.withLockedValue { $0 = result }
+            ready.unlock(withValue: true)
+        }
+
+        func wait() -> Result<[Event], EventBinaryCodec.DecodingError> {
+            ready.lock(whenValue: true)
+            defer { ready.unlock() }
+            // Set before `ready` became true, under the same lock.
+            return outcome.withLockedValue { $0 } ?? .failure(EventBinaryCodec.DecodingError(offset: 0, reason: "frame decoding was lost"))
+        }
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import RelayCore
+import RelayTestSupport
+import Testing
+
+@testable import RelayLog
+
+/// The consumer layer's read side: a frame read by several consumers of one log is decoded once,
+/// a consumer far behind decodes alone, and damage is reported once for all of them.
+@Suite("Shared frame decoder")
+struct SharedFrameDecoderTests {
+    /// Writes `batches` appends of 100 events (one frame each) and returns the open log.
+    func filledLog(_ directory: String, batches: Int, logger: Logger = quietLogger) async throws -> WriteAheadLog {
+        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: logger)
+        for batch in 0..<batches {
+            _ = try await log.append((1...100).map { TestEvents.tracking(Int64(batch * 100) + $0) })
+        }
+        return log
+    }
+
+    /// Every event a reader gives from `position`, in batches of `batchSize`.
+    func drain(_ reader: LogReader, batchSize: Int, below limit: UInt64) throws -> [SequencedEvent] {
+        var reader = reader
+        defer { reader.close() }
+        var events: [SequencedEvent] = []
+        while true {
+            let batch = try reader.read(maximumEvents: batchSize, below: limit)
+            if batch.events.isEmpty { break }
+            events += batch.events
+        }
+        return events
+    }
+
+    @Test("three consumers of one log read 30 frames: each frame decoded once, 60 reads shared, the events those of a reader of its own")
+    func threeConsumersDecodeOnce() async throws {
+        let directory = temporaryDirectory("shared-decode")
+        defer { removeTree(directory) }
+        let log = try await filledLog(directory, batches: 30)
+        let end = await log.durableSequence
+        let alone = try readAll(directory, fileSystem: PosixFileSystem()).events
+        #expect(alone.count == 3000)
+        // Different batch sizes, so the consumers stop in different places of the same frames.
+        let read = try [37, 100, 4096].map { try drain(log.reader(from: 1), batchSize: $0, below: end) }
+        for events in read {
+            #expect(events.map(\.sequence) == alone.map(\.sequence))
+            #expect(events.map(\.event) == alone.map(\.event))
+        }
+        let figures = log.sharedDecoder.figures
+        #expect(figures.decoded == 30)
+        #expect(figures.shared == 60)
+        await log.close()
+    }
+
+    @Test("readers on four threads at once: every frame decoded once, every reader gets all 2,000 events")
+    func concurrentReadersWaitForOneDecoding() async throws {
+        let directory = temporaryDirectory("shared-concurrent")
+        defer { removeTree(directory) }
+        let log = try await filledLog(directory, batches: 20)
+        let end = await log.durableSequence
+        let alone = try readAll(directory, fileSystem: PosixFileSystem()).events
+        let results = NIOLockedValueBox<[[SequencedEvent]]>([])
+        let threads = (0..<4).map { _ in
+            let reader = log.reader(from: 1)
+            return Thread {
+                let events = (try? drain(reader, batchSize: 50, below: end)) ?? []
+                results.withLockedValue { $0.append(events) }
+            }
+        }
+        for thread in threads { thread.start() }
+        try await waitFor("four readers to finish") { results.withLockedValue { $0.count } == 4 }
+        for events in results.withLockedValue({ $0 }) {
+            #expect(events.map(\.event) == alone.map(\.event))
+        }
+        let figures = log.sharedDecoder.figures
+        #expect(figures.decoded == 20)
+        #expect(figures.shared == 60)
+        await log.close()
+    }
+
+    @Test("with its memory full, a reader behind every frame kept decodes alone, and the newest frames stay shared")
+    func laggardReadsAlone() async throws {
+        let directory = temporaryDirectory("shared-laggard")
+        defer { removeTree(directory) }
+        let log = try await filledLog(directory, batches: 10)
+        await log.close()
+        let decoder = SharedFrameDecoder(capacity: 300, logger: quietLogger)
+        func reader(from position: UInt64) -> LogReader {
+            LogReader(
+                walDirectory: LogLayout(dataDirectory: directory).walDirectory, archiveDirectory: nil, fileSystem: PosixFileSystem(), from: position,
+                sharedDecoder: decoder, damageLogger: nil)
+        }
+        // The leader reads 10 frames of 100 events to the end: the newest 300 events stay (frames 8 to 10).
+        #expect(try drain(reader(from: 1), batchSize: 1000, below: 1001).count == 1000)
+        #expect(decoder.figures == (decoded: 10, shared: 0))
+        // A follower within them shares the three frames.
+        #expect(try drain(reader(from: 701), batchSize: 1000, below: 1001).count == 300)
+        #expect(decoder.figures == (decoded: 10, shared: 3))
+        // A follower far behind decodes frames 1 to 7 alone, keeping none of them, so frames 8 to
+        // 10 are still there for it to share.
+        #expect(try drain(reader(from: 1), batchSize: 1000, below: 1001).count == 1000)
+        #expect(decoder.figures == (decoded: 17, shared: 6))
+    }
+
+    @Test("damage three consumers pass over is logged once, and each consumer still learns of it")
+    func damageReportedOnce() async throws {
+        let directory = temporaryDirectory("shared-damage")
+        defer { removeTree(directory) }
+        let first = try await filledLog(directory, batches: 5)
+        await first.close()
+        let wal = LogLayout(dataDirectory: directory).walDirectory
+        let fileSystem = PosixFileSystem()
+        let segment = try #require(try fileSystem.listDirectory(wal).filter { $0.hasSuffix(".wal") }.sorted().first)
+        // The third frame's payload: flipped after the log was opened, as a bit rots under a running relay.
+        let lines = CapturedLines()
+        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: Logger(label: "test") { _ in lines })
+        let starts = try frameOffsets(fileSystem.readFile("\(wal)/\(segment)"))
+        let handle = try fileSystem.open("\(wal)/\(segment)", create: false)
+        var byte = try handle.read(at: starts[2] + Int64(FrameHeader.size) + 7, count: 1)
+        byte[0] ^= 0x10
+        try handle.write(byte, at: starts[2] + Int64(FrameHeader.size) + 7)
+        handle.close()
+        let end = await log.durableSequence
+        for _ in 0..<3 {
+            var reader = log.reader(from: 1)
+            var damage: [LogDamage] = []
+            var events = 0
+            while true {
+                let batch = try reader.read(maximumEvents: 1000, below: end)
+                damage += batch.damage
+                if batch.events.isEmpty { break }
+                events += batch.events.count
+            }
+            reader.close()
+            #expect(events == 400)
+            #expect(damage.map(\.kind) == [.corruptFrame])
+        }
+        let reported = lines.messages.filter { $0.hasPrefix("skipping damaged log bytes") }
+        #expect(reported.count == 1, "\(reported)")
+        await log.close()
+    }
+}
+
+/// Offsets of the frames of a segment's bytes, up to the first byte that does not start a frame header.
+func frameOffsets(_ bytes: [UInt8]) -> [Int64] {
+    var offset = SegmentHeader.size
+    var starts: [Int64] = []
+    while offset + FrameHeader.size <= bytes.count,
+        case .success(let header) = bytes[offset..<(offset + FrameHeader.size)].withUnsafeBufferPointer({ FrameHeader.decode($0) })
+    {
+        starts.append(Int64(offset))
+        offset += header.frameSize
+    }
+    return starts
+}
+
+/// A log handler that keeps every message, for tests that assert on what was logged.
+final class CapturedLines: LogHandler, Sendable {
+    private let stored = NIOLockedValueBox<[String]>([])
+    var messages: [String] { stored.withLockedValue { $0 } }
+    var metadata: Logger.Metadata {
+        get { [:] }
+        set {}
+    }
+    var logLevel: Logger.Level {
+        get { .trace }
+        set {}
+    }
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { nil }
+        set {}
+    }
+    func log(event: LogEvent) {
+        stored.withLockedValue { $0.append(event.message.description) }
+    }
+}
