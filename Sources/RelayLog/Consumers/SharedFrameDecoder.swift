@@ -33,6 +33,16 @@ package final class SharedFrameDecoder: Sendable {
         var payloadCRC: UInt32
     }
 
+    /// What a reader does about a frame.
+    private enum Role {
+        /// Decode it without keeping it (it is older than every frame kept).
+        case alone
+        /// Take the decoding another reader did or is doing.
+        case waiter(Slot)
+        /// Decode it for everyone, into this slot.
+        case decoder(Slot)
+    }
+
     private struct Entry {
         var slot: Slot
         /// The events counted against ``capacity`` (0 while being decoded).
@@ -84,25 +94,29 @@ package final class SharedFrameDecoder: Sendable {
         segment: UInt64, offset: Int64, header: FrameHeader, decode: () throws(EventBinaryCodec.DecodingError) -> [Event]
     ) throws(EventBinaryCodec.DecodingError) -> [Event] {
         let key = Key(segment: segment, offset: offset, payloadCRC: header.payloadCRC)
-        let (slot, decodes) = state.withLockedValue { state -> (Slot?, Bool) in
+        let role = state.withLockedValue { state -> Role in
             if let entry = state.entries[key] {
                 state.shared += 1
-                return (entry.slot, false)
+                return .waiter(entry.slot)
             }
             state.decoded += 1
             // With the memory full, a frame older than every frame kept is read by a consumer that
             // fell behind: it decodes alone, rather than push out the frames the consumers at the
             // end of the log are about to read.
             if state.events >= capacity, state.head < state.order.count, header.firstSequence < state.order[state.head].firstSequence {
-                return (nil, true)
+                return .alone
             }
             let slot = Slot()
             state.entries[key] = Entry(slot: slot, events: 0)
             state.order.insert((header.firstSequence, key), at: state.insertionIndex(of: header.firstSequence))
-            return (slot, true)
+            return .decoder(slot)
         }
-        guard let slot else { return try decode() }
-        guard decodes else { return try slot.wait().get() }
+        let slot: Slot
+        switch role {
+        case .alone: return try decode()
+        case .waiter(let decoding): return try decoding.wait().get()
+        case .decoder(let kept): slot = kept
+        }
         let result: Result<[Event], EventBinaryCodec.DecodingError>
         do {
             result = .success(try decode())
