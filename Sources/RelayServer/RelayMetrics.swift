@@ -20,16 +20,14 @@ public final class RelayMetrics: Sendable {
     let fsyncDuration: DurationHistogram
     let frameBytes: ValueHistogram
     let commitEvents: ValueHistogram
-    let uploadBacklogTracking: Gauge
-    let uploadBacklogMarketing: Gauge
-    let uploadBacklogRelay: Gauge
-    let upstreamUnreachable: Gauge
-    let oldestUnsentTracking: Gauge
-    let oldestUnsentMarketing: Gauge
-    let oldestUnsentRelay: Gauge
-    let upstreamOldestWaiting: Gauge
+    /// `relay_upload_retries_total` and `relay_upload_delivered_total`: one series each, which
+    /// every lane counts into (``laneMetrics(for:)``).
     let uploadRetries: Counter
     let uploadDelivered: Counter
+    /// `relay_upstream_unreachable_seconds` and `relay_upstream_oldest_waiting_seconds`, which the
+    /// relay lane's handles show (``laneMetrics(for:)``).
+    let upstreamUnreachable: Gauge
+    let upstreamOldestWaiting: Gauge
     let deadLetters: Gauge
     let aggregatorLag: Gauge
     /// Durable events not counted in the fleet's PostgreSQL yet (`serve --postgres-url`).
@@ -41,8 +39,8 @@ public final class RelayMetrics: Sendable {
     let segmentBytesRemoved: [SegmentRemoval.Reason: Counter]
     let segmentsArchived: Counter
     let process = ProcessMetrics()
-    /// The uploader's totals at the last sample, to turn them into counter increments.
-    private let uploadTotals = NIOLockedValueBox<(retries: Int, delivered: Int)>((0, 0))
+    /// Each lane's handles by lane name, made once (``laneMetrics(for:)``).
+    let lanes = NIOLockedValueBox<[String: LaneHandles]>([:])
     /// The series of `relay_http_requests_total` and `relay_http_request_duration_seconds` made so
     /// far; bounded like their labels (matched route patterns, methods, statuses).
     private let requestSeries = NIOLockedValueBox<[RequestSeriesKey: (Counter, DurationHistogram)]>([:])
@@ -78,18 +76,6 @@ public final class RelayMetrics: Sendable {
             descriptor: .named("relay_wal_commit_bytes", "Bytes written by each group commit."), buckets: sizeBuckets)
         commitEvents = registry.makeValueHistogram(
             descriptor: .named("relay_wal_commit_events", "Events in each group commit."), buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536])
-        let backlog = "Events of the log the uploader has not finished, by lane."
-        uploadBacklogTracking = registry.makeGauge(descriptor: .named("relay_upload_backlog", backlog), labels: [("lane", "tracking")])
-        uploadBacklogMarketing = registry.makeGauge(descriptor: .named("relay_upload_backlog", backlog), labels: [("lane", "marketing")])
-        uploadBacklogRelay = registry.makeGauge(descriptor: .named("relay_upload_backlog", backlog), labels: [("lane", "relay")])
-        let oldestUnsent =
-            "Age in seconds (by its event time) of the oldest event the destination is still owed: read for it and not delivered, dead-lettered or handed on yet; 0 when none is."
-        oldestUnsentTracking = registry.makeGauge(
-            descriptor: .named("relay_upload_oldest_unsent_seconds", oldestUnsent), labels: [("destination", "tracking")])
-        oldestUnsentMarketing = registry.makeGauge(
-            descriptor: .named("relay_upload_oldest_unsent_seconds", oldestUnsent), labels: [("destination", "marketing")])
-        oldestUnsentRelay = registry.makeGauge(
-            descriptor: .named("relay_upload_oldest_unsent_seconds", oldestUnsent), labels: [("destination", "relay")])
         upstreamUnreachable = registry.makeGauge(
             descriptor: .named(
                 "relay_upstream_unreachable_seconds", "How long the central relay (--upstream-relay) has not answered; 0 while it answers."))
@@ -125,26 +111,11 @@ public final class RelayMetrics: Sendable {
             descriptor: .named("relay_wal_last_durable_sequence", "Sequence number of the newest durable event (0: the log is empty)."))
         registry.makeGauge(descriptor: .named("relay_build_info", "The relay's version; always 1."), labels: [("version", version)]).set(Int64(1))
         process.register(in: registry)
-    }
-
-    /// The relay lane's state (`serve --upstream-relay`).
-    func record(upstream state: RelayUpstreamLane.UpstreamState) {
-        let now = EventTime.now().nanosecondsSinceEpoch
-        uploadBacklogRelay.set(Int64(clamping: state.backlog))
-        upstreamUnreachable.set(Self.age(of: state.unreachableSince, now: now))
-        let oldest = Self.age(of: state.oldestWaitingEvent, now: now)
-        upstreamOldestWaiting.set(oldest)
-        oldestUnsentRelay.set(oldest)
-    }
-
-    /// The upload lanes' state (`serve --tracking-host`, `--marketing-host`).
-    func record(lanes: [UploadLane.Kind: LaneStatistics]) {
-        let now = EventTime.now().nanosecondsSinceEpoch
-        uploadBacklogTracking.set(Int64(lanes[.tracking]?.backlog ?? 0))
-        uploadBacklogMarketing.set(Int64(lanes[.marketing]?.backlog ?? 0))
-        oldestUnsentTracking.set(Self.age(of: lanes[.tracking]?.oldestUnsentEvent, now: now))
-        oldestUnsentMarketing.set(Self.age(of: lanes[.marketing]?.oldestUnsentEvent, now: now))
-        recordUploadTotals(retries: lanes.values.reduce(0) { $0 + $1.retries }, delivered: lanes.values.reduce(0) { $0 + $1.delivered })
+        // Every destination's series, at 0 until a lane records: the ones the relay does not
+        // forward to stay at 0.
+        for lane in [UploadLane.Kind.tracking.rawValue, UploadLane.Kind.marketing.rawValue, RelayUpstreamLane.laneName] {
+            _ = laneMetrics(for: lane)
+        }
     }
 
     /// Seconds from `time` to `now` (nanoseconds since the epoch); 0 without a time, or for an
@@ -215,18 +186,9 @@ public final class RelayMetrics: Sendable {
         commitEvents.record(Double(commit.events))
     }
 
-    /// The uploader's running totals; the counters move by the difference since the last call.
-    func recordUploadTotals(retries: Int, delivered: Int) {
-        let (moreRetries, moreDelivered) = uploadTotals.withLockedValue { last -> (Int, Int) in
-            defer { last = (max(last.retries, retries), max(last.delivered, delivered)) }
-            return (max(0, retries - last.retries), max(0, delivered - last.delivered))
-        }
-        if moreRetries > 0 { uploadRetries.increment(by: Int64(moreRetries)) }
-        if moreDelivered > 0 { uploadDelivered.increment(by: Int64(moreDelivered)) }
-    }
-
-    /// The Prometheus text exposition, families sorted by name.
+    /// The Prometheus text exposition, families sorted by name; the lanes' ages as of now.
     public func render() -> [UInt8] {
+        showLaneAges(now: EventTime.now().nanosecondsSinceEpoch)
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return PrometheusExposition.sortedByFamily(buffer)

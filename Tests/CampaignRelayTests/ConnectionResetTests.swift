@@ -158,8 +158,8 @@ struct ConnectionResetTests {
             NetworkFaultLoad.field("distinct", try await http.get(campaign + "/emulator/hits").body) == stored
         }
         let received = try NetworkFaultLoad.receivedIds(try await http.get(campaign + "/emulator/hits?messages=1").body)
-        // The metrics copy the uploader's totals once a second; the sample that shows every event
-        // delivered also holds every retry made before the last delivery.
+        // The lanes count deliveries and retries as they happen; the scrape that shows every
+        // event delivered also holds every retry made before the last delivery.
         try await waitUntil("the metrics to show all \(stored) events delivered", seconds: 30) {
             RelayChainKillTests.sum("relay_upload_delivered_total", in: try await http.get(url + "/metrics").body) >= stored
         }

@@ -84,8 +84,9 @@ struct MetricsTests {
             {"kind":"track","action":"open","messageId":"2","deliveryId":"d","time":"\(old)"}]
             """
         #expect(try await http.post(server.url + "/v1/events", body).status == 200)
-        // The sampler writes the gauges once a second; the lane reads both events at once and the
-        // oldest by position is event 1, 30 s old, however old event 2 is.
+        // The lane records its oldest owed event as it reads, and a scrape shows its age; the lane
+        // reads both events at once and the oldest by position is event 1, 30 s old, however old
+        // event 2 is.
         var scrape = ""
         var tracking: Double?
         for _ in 0..<100 {

@@ -59,18 +59,23 @@ public actor UploadLane: BlockingActor, BreakerGate {
     let deduplicates: Bool
     /// Sends healthy-host batches of tracking hits in one event-loop hop each (tracking lanes).
     let pipeline: TrackingHitPipeline?
+    /// What the lane records as it happens (deliveries, retries, its backlog and oldest owed event).
+    let metrics: LaneMetrics
     var breaker: CircuitBreakerStateMachine
     private var random = SystemRandomNumberGenerator()
     private var statistics = LaneStatistics()
     private var nextPermitted: ContinuousClock.Instant = .now
 
     /// A lane for `kind` events to `host`. Registrations equal to the last one delivered for their
-    /// token are skipped when `deduplicates` (the normal uploader; replays resend everything).
+    /// token are skipped when `deduplicates` (the normal uploader; replays resend everything). The
+    /// lane records its deliveries, retries and gauges through `metrics` as they happen.
     public init(
         kind: Kind, host: CampaignHost, transport: any CampaignTransport, store: ForwardingStore, source: Source,
-        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger, pipeline: TrackingHitPipeline? = nil
+        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger, pipeline: TrackingHitPipeline? = nil,
+        metrics: LaneMetrics = .none
     ) {
         self.pipeline = kind == .tracking ? pipeline : nil
+        self.metrics = metrics
         self.kind = kind
         self.executor = BlockingExecutor(name: "lane-\(kind.rawValue)", priority: configuration.threadPriority)
         self.host = host
@@ -129,6 +134,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
             reader = LogReader(walDirectory: directory, archiveDirectory: archive, from: start, damageLogger: logger)
         }
         statistics.position = start
+        recordGauges()
         defer { reader.close() }
         var machine = UploadLaneStateMachine(
             settings: .init(
@@ -195,13 +201,22 @@ public actor UploadLane: BlockingActor, BreakerGate {
                 statistics.position = machine.progress.contiguous
                 statistics.passedOver = machine.passedOver
                 statistics.oldestUnsentEvent = machine.oldestOwedTime()
+                recordGauges()
                 if case .finish = action { break }
             }
         }
         statistics.position = machine.progress.contiguous
+        recordGauges()
         if let log, let position = machine.cursorToSave {
             try await log.commitCursor(kind.cursorName, to: position)
         }
+    }
+
+    /// Records the gauges that follow the lane's statistics: its backlog (position, end) and its
+    /// oldest owed event. Called wherever those may have moved.
+    private func recordGauges() {
+        metrics.backlog.record(statistics.backlog)
+        metrics.record(oldestUnsent: statistics.oldestUnsentEvent)
     }
 
     /// Waits as `--max-rate` asks.
@@ -229,6 +244,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
             case .delivered:
                 answered = true
                 statistics.delivered += 1
+                metrics.delivered.increment()
                 pipelinedDeliveries += 1
                 done.append(event.sequence)
             case .rejected(let status, let body):
@@ -243,6 +259,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
                 retry.append(event)
             case .retryable(let reason, let retryAfter, _, _):
                 statistics.retries += 1
+                metrics.retries.increment()
                 if firstFailure == nil { firstFailure = (reason, retryAfter) }
                 retry.append(event)
             case .notSent:
@@ -305,6 +322,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
             switch retry.answer(outcome, breakerOpened: breakerOpened, age: age, using: &random) {
             case .delivered:
                 statistics.delivered += 1
+                metrics.delivered.increment()
                 if deduplicates, case .registration(let registration) = event.event, registration.sdkForm == nil {
                     do { try await store.recordDelivered(registration) } catch {
                         logger.warning("could not remember a delivered registration; it may be sent again", metadata: ["error": "\(error)"])
@@ -334,6 +352,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
     /// the first failure since the host last answered.
     private func hostFailed(reason: String, retryAfter: Duration?) -> (breakerOpened: Bool, firstFailure: Bool) {
         statistics.retries += 1
+        metrics.retries.increment()
         let now = ContinuousClock.now
         let wasUp = breaker.failingSince == nil
         let firstFailure = statistics.lastFailure == nil

@@ -13,27 +13,29 @@ public actor Uploader {
     let upstream: UpstreamEventLoop
 
     /// An uploader for the open `log`, sending to whichever hosts are given from the lanes'
-    /// durable cursors, and skipping registrations unchanged since their last delivery.
+    /// durable cursors, and skipping registrations unchanged since their last delivery. Each lane
+    /// records through `metrics(kind)` (none by default).
     ///
     /// - Throws: ``UpstreamTLS/Failure`` when the configured CA file cannot be used.
     public init(
         log: WriteAheadLog, trackingHost: CampaignHost?, marketingHost: CampaignHost?, store: ForwardingStore,
-        configuration: UploadConfiguration, logger: Logger
+        configuration: UploadConfiguration, logger: Logger, metrics: (UploadLane.Kind) -> LaneMetrics = { _ in .none }
     ) throws(UpstreamTLS.Failure) {
         try self.init(
             source: .cursor(log), trackingHost: trackingHost, marketingHost: marketingHost, store: store, configuration: configuration,
-            deduplicates: true, logger: logger
+            deduplicates: true, logger: logger, metrics: metrics
         )
     }
 
     /// An uploader whose lanes read `source`: the open log from their cursors, or a range of a
     /// log for a replay (which resends everything: `deduplicates` false). Either way, tracking
-    /// hits go through the pipeline while the host is healthy.
+    /// hits go through the pipeline while the host is healthy. Each lane records through
+    /// `metrics(kind)` (none by default).
     ///
     /// - Throws: ``UpstreamTLS/Failure`` when the configured CA file cannot be used.
     public init(
         source: UploadLane.Source, trackingHost: CampaignHost?, marketingHost: CampaignHost?, store: ForwardingStore,
-        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger
+        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger, metrics: (UploadLane.Kind) -> LaneMetrics = { _ in .none }
     ) throws(UpstreamTLS.Failure) {
         // Checked before the event loop starts, so a bad CA file leaves no thread behind.
         let tls = try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities)
@@ -59,7 +61,7 @@ public actor Uploader {
             lanes.append(
                 UploadLane(
                     kind: .tracking, host: trackingHost, transport: transport, store: store, source: source, configuration: configuration,
-                    deduplicates: deduplicates, logger: logger, pipeline: pipeline
+                    deduplicates: deduplicates, logger: logger, pipeline: pipeline, metrics: metrics(.tracking)
                 )
             )
             pipelines.append(pipeline)
@@ -70,7 +72,7 @@ public actor Uploader {
             lanes.append(
                 UploadLane(
                     kind: .marketing, host: marketingHost, transport: transport, store: store, source: source, configuration: configuration,
-                    deduplicates: deduplicates, logger: logger
+                    deduplicates: deduplicates, logger: logger, metrics: metrics(.marketing)
                 )
             )
         }

@@ -30,16 +30,20 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
     let configuration: UploadConfiguration
     let batchEvents: Int
     let logger: Logger
+    /// What the lane records as it happens (batches taken, retries, backlog, oldest waiting event,
+    /// unreachable since).
+    let metrics: LaneMetrics
     var breaker: CircuitBreakerStateMachine
     private var random = SystemRandomNumberGenerator()
     private var statistics = LaneStatistics()
 
     /// A lane from `log` to the relay at `central`, presenting `token`; at most `batchEvents`
-    /// events per batch.
+    /// events per batch. The lane records what it does through `metrics` as it happens.
     public init(
         log: WriteAheadLog, central: CampaignHost, token: String, transport: any CampaignTransport, configuration: UploadConfiguration,
-        batchEvents: Int = 10_000, logger: Logger
+        batchEvents: Int = 10_000, logger: Logger, metrics: LaneMetrics = .none
     ) {
+        self.metrics = metrics
         self.executor = BlockingExecutor(name: "lane-relay", priority: configuration.threadPriority)
         self.log = log
         self.central = central
@@ -88,11 +92,14 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
         statistics.position = position
         var reader = log.reader(from: position)
         defer { reader.close() }
+        // The backlog counts to the log's durable end, which moves while a batch is under way.
+        let following = Task { await self.followDurableEnd(until: target) }
+        defer { following.cancel() }
         let identity = log.identity
         while !Task.isCancelled {
             var limit = await log.durableSequence
             if let target { limit = min(limit, target) }
-            statistics.end = max(statistics.end, limit)
+            recordBacklog(end: limit)
             if position >= limit {
                 if let target, position >= target { break }
                 if await log.waitForDurable(beyond: position) <= position { break }
@@ -115,10 +122,13 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
             // Request identities go along and the central relay drops them (docs/relay-protocol.md).
             let events = batch.events
             oldestWaitingEvent = events.first?.event.time
+            metrics.record(oldestUnsent: oldestWaitingEvent)
             switch await send(events, epoch: epoch, sequences: position..<batchEnd, relayID: identity.relayID) {
             case .taken:
                 oldestWaitingEvent = nil
+                metrics.record(oldestUnsent: nil)
                 statistics.delivered += events.count
+                metrics.delivered.increment(by: events.count)
                 position = batchEnd
                 do {
                     try await log.commitCursor(Self.cursorName, to: position)
@@ -136,6 +146,7 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
                 break  // cancelled: the loop ends, the position stays where the last 200 left it
             }
             statistics.position = position
+            recordBacklog(end: statistics.end)
         }
         if position > saved { try await log.commitCursor(Self.cursorName, to: position) }
     }
@@ -188,9 +199,13 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
             case .retryable(let reason, let retryAfter, _, _):
                 if Task.isCancelled { return .stopped }
                 statistics.retries += 1
+                metrics.retries.increment()
                 let now = ContinuousClock.now
                 let firstFailure = statistics.lastFailure == nil
-                if unreachableSince == nil { unreachableSince = EventTime.now() }
+                if unreachableSince == nil {
+                    unreachableSince = EventTime.now()
+                    metrics.record(unreachableSince: unreachableSince)
+                }
                 let opened = breaker.recordFailure(now: now, retryAfter: retryAfter, using: &random)
                 if firstFailure || opened != nil && statistics.lastFailure != reason {
                     logger.warning(
@@ -224,5 +239,25 @@ public actor RelayUpstreamLane: BlockingActor, BreakerGate {
         breaker.recordAnswer()
         statistics.lastFailure = nil
         unreachableSince = nil
+        metrics.record(unreachableSince: nil)
+    }
+
+    /// Records the backlog, with `end` the end of the log the lane knows of (the durable end, or
+    /// the target before it). Called wherever the lane's position or that end moves.
+    private func recordBacklog(end: UInt64) {
+        statistics.end = max(statistics.end, end)
+        metrics.backlog.record(statistics.backlog)
+    }
+
+    /// Records the backlog each time the log's durable end moves (below `target`, when given),
+    /// until cancelled or the log closes: the lane's own loop does not look while it sends.
+    private func followDurableEnd(until target: UInt64?) async {
+        var durable = await log.durableSequence
+        while !Task.isCancelled {
+            recordBacklog(end: min(durable, target ?? .max))
+            let next = await log.waitForDurable(beyond: durable)
+            guard next > durable else { return }  // the log closed, or the lane stopped
+            durable = next
+        }
     }
 }

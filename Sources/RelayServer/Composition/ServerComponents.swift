@@ -76,12 +76,14 @@ struct ServerComponents {
         if configuration.trackingHost != nil || configuration.marketingHost != nil {
             uploader = try Uploader(
                 log: log, trackingHost: configuration.trackingHost, marketingHost: configuration.marketingHost, store: store,
-                configuration: upload, logger: logger)
+                configuration: upload, logger: logger, metrics: { metrics.laneMetrics(for: $0.rawValue) })
         } else if configuration.upstreamRelay == nil {
             logger.notice("no --tracking-host or --marketing-host: events are stored and counted, not forwarded")
         }
         let relayLane = try configuration.upstreamRelay.map { central in
-            try RelayUpstreamService(log: log, central: central, token: configuration.upstreamToken ?? "", configuration: upload, logger: logger)
+            try RelayUpstreamService(
+                log: log, central: central, token: configuration.upstreamToken ?? "", configuration: upload,
+                metrics: metrics.laneMetrics(for: RelayUpstreamLane.laneName), logger: logger)
         }
         // The fleet's PostgreSQL: its own consumer of the log, with its position in the database.
         let fleet = configuration.postgres.map { (location: $0, status: FleetStatus()) }
@@ -111,7 +113,7 @@ struct ServerComponents {
                 admission: EventAdmission(integrationKeys: configuration.integrationKeys, refusesRelaySetFields: true)),
             AdminRoutes(
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store, log: log,
-                upstream: relayLane?.lane, fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }),
+                fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }),
             HealthRoutes(ingestor: ingestor, upstream: relayLane?.lane, fleet: fleet?.status),
             StatusRoutes(
                 adminToken: configuration.adminToken, log: log, store: store, history: history, uploader: uploader, hosts: hosts,
@@ -134,9 +136,7 @@ struct ServerComponents {
             services.append(FleetAggregationService(location: fleet.location, log: log, status: fleet.status, metrics: metrics, logger: logger))
         }
         services.append(
-            MetricsSampler(
-                metrics: metrics, history: history, log: log, uploader: uploader, relayLane: relayLane?.lane, fleet: fleet?.status,
-                aggregator: aggregator, store: store))
+            MetricsSampler(metrics: metrics, history: history, log: log, fleet: fleet?.status, aggregator: aggregator, store: store))
         if let certificates { services.append(certificates) }
         services.append(application)
         services.append(ShutdownNotifier(ingestor: ingestor, delay: configuration.shutdownDelay, systemd: configuration.systemd, logger: logger))

@@ -13,8 +13,6 @@ struct AdminRoutes: RouteGroup, Sendable {
     let metrics: RelayMetrics
     let store: ForwardingStore
     let log: WriteAheadLog
-    /// The relay lane of `serve --upstream-relay`, whose state a scrape sees as of now.
-    var upstream: RelayUpstreamLane? = nil
     /// The fleet's counts (`serve --postgres-url`): `/v1/deliveries` answers them instead of this
     /// relay's own.
     var fleet: FleetQueries? = nil
@@ -40,9 +38,9 @@ struct AdminRoutes: RouteGroup, Sendable {
             }
         }
         routes.get("metrics") { _, _ in
-            // What a scrape must see as of now; the rest is sampled once a second.
+            // What a scrape must see as of now (the lanes' ages are computed as it renders); the
+            // rest is recorded as it happens or sampled once a second.
             metrics.lastDurableSequence.set(Int64(await log.durableSequence) - 1)
-            if let upstream { metrics.record(upstream: await upstream.state()) }
             await metrics.process.sample()
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

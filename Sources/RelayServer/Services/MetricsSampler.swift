@@ -3,14 +3,17 @@ import RelayForwarding
 import RelayLog
 import ServiceLifecycle
 
-/// Copies the uploader's, aggregator's and process's state into the metrics once a second.
+/// Samples, once a second, what no code path of the server sees change: the log's durable end, the
+/// aggregator's and PostgreSQL's lag behind it, the dead letters waiting, and the process.
+///
+/// The forwarding lanes are not sampled: each records its own metrics as things happen
+/// (``RelayForwarding/LaneMetrics``, ``RelayMetrics/laneMetrics(for:)``). The status page's rates
+/// are sampled here too, with each lane's deliveries read from the lanes' counters.
 struct MetricsSampler: Service {
     let metrics: RelayMetrics
     /// The status page's rates, sampled with the metrics.
     let history: StatusHistory
     let log: WriteAheadLog
-    let uploader: Uploader?
-    let relayLane: RelayUpstreamLane?
     let fleet: FleetStatus?
     let aggregator: Aggregator?
     let store: ForwardingStore
@@ -22,14 +25,7 @@ struct MetricsSampler: Service {
                 metrics.lastDurableSequence.set(Int64(durable) - 1)
                 if let aggregator { metrics.aggregatorLag.set(Int64(durable) - Int64(await aggregator.nextSequence)) }
                 if let fleet { metrics.postgresLag.set(Int64(durable) - Int64(fleet.current.nextSequence ?? 1)) }
-                var delivered: [String: Int] = [:]
-                if let uploader {
-                    let lanes = await uploader.statistics()
-                    metrics.record(lanes: lanes)
-                    for (kind, lane) in lanes { delivered[kind.rawValue] = lane.delivered }
-                }
-                history.record(durable: durable, delivered: delivered)
-                if let relayLane { metrics.record(upstream: await relayLane.state()) }
+                history.record(durable: durable, delivered: metrics.deliveredByLane())
                 metrics.deadLetters.set(Int64((try? await store.pendingDeadLetterCount()) ?? 0))
                 await metrics.process.sample()
                 try await Task.sleep(for: .seconds(1))

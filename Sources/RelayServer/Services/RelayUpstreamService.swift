@@ -12,7 +12,9 @@ struct RelayUpstreamService: Service {
     let upstream: UpstreamEventLoop
     let logger: Logger
 
-    init(log: WriteAheadLog, central: CampaignHost, token: String, configuration: UploadConfiguration, logger: Logger) throws(UpstreamTLS.Failure) {
+    init(
+        log: WriteAheadLog, central: CampaignHost, token: String, configuration: UploadConfiguration, metrics: LaneMetrics, logger: Logger
+    ) throws(UpstreamTLS.Failure) {
         let upstream = UpstreamEventLoop(priority: configuration.threadPriority)
         do {
             transport = try HTTPClientTransport(
@@ -24,7 +26,8 @@ struct RelayUpstreamService: Service {
             throw error
         }
         self.upstream = upstream
-        self.lane = RelayUpstreamLane(log: log, central: central, token: token, transport: transport, configuration: configuration, logger: logger)
+        self.lane = RelayUpstreamLane(
+            log: log, central: central, token: token, transport: transport, configuration: configuration, logger: logger, metrics: metrics)
         self.logger = logger
     }
 

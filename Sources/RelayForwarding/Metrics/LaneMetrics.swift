@@ -1,0 +1,67 @@
+public import CoreMetrics
+import RelayCore
+
+/// The metrics one forwarding lane records, at the moment things happen: swift-metrics handles,
+/// made by whoever builds the lane with a factory of its choice.
+///
+/// A lane increments ``delivered`` and ``retries`` next to its own statistics, and records its
+/// gauges wherever their value changes: ``backlog`` when its position or the end it works towards
+/// moves, ``oldestUnsent`` when the oldest event it owes changes, ``unreachable`` when its
+/// destination starts or stops failing. Nothing polls a lane for them.
+///
+/// ``oldestUnsent`` and ``unreachable`` record *times*, not ages: an age grows while nothing
+/// happens, so a lane records when, and whoever reads the metrics turns that into an age as of
+/// the moment it reads (the server's `relay_upload_oldest_unsent_seconds` and
+/// `relay_upstream_unreachable_seconds`, `docs/metrics.md`). A time is in nanoseconds since the
+/// Unix epoch (``RelayCore/EventTime/nanosecondsSinceEpoch``), and 0 means none (an event dated
+/// exactly 1970-01-01T00:00:00Z reads as none).
+///
+/// The handles never touch swift-metrics' global `MetricsSystem`: several servers share one test
+/// process, each with its own registry. ``none`` records nothing (`upload`, `replay`, tests).
+public struct LaneMetrics: Sendable {
+    /// Events the destination accepted, incremented as each is delivered (by the number of events a
+    /// batch carried, for a batch).
+    public let delivered: Counter
+    /// Retries after retryable failures, incremented at each failure that will be retried.
+    public let retries: Counter
+    /// Events of the log the lane has not finished: the end it works towards minus its position.
+    public let backlog: Gauge
+    /// The event time of the oldest event the lane still owes (read, not yet delivered,
+    /// dead-lettered or handed on), in nanoseconds since the Unix epoch; 0 when it owes none.
+    public let oldestUnsent: Gauge
+    /// Since when the destination has not answered, in nanoseconds since the Unix epoch; 0 while
+    /// it answers. `nil` when the lane's destination has no such gauge (the Campaign hosts').
+    public let unreachable: Gauge?
+
+    /// Handles for a lane; `unreachable` only for a lane that reports it (the relay lane).
+    public init(delivered: Counter, retries: Counter, backlog: Gauge, oldestUnsent: Gauge, unreachable: Gauge? = nil) {
+        self.delivered = delivered
+        self.retries = retries
+        self.backlog = backlog
+        self.oldestUnsent = oldestUnsent
+        self.unreachable = unreachable
+    }
+
+    /// Handles that record nothing: swift-metrics' no-op handler, made once. Recording through them
+    /// is a call to an empty method; no registry, lock or allocation.
+    public static let none: LaneMetrics = {
+        let noop = NOOPMetricsHandler.instance
+        return LaneMetrics(
+            delivered: Counter(label: "delivered", dimensions: [], handler: noop, factory: noop),
+            retries: Counter(label: "retries", dimensions: [], handler: noop, factory: noop),
+            backlog: Gauge(label: "backlog", dimensions: [], aggregate: false, handler: noop, factory: noop),
+            oldestUnsent: Gauge(label: "oldest-unsent", dimensions: [], aggregate: false, handler: noop, factory: noop),
+            unreachable: nil
+        )
+    }()
+
+    /// Records `time` (the oldest event the lane owes; `nil`: none) in ``oldestUnsent``.
+    func record(oldestUnsent time: EventTime?) {
+        oldestUnsent.record(time?.nanosecondsSinceEpoch ?? 0)
+    }
+
+    /// Records `time` (since when the destination fails; `nil`: it answers) in ``unreachable``.
+    func record(unreachableSince time: EventTime?) {
+        unreachable?.record(time?.nanosecondsSinceEpoch ?? 0)
+    }
+}

@@ -1,0 +1,133 @@
+import CampaignEmulator
+import CampaignProtocol
+import RelayCore
+import RelayForwarding
+import RelayLog
+import RelayProcessTestSupport
+import RelayServer
+import RelayTestSupport
+import Testing
+
+/// The forwarding lanes record their metrics themselves, as things happen: nothing samples them.
+@Suite("Lane metrics, recorded where they happen", .serialized, .timeLimit(.minutes(10)))
+struct LaneMetricsTests {
+    static func value(_ series: String, in metrics: RelayMetrics) -> Double? {
+        let scrape = String(decoding: metrics.render(), as: UTF8.self)
+        return scrape.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.dropFirst(series.count + 1)) }
+    }
+
+    @Test(
+        "upload lanes move relay_upload_delivered_total by exactly the events delivered and relay_upload_retries_total by their retries, with no sampler"
+    )
+    func uploadLanesRecord() async throws {
+        // One answer in five is a 503: retries, and every event delivered in the end.
+        var faults = EmulatorFaults()
+        faults.failureRate = 0.2
+        faults.failureStatus = 503
+        let running = try await RunningEmulator.start(faults: faults)
+        let directory = temporaryDirectory("lane-metrics")
+        defer { removeTree(directory) }
+        let log = try await WriteAheadLog.open(
+            dataDirectory: directory, consumers: [UploadLane.Kind.tracking.consumer, UploadLane.Kind.marketing.consumer], logger: quietLogger)
+        let hits: [Event] = (1...300).map { id in
+            .tracking(
+                TrackingEvent(
+                    action: .open, messageId: MessageID(decimal: Int64(id)), deliveryId: "d",
+                    time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)))
+        }
+        let registrations: [Event] = (1...20).map { id in
+            .registration(
+                Registration(
+                    platform: .android, integrationKey: "app", registrationToken: "t\(id)", userKey: "u", additionalParams: nil,
+                    time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)))
+        }
+        _ = try await log.append(hits + registrations)
+        let store = try await ForwardingStore(dataDirectory: directory)
+        let metrics = RelayMetrics(version: "test")
+        #expect(Self.value("relay_upload_delivered_total", in: metrics) == 0)
+        let host = try CampaignHost(parsing: running.url, role: "test")
+        let uploader = try Uploader(
+            log: log, trackingHost: host, marketingHost: host, store: store,
+            configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(2), cap: .milliseconds(20)), maximumAttempts: 1000),
+            logger: quietLogger, metrics: { metrics.laneMetrics(for: $0.rawValue) })
+        try await uploader.run(until: await log.durableSequence)
+        let statistics = await uploader.statistics()
+        await log.close()
+        await running.stop()
+
+        #expect(statistics.values.map(\.delivered).reduce(0, +) == 320)
+        #expect(Self.value("relay_upload_delivered_total", in: metrics) == 320)
+        let retries = statistics.values.map(\.retries).reduce(0, +)
+        #expect(retries > 0, "one answer in five was a 503")
+        #expect(Self.value("relay_upload_retries_total", in: metrics) == Double(retries))
+        for lane in ["tracking", "marketing"] {
+            #expect(Self.value(#"relay_upload_backlog{lane="\#(lane)"}"#, in: metrics) == 0)
+            #expect(Self.value(#"relay_upload_oldest_unsent_seconds{destination="\#(lane)"}"#, in: metrics) == 0)
+        }
+    }
+
+    @Test("the relay lane moves relay_upload_delivered_total by exactly the events the central relay took, with no sampler")
+    func relayLaneRecords() async throws {
+        let token = "relay-token-0123456789"
+        let central = try await RunningServer.start { $0.relayToken = token }
+        let directory = temporaryDirectory("lane-metrics-relay")
+        defer { removeTree(directory) }
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [RelayUpstreamLane.consumer], logger: quietLogger)
+        let hits: [Event] = (1...700).map { id in
+            .tracking(
+                TrackingEvent(
+                    action: .open, messageId: MessageID(decimal: Int64(id)), deliveryId: "d",
+                    time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)))
+        }
+        _ = try await log.append(hits)
+        let metrics = RelayMetrics(version: "test")
+        let transport = try HTTPClientTransport(connectionsPerHost: 1)
+        let lane = RelayUpstreamLane(
+            log: log, central: try CampaignHost(parsing: central.url, role: "test"), token: token, transport: transport,
+            configuration: UploadConfiguration(), batchEvents: 100, logger: quietLogger, metrics: metrics.laneMetrics(for: RelayUpstreamLane.laneName)
+        )
+        var failure: LogError?
+        do {
+            try await lane.run(until: await log.durableSequence)
+        } catch {
+            failure = error
+        }
+        let statistics = await lane.stats
+        await transport.shutdown()
+        await log.close()
+        await central.stop()
+        if let failure { throw failure }
+
+        #expect(statistics.delivered == 700)
+        #expect(Self.value("relay_upload_delivered_total", in: metrics) == 700)
+        #expect(Self.value(#"relay_upload_backlog{lane="relay"}"#, in: metrics) == 0)
+        #expect(Self.value(#"relay_upload_oldest_unsent_seconds{destination="relay"}"#, in: metrics) == 0)
+        #expect(Self.value("relay_upstream_oldest_waiting_seconds", in: metrics) == 0)
+        #expect(Self.value("relay_upstream_unreachable_seconds", in: metrics) == 0)
+    }
+
+    @Test("a lane records a time once; each scrape shows its age as of that scrape")
+    func agesAsOfTheScrape() async throws {
+        let metrics = RelayMetrics(version: "test")
+        let relay = metrics.laneMetrics(for: RelayUpstreamLane.laneName)
+        let since = EventTime.now().nanosecondsSinceEpoch - 60 * 1_000_000_000
+        relay.oldestUnsent.record(since)
+        try #require(relay.unreachable != nil, "the relay lane has the unreachable gauge")
+        relay.unreachable?.record(since)
+        let first = try #require(Self.value(#"relay_upload_oldest_unsent_seconds{destination="relay"}"#, in: metrics))
+        #expect(first >= 60 && first < 120, "\(first)")
+        try await Task.sleep(for: .milliseconds(1100))
+        let scrape = String(decoding: metrics.render(), as: UTF8.self)
+        let value = { (series: String) in
+            scrape.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.dropFirst(series.count + 1)) }
+        }
+        let later = try #require(value(#"relay_upload_oldest_unsent_seconds{destination="relay"}"#))
+        #expect(later >= first + 1, "the age grew with no lane recording: \(first) then \(later)")
+        #expect(value("relay_upstream_oldest_waiting_seconds") == later, "the same value as the relay destination's oldest unsent")
+        #expect(value("relay_upstream_unreachable_seconds") == later)
+        #expect(value(#"relay_upload_oldest_unsent_seconds{destination="tracking"}"#) == 0, "a destination owed nothing shows 0")
+        #expect(metrics.laneMetrics(for: "tracking").unreachable == nil)
+        relay.oldestUnsent.record(0)
+        #expect(Self.value("relay_upstream_oldest_waiting_seconds", in: metrics) == 0)
+    }
+}
