@@ -8,8 +8,8 @@ extension RelayMetrics {
     struct LaneHandles: Sendable {
         /// What the lane records through.
         let metrics: LaneMetrics
-        /// The lane's share of `relay_upload_delivered_total`.
-        let delivered: TalliedCounter
+        /// The lane's share of `relay_upload_delivered_total`; `nil` for the relay lane, which does not count there.
+        let delivered: TalliedCounter?
         /// The lane's times, shown as ages when a scrape renders.
         let ages: [AgeGauge]
     }
@@ -21,8 +21,9 @@ extension RelayMetrics {
     /// The handles the lane named `name` records through (`tracking`, `marketing`, `relay`:
     /// `docs/metrics.md`), made the first time and the same ones after.
     ///
-    /// Every lane counts into the one `relay_upload_delivered_total` and `relay_upload_retries_total`
-    /// series; its backlog is `relay_upload_backlog{lane=name}` and its oldest owed event
+    /// The Campaign lanes count into the one `relay_upload_delivered_total` and
+    /// `relay_upload_retries_total` series (the relay lane's hand-offs are not Campaign's
+    /// acceptances, and never counted there); a lane's backlog is `relay_upload_backlog{lane=name}` and its oldest owed event
     /// `relay_upload_oldest_unsent_seconds{destination=name}`, shown as an age as of each scrape. The
     /// relay lane's oldest owed event shows in `relay_upstream_oldest_waiting_seconds` too (the same
     /// value), and it has `relay_upstream_unreachable_seconds`.
@@ -42,7 +43,7 @@ extension RelayMetrics {
 
     /// Each lane's deliveries so far, by lane name (for the status page's rates).
     func deliveredByLane() -> [String: Int] {
-        lanes.withLockedValue { lanes in lanes.mapValues { Int($0.delivered.total) } }
+        lanes.withLockedValue { lanes in lanes.compactMapValues { $0.delivered.map { Int($0.total) } } }
     }
 
     /// Writes every lane's ages as of `now` (nanoseconds since the Unix epoch).
@@ -53,7 +54,9 @@ extension RelayMetrics {
     private func makeLane(_ name: String) -> LaneHandles {
         let factory = PrometheusMetricsFactory(registry: registry)
         let isRelay = name == RelayUpstreamLane.laneName
-        let delivered = TalliedCounter(countingInto: uploadDelivered)
+        // The relay lane counts neither deliveries nor retries in the uploader's families.
+        let delivered = isRelay ? nil : TalliedCounter(countingInto: uploadDelivered)
+        let noop = NOOPMetricsHandler.instance
         let backlog = registry.makeGauge(descriptor: .named("relay_upload_backlog", Self.backlogHelp), labels: [("lane", name)])
         let oldestSeries = registry.makeGauge(
             descriptor: .named("relay_upload_oldest_unsent_seconds", Self.oldestUnsentHelp), labels: [("destination", name)])
@@ -61,8 +64,11 @@ extension RelayMetrics {
         let oldestUnsent = AgeGauge(showingIn: isRelay ? [oldestSeries, upstreamOldestWaiting] : [oldestSeries])
         let unreachable = isRelay ? AgeGauge(showingIn: [upstreamUnreachable]) : nil
         let metrics = LaneMetrics(
-            delivered: CoreMetrics.Counter(label: "relay_upload_delivered_total", dimensions: [], handler: delivered, factory: factory),
-            retries: CoreMetrics.Counter(label: "relay_upload_retries_total", dimensions: [], handler: uploadRetries, factory: factory),
+            delivered: delivered.map { CoreMetrics.Counter(label: "relay_upload_delivered_total", dimensions: [], handler: $0, factory: factory) }
+                ?? CoreMetrics.Counter(label: "relay_upload_delivered_total", dimensions: [], handler: noop, factory: noop),
+            retries: isRelay
+                ? CoreMetrics.Counter(label: "relay_upload_retries_total", dimensions: [], handler: noop, factory: noop)
+                : CoreMetrics.Counter(label: "relay_upload_retries_total", dimensions: [], handler: uploadRetries, factory: factory),
             backlog: CoreMetrics.Gauge(
                 label: "relay_upload_backlog", dimensions: [("lane", name)], aggregate: false, handler: backlog, factory: factory),
             oldestUnsent: CoreMetrics.Gauge(
