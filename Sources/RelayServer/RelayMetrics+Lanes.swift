@@ -53,7 +53,7 @@ extension RelayMetrics {
 
     private func makeLane(_ name: String) -> LaneHandles {
         let factory = PrometheusMetricsFactory(registry: registry)
-        let isRelay = name == RelayUpstreamLane.laneName
+        let isRelay = name == CentralRelaySink.laneName
         // The relay lane counts neither deliveries nor retries in the uploader's families.
         let delivered = isRelay ? nil : TalliedCounter(countingInto: uploadDelivered)
         let noop = NOOPMetricsHandler.instance

@@ -113,7 +113,7 @@ public final class RelayMetrics: Sendable {
         process.register(in: registry)
         // Every destination's series, at 0 until a lane records: the ones the relay does not
         // forward to stay at 0.
-        for lane in [UploadLane.Kind.tracking.rawValue, UploadLane.Kind.marketing.rawValue, RelayUpstreamLane.laneName] {
+        for lane in [UploadLane.Kind.tracking.rawValue, UploadLane.Kind.marketing.rawValue, CentralRelaySink.laneName] {
             _ = laneMetrics(for: lane)
         }
     }

@@ -12,7 +12,7 @@ extension RelayServerConfiguration {
         if postgres != nil { consumers.append(FleetAggregator.consumer) }
         if trackingHost != nil { consumers.append(UploadLane.Kind.tracking.consumer) }
         if marketingHost != nil { consumers.append(UploadLane.Kind.marketing.consumer) }
-        if upstreamRelay != nil { consumers.append(RelayUpstreamLane.consumer) }
+        if upstreamRelay != nil { consumers.append(CentralRelaySink.consumer) }
         return consumers
     }
 }

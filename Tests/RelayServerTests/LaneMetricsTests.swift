@@ -72,7 +72,7 @@ struct LaneMetricsTests {
         let central = try await RunningServer.start { $0.relayToken = token }
         let directory = temporaryDirectory("lane-metrics-relay")
         defer { removeTree(directory) }
-        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [RelayUpstreamLane.consumer], logger: quietLogger)
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [CentralRelaySink.consumer], logger: quietLogger)
         let hits: [Event] = (1...700).map { id in
             .tracking(
                 TrackingEvent(
@@ -82,9 +82,10 @@ struct LaneMetricsTests {
         _ = try await log.append(hits)
         let metrics = RelayMetrics(version: "test")
         let transport = try HTTPClientTransport(connectionsPerHost: 1)
-        let lane = RelayUpstreamLane(
-            log: log, central: try CampaignHost(parsing: central.url, role: "test"), token: token, transport: transport,
-            configuration: UploadConfiguration(), batchEvents: 100, logger: quietLogger, metrics: metrics.laneMetrics(for: RelayUpstreamLane.laneName)
+        let lane = UploadLane(
+            sink: CentralRelaySink(host: try CampaignHost(parsing: central.url, role: "test"), token: token, batchEvents: 100), log: log,
+            transport: transport, configuration: UploadConfiguration(), logger: quietLogger,
+            metrics: metrics.laneMetrics(for: CentralRelaySink.laneName)
         )
         var failure: LogError?
         do {
@@ -109,7 +110,7 @@ struct LaneMetricsTests {
     @Test("a lane records a time once; each scrape shows its age as of that scrape")
     func agesAsOfTheScrape() async throws {
         let metrics = RelayMetrics(version: "test")
-        let relay = metrics.laneMetrics(for: RelayUpstreamLane.laneName)
+        let relay = metrics.laneMetrics(for: CentralRelaySink.laneName)
         let since = EventTime.now().nanosecondsSinceEpoch - 60 * 1_000_000_000
         relay.oldestUnsent.record(since)
         try #require(relay.unreachable != nil, "the relay lane has the unreachable gauge")

@@ -26,11 +26,11 @@ struct RelayChainTests {
 
     /// Runs a relay lane from the log in `directory` to `central` until everything logged is taken.
     static func handOn(_ directory: String, to central: RunningServer, batchEvents: Int = 1000) async throws -> LaneStatistics {
-        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [RelayUpstreamLane.consumer], logger: quietLogger)
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [CentralRelaySink.consumer], logger: quietLogger)
         let transport = try HTTPClientTransport(connectionsPerHost: 1)
-        let lane = RelayUpstreamLane(
-            log: log, central: try CampaignHost(parsing: central.url, role: "test"), token: token, transport: transport,
-            configuration: UploadConfiguration(), batchEvents: batchEvents, logger: quietLogger)
+        let lane = UploadLane(
+            sink: CentralRelaySink(host: try CampaignHost(parsing: central.url, role: "test"), token: token, batchEvents: batchEvents), log: log,
+            transport: transport, configuration: UploadConfiguration(), logger: quietLogger)
         var failure: LogError?
         do {
             try await lane.run(until: await log.durableSequence)
@@ -65,7 +65,7 @@ struct RelayChainTests {
         #expect(first.delivered == 2500)
         #expect(first.backlog == 0)
         // The edge's position is lost (a damaged cursor file reads as 0): it sends everything again.
-        try FileManager.default.removeItem(atPath: "\(edge)/wal/cursors/\(RelayUpstreamLane.cursorName).cursor")
+        try FileManager.default.removeItem(atPath: "\(edge)/wal/cursors/\(CentralRelaySink.cursorName).cursor")
         let again = try await Self.handOn(edge, to: central, batchEvents: 700)
         #expect(again.delivered == 2500, "every batch went again")
         let more = try await WriteAheadLog.open(dataDirectory: edge, logger: quietLogger)
@@ -95,7 +95,7 @@ struct RelayChainTests {
         // The regional relay's own log goes on to the central one, twice (a lost answer).
         let regionalID = try #require(RelayIdentity.read(dataDirectory: regional.dataDirectory)).relayID
         #expect(try await Self.handOn(regional.dataDirectory, to: central).delivered == 300)
-        try FileManager.default.removeItem(atPath: "\(regional.dataDirectory)/wal/cursors/\(RelayUpstreamLane.cursorName).cursor")
+        try FileManager.default.removeItem(atPath: "\(regional.dataDirectory)/wal/cursors/\(CentralRelaySink.cursorName).cursor")
         #expect(try await Self.handOn(regional.dataDirectory, to: central).delivered == 300)
         await central.stop()
 

@@ -168,7 +168,7 @@ struct ReplayCommand: AsyncParsableCommand {
                 var parts: [String] = []
                 for lane in allLanes {
                     let stats = await lane.stats
-                    parts.append("\(lane.kind.rawValue): \(stats.delivered) re-sent, at sequence \(stats.position)")
+                    parts.append("\(lane.name): \(stats.delivered) re-sent, at sequence \(stats.position)")
                 }
                 if showProgress { box.update("replaying: " + parts.joined(separator: " | ")) }
                 try? await Task.sleep(for: .milliseconds(250))

@@ -128,7 +128,7 @@ struct UploadCommand: AsyncParsableCommand {
         let log: WriteAheadLog
         do {
             log = try await WriteAheadLog.open(
-                dataDirectory: common.dataDir, configuration: try retention.applied(), consumers: [RelayUpstreamLane.consumer], logger: logger)
+                dataDirectory: common.dataDir, configuration: try retention.applied(), consumers: [CentralRelaySink.consumer], logger: logger)
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             throw RuntimeFailure(
@@ -143,10 +143,11 @@ struct UploadCommand: AsyncParsableCommand {
             await log.close()
             throw error
         }
-        let lane = RelayUpstreamLane(
-            log: log, central: central.host, token: central.token, transport: transport, configuration: configuration, logger: logger)
+        let lane = UploadLane(
+            sink: CentralRelaySink(host: central.host, token: central.token), log: log, transport: transport, configuration: configuration,
+            logger: logger)
         try await runReporting(
-            log: log, statistics: { [RelayUpstreamLane.laneName: await lane.stats] }, run: { target in try await lane.run(until: target) },
+            log: log, statistics: { [CentralRelaySink.laneName: await lane.stats] }, run: { target in try await lane.run(until: target) },
             afterwards: { await transport.shutdown() }, pendingDeadLetters: { 0 })
     }
 }

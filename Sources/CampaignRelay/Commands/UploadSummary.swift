@@ -18,7 +18,7 @@ struct UploadSummary {
         var perLane: [String] = []
         if let tracking = lanes[UploadLane.Kind.tracking.rawValue] { perLane.append("\(tracking.delivered) tracking hits") }
         if let marketing = lanes[UploadLane.Kind.marketing.rawValue] { perLane.append("\(marketing.delivered) registrations") }
-        if let relay = lanes[RelayUpstreamLane.laneName] { perLane.append("\(relay.delivered) to the central relay") }
+        if let relay = lanes[CentralRelaySink.laneName] { perLane.append("\(relay.delivered) to the central relay") }
         var text = "delivered \(delivered) events" + (perLane.isEmpty ? "" : " (\(perLane.joined(separator: ", ")))")
         text += "; skipped \(total(\.skippedDuplicates)) unchanged registrations, dead-lettered \(total(\.deadLettered)), retries \(total(\.retries))"
         if total(\.rejected) > 0 { text += ", rejected \(total(\.rejected)) (not stored)" }

@@ -2,7 +2,7 @@ public import RelayCore
 import RelayLog
 
 /// The decisions of an upload lane, without I/O: which events to read, send and retry, when to
-/// save the cursor, when to wait and when to stop. ``UploadLane`` is the driver: it asks for the
+/// save the cursor, when to wait and when to stop, for a lane of an ``EventSink``. ``UploadLane`` is the driver: it asks for the
 /// next action, does it (reads the log, sends, saves, waits), and reports back what happened.
 ///
 /// It keeps the lane's promises:
@@ -16,8 +16,8 @@ import RelayLog
 public struct UploadLaneStateMachine: Sendable {
     /// What the lane is set up to do.
     public struct Settings: Sendable {
-        /// Which events the lane carries; the others are passed over.
-        public var kind: UploadLane.Kind
+        /// Which events the lane carries (its sink's ``EventSink/carries(_:)``); the others are passed over.
+        public var carries: @Sendable (Event) -> Bool
         /// When set, only events whose time is in this range are sent (a replay by time).
         public var times: Range<Int64>?
         /// Events sent one by one at the same time, at most.
@@ -33,12 +33,22 @@ public struct UploadLaneStateMachine: Sendable {
         /// How often the cursor is saved while sends are under way.
         public var commitInterval: Duration
 
-        /// Settings; the cursor is saved at least every `commitInterval` while sends are under way.
+        /// Settings for a lane of the Campaign host of `kind`.
         public init(
             kind: UploadLane.Kind, times: Range<Int64>? = nil, concurrency: Int, maximumUnsyncedEvents: Int, batchSize: Int?,
             savesCursor: Bool, end: UInt64?, commitInterval: Duration = .milliseconds(200)
         ) {
-            self.kind = kind
+            self.init(
+                carries: { kind.carries($0) }, times: times, concurrency: concurrency, maximumUnsyncedEvents: maximumUnsyncedEvents,
+                batchSize: batchSize, savesCursor: savesCursor, end: end, commitInterval: commitInterval)
+        }
+
+        /// Settings; the cursor is saved at least every `commitInterval` while sends are under way.
+        public init(
+            carries: @escaping @Sendable (Event) -> Bool, times: Range<Int64>? = nil, concurrency: Int, maximumUnsyncedEvents: Int,
+            batchSize: Int?, savesCursor: Bool, end: UInt64?, commitInterval: Duration = .milliseconds(200)
+        ) {
+            self.carries = carries
             self.times = times
             self.concurrency = max(1, concurrency)
             self.maximumUnsyncedEvents = max(1, maximumUnsyncedEvents)
@@ -218,7 +228,7 @@ public struct UploadLaneStateMachine: Sendable {
     }
 
     private func carries(_ event: Event) -> Bool {
-        settings.kind.carries(event) && (settings.times?.contains(event.time.nanosecondsSinceEpoch) ?? true)
+        settings.carries(event) && (settings.times?.contains(event.time.nanosecondsSinceEpoch) ?? true)
     }
 
     private mutating func takeBatch() -> Action {

@@ -60,8 +60,8 @@ public actor Uploader {
             }
             lanes.append(
                 UploadLane(
-                    kind: .tracking, host: trackingHost, transport: transport, store: store, source: source, configuration: configuration,
-                    deduplicates: deduplicates, logger: logger, pipeline: pipeline, metrics: metrics(.tracking)
+                    sink: TrackingHostSink(host: trackingHost), transport: transport, store: store, source: source,
+                    configuration: configuration, deduplicates: deduplicates, logger: logger, pipeline: pipeline, metrics: metrics(.tracking)
                 )
             )
             pipelines.append(pipeline)
@@ -71,8 +71,8 @@ public actor Uploader {
             // keeps "skip if unchanged since the last delivery" exact.
             lanes.append(
                 UploadLane(
-                    kind: .marketing, host: marketingHost, transport: transport, store: store, source: source, configuration: configuration,
-                    deduplicates: deduplicates, logger: logger, metrics: metrics(.marketing)
+                    sink: MarketingHostSink(host: marketingHost), transport: transport, store: store, source: source,
+                    configuration: configuration, deduplicates: deduplicates, logger: logger, metrics: metrics(.marketing)
                 )
             )
         }
@@ -111,7 +111,9 @@ public actor Uploader {
     /// Each lane's statistics, by lane kind.
     public func statistics() async -> [UploadLane.Kind: LaneStatistics] {
         var result: [UploadLane.Kind: LaneStatistics] = [:]
-        for lane in lanes { result[lane.kind] = await lane.stats }
+        for lane in lanes {
+            if let kind = lane.kind { result[kind] = await lane.stats }
+        }
         return result
     }
 }

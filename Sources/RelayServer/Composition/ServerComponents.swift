@@ -83,7 +83,7 @@ struct ServerComponents {
         let relayLane = try configuration.upstreamRelay.map { central in
             try RelayUpstreamService(
                 log: log, central: central, token: configuration.upstreamToken ?? "", configuration: upload,
-                metrics: metrics.laneMetrics(for: RelayUpstreamLane.laneName), logger: logger)
+                metrics: metrics.laneMetrics(for: CentralRelaySink.laneName), logger: logger)
         }
         // The fleet's PostgreSQL: its own consumer of the log, with its position in the database.
         let fleet = configuration.postgres.map { (location: $0, status: FleetStatus()) }

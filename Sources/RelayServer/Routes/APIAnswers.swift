@@ -78,7 +78,7 @@ struct UpstreamReadiness: Encodable {
     var oldestWaitingEvent: String?
     var lastFailure: String?
 
-    init(_ state: RelayUpstreamLane.UpstreamState) {
+    init(_ state: UploadLane.UpstreamState) {
         reachable = state.unreachableSince == nil
         unreachableSince = state.unreachableSince?.rfc3339
         backlog = state.backlog

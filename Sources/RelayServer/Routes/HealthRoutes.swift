@@ -5,7 +5,7 @@ import RelayForwarding
 struct HealthRoutes: RouteGroup, Sendable {
     let ingestor: EventIngestor
     /// The relay lane of `serve --upstream-relay`, whose state `/readyz` reports.
-    let upstream: RelayUpstreamLane?
+    let upstream: UploadLane?
     /// The fleet aggregator of `serve --postgres-url`, whose lag `/readyz` reports.
     let fleet: FleetStatus?
 

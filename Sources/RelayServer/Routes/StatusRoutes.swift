@@ -16,7 +16,7 @@ struct StatusRoutes: RouteGroup, Sendable {
     var uploader: Uploader?
     /// Where each upload lane sends, by lane name.
     var hosts: [String: String] = [:]
-    var relayLane: RelayUpstreamLane?
+    var relayLane: UploadLane?
     var relayURL: String?
     var aggregator: Aggregator?
     var fleet: FleetStatus?

@@ -7,7 +7,8 @@ import ServiceLifecycle
 /// Hands the log to a central relay (`serve --upstream-relay`) until the server stops, on a
 /// background event loop of its own, then saves the position.
 struct RelayUpstreamService: Service {
-    let lane: RelayUpstreamLane
+    /// The lane to the central relay (a ``CentralRelaySink``).
+    let lane: UploadLane
     let transport: HTTPClientTransport
     let upstream: UpstreamEventLoop
     let logger: Logger
@@ -26,8 +27,9 @@ struct RelayUpstreamService: Service {
             throw error
         }
         self.upstream = upstream
-        self.lane = RelayUpstreamLane(
-            log: log, central: central, token: token, transport: transport, configuration: configuration, logger: logger, metrics: metrics)
+        self.lane = UploadLane(
+            sink: CentralRelaySink(host: central, token: token), log: log, transport: transport, configuration: configuration, logger: logger,
+            metrics: metrics)
         self.logger = logger
     }
 
