@@ -49,7 +49,7 @@ struct LaneMetricsTests {
         let uploader = try Uploader(
             log: log, trackingHost: host, marketingHost: host, store: store,
             configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(2), cap: .milliseconds(20)), maximumAttempts: 1000),
-            logger: quietLogger, metrics: { metrics.laneMetrics(for: $0.rawValue) })
+            logger: quietLogger, metrics: { metrics.laneMetrics(for: $0) })
         try await uploader.run(until: await log.durableSequence)
         let statistics = await uploader.statistics()
         await log.close()

@@ -179,7 +179,7 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         reporter.cancel()
         box.finish()
-        var statistics = await uploader.statistics().byLaneName
+        var statistics = await uploader.statisticsByLane()
         // A replay has no backlog once it ends: its end is where it stopped.
         statistics = statistics.mapValues { stats in
             var finished = stats

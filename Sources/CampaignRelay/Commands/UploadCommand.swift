@@ -81,7 +81,7 @@ struct UploadCommand: AsyncParsableCommand {
             throw error
         }
         try await runReporting(
-            log: log, statistics: { await uploader.statistics().byLaneName }, run: { target in try await uploader.run(until: target) },
+            log: log, statistics: { await uploader.statisticsByLane() }, run: { target in try await uploader.run(until: target) },
             pendingDeadLetters: { (try? await store.pendingDeadLetterCount()) ?? 0 })
     }
 
@@ -89,7 +89,7 @@ struct UploadCommand: AsyncParsableCommand {
     /// the summary and exits 1 when the log was not drained.
     private func runReporting(
         log: WriteAheadLog, statistics: @escaping @Sendable () async -> [String: LaneStatistics],
-        run: @escaping @Sendable (UInt64?) async throws -> Void, afterwards: () async -> Void = {}, pendingDeadLetters: () async -> Int
+        run: @escaping @Sendable (UInt64?) async throws -> Void, pendingDeadLetters: () async -> Int
     ) async throws {
         let target = untilDrained ? await log.durableSequence : nil
         let started = SystemClock.monotonicNanoseconds()
@@ -104,7 +104,6 @@ struct UploadCommand: AsyncParsableCommand {
         reporter.cancel()
         await progress.finish()
         let lanes = await statistics()
-        await afterwards()
         await log.close()
         let seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
         let summary = UploadSummary(lanes: lanes, seconds: seconds, pendingDeadLetters: await pendingDeadLetters())
@@ -134,20 +133,19 @@ struct UploadCommand: AsyncParsableCommand {
             throw RuntimeFailure(
                 "the server (pid \(server.pid)) at \(server.url) holds the log; stop it to hand its events on with upload --upstream-relay")
         }
-        let transport: HTTPClientTransport
+        let uploader: Uploader
         do {
-            transport = try HTTPClientTransport(
-                connectionsPerHost: 1, retryStatuses: configuration.retryStatuses, maximumRedirects: 0,
-                caFile: configuration.trustedCertificateAuthorities, clientCertificate: configuration.clientCertificate)
+            // The store of the Campaign lanes' dead letters: a central relay's refusals wait in the log instead.
+            let store = try await ForwardingStore(dataDirectory: common.dataDir)
+            uploader = try Uploader(
+                log: log, trackingHost: nil, marketingHost: nil, upstreamRelay: CentralRelaySink(host: central.host, token: central.token),
+                store: store, configuration: configuration, logger: logger)
         } catch {
             await log.close()
             throw error
         }
-        let lane = UploadLane(
-            sink: CentralRelaySink(host: central.host, token: central.token), log: log, transport: transport, configuration: configuration,
-            logger: logger)
         try await runReporting(
-            log: log, statistics: { [CentralRelaySink.laneName: await lane.stats] }, run: { target in try await lane.run(until: target) },
-            afterwards: { await transport.shutdown() }, pendingDeadLetters: { 0 })
+            log: log, statistics: { await uploader.statisticsByLane() }, run: { target in try await uploader.run(until: target) },
+            pendingDeadLetters: { 0 })
     }
 }

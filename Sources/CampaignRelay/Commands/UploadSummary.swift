@@ -53,8 +53,3 @@ extension UploadSummary: Encodable {
         if !missing.isEmpty { try container.encode(missing, forKey: .missing) }
     }
 }
-
-extension Dictionary where Key == UploadLane.Kind, Value == LaneStatistics {
-    /// The uploader's lanes by lane name, as summaries and progress show them.
-    var byLaneName: [String: LaneStatistics] { [String: LaneStatistics](uniqueKeysWithValues: map { ($0.key.rawValue, $0.value) }) }
-}

@@ -2,84 +2,125 @@ public import CampaignProtocol
 public import Logging
 public import RelayLog
 
-/// The uploader: one ``UploadLane`` per configured host, working side by side, each with its own
-/// durable cursor (so a missing or failing marketing host never holds tracking hits back).
+/// The uploader: one ``UploadLane`` per configured destination (the Campaign tracking host, the
+/// marketing host, a central relay), working side by side, each with its own durable cursor (so a
+/// missing or failing destination never holds another back).
+///
+/// This is the one place the lanes are assembled: each destination is a sink
+/// (``TrackingHostSink``, ``MarketingHostSink``, ``CentralRelaySink``), and each upstream gets one
+/// TLS set-up: the Campaign hosts share one (the tracking host's pipeline and the client that
+/// sends registrations, redirected hits and retries use the same configuration); a central relay
+/// has its own, with the client certificate it may ask for.
 public actor Uploader {
-    /// The lanes, tracking first.
+    /// The lanes: tracking, marketing, then the central relay, as configured.
     public let lanes: [UploadLane]
-    let transport: HTTPClientTransport
+    let transports: [HTTPClientTransport]
     let pipelines: [TrackingHitPipeline]
-    /// The thread the connections to Campaign run on, apart from request handling.
+    /// The thread the connections upstream run on, apart from request handling.
     let upstream: UpstreamEventLoop
 
-    /// An uploader for the open `log`, sending to whichever hosts are given from the lanes'
+    /// An uploader for the open `log`, sending to whichever destinations are given from the lanes'
     /// durable cursors, and skipping registrations unchanged since their last delivery. Each lane
-    /// records through `metrics(kind)` (none by default).
+    /// records through `metrics(name)` (none by default); the log was opened with every lane's
+    /// consumer (``UploadLane/Kind/consumer``, ``CentralRelaySink/consumer``).
     ///
-    /// - Throws: ``UpstreamTLS/Failure`` when the configured CA file cannot be used.
+    /// - Throws: ``UpstreamTLS/Failure`` when the configured CA file or client certificate cannot be used.
     public init(
-        log: WriteAheadLog, trackingHost: CampaignHost?, marketingHost: CampaignHost?, store: ForwardingStore,
-        configuration: UploadConfiguration, logger: Logger, metrics: (UploadLane.Kind) -> LaneMetrics = { _ in .none }
+        log: WriteAheadLog, trackingHost: CampaignHost?, marketingHost: CampaignHost?, upstreamRelay: CentralRelaySink? = nil,
+        store: ForwardingStore, configuration: UploadConfiguration, logger: Logger, metrics: (String) -> LaneMetrics = { _ in .none }
     ) throws(UpstreamTLS.Failure) {
         try self.init(
-            source: .cursor(log), trackingHost: trackingHost, marketingHost: marketingHost, store: store, configuration: configuration,
-            deduplicates: true, logger: logger, metrics: metrics
+            source: .cursor(log), trackingHost: trackingHost, marketingHost: marketingHost, upstreamRelay: upstreamRelay, store: store,
+            configuration: configuration, deduplicates: true, logger: logger, metrics: metrics
         )
     }
 
-    /// An uploader whose lanes read `source`: the open log from their cursors, or a range of a
-    /// log for a replay (which resends everything: `deduplicates` false). Either way, tracking
+    /// An uploader whose Campaign lanes read `source`: the open log from their cursors, or a range
+    /// of a log for a replay (which resends everything: `deduplicates` false). Either way, tracking
     /// hits go through the pipeline while the host is healthy. Each lane records through
-    /// `metrics(kind)` (none by default).
+    /// `metrics(name)` (none by default).
     ///
     /// - Throws: ``UpstreamTLS/Failure`` when the configured CA file cannot be used.
     public init(
         source: UploadLane.Source, trackingHost: CampaignHost?, marketingHost: CampaignHost?, store: ForwardingStore,
-        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger, metrics: (UploadLane.Kind) -> LaneMetrics = { _ in .none }
+        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger, metrics: (String) -> LaneMetrics = { _ in .none }
     ) throws(UpstreamTLS.Failure) {
-        // Checked before the event loop starts, so a bad CA file leaves no thread behind.
+        try self.init(
+            source: source, trackingHost: trackingHost, marketingHost: marketingHost, upstreamRelay: nil, store: store,
+            configuration: configuration, deduplicates: deduplicates, logger: logger, metrics: metrics)
+    }
+
+    private init(
+        source: UploadLane.Source, trackingHost: CampaignHost?, marketingHost: CampaignHost?, upstreamRelay: CentralRelaySink?,
+        store: ForwardingStore, configuration: UploadConfiguration, deduplicates: Bool, logger: Logger, metrics: (String) -> LaneMetrics
+    ) throws(UpstreamTLS.Failure) {
+        // Checked before the event loop starts, so a bad CA file or certificate leaves no thread behind.
         let tls = try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities)
+        let relayTLS = try upstreamRelay.map { _ throws(UpstreamTLS.Failure) in
+            try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities, presenting: configuration.clientCertificate)
+        }
         let upstream = UpstreamEventLoop(priority: configuration.threadPriority)
-        // One TLS set-up for both clients of the hosts: the pipeline's and the transport's.
-        let transport = HTTPClientTransport(
-            connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses,
-            maximumRedirects: configuration.maximumRedirects, tls: tls, eventLoopGroup: upstream.group
-        )
         var lanes: [UploadLane] = []
         var pipelines: [TrackingHitPipeline?] = []
-        if let trackingHost {
-            let pipeline: TrackingHitPipeline?
-            do {
-                pipeline = try TrackingHitPipeline(
-                    host: trackingHost, connections: configuration.concurrency, timeout: configuration.requestTimeout,
-                    retryStatuses: configuration.retryStatuses, tls: tls, eventLoop: upstream.group.next()
+        var transports: [HTTPClientTransport] = []
+        if trackingHost != nil || marketingHost != nil {
+            // One TLS set-up for both clients of the Campaign hosts: the pipeline's and this one.
+            let transport = HTTPClientTransport(
+                connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses,
+                maximumRedirects: configuration.maximumRedirects, tls: tls, eventLoopGroup: upstream.group
+            )
+            transports.append(transport)
+            if let trackingHost {
+                let pipeline: TrackingHitPipeline?
+                do {
+                    pipeline = try TrackingHitPipeline(
+                        host: trackingHost, connections: configuration.concurrency, timeout: configuration.requestTimeout,
+                        retryStatuses: configuration.retryStatuses, tls: tls, eventLoop: upstream.group.next()
+                    )
+                } catch {
+                    logger.warning("tracking hits go one request at a time: TLS setup failed", metadata: ["error": "\(error)"])
+                    pipeline = nil
+                }
+                lanes.append(
+                    UploadLane(
+                        sink: TrackingHostSink(host: trackingHost), transport: transport, store: store, source: source,
+                        configuration: configuration, deduplicates: deduplicates, logger: logger, pipeline: pipeline,
+                        metrics: metrics(TrackingHostSink.laneName)
+                    )
                 )
-            } catch {
-                logger.warning("tracking hits go one request at a time: TLS setup failed", metadata: ["error": "\(error)"])
-                pipeline = nil
+                pipelines.append(pipeline)
             }
-            lanes.append(
-                UploadLane(
-                    sink: TrackingHostSink(host: trackingHost), transport: transport, store: store, source: source,
-                    configuration: configuration, deduplicates: deduplicates, logger: logger, pipeline: pipeline, metrics: metrics(.tracking)
+            if let marketingHost {
+                // Registrations of one token go one at a time, in order (the lane keeps that), which
+                // keeps "skip if unchanged since the last delivery" exact.
+                lanes.append(
+                    UploadLane(
+                        sink: MarketingHostSink(host: marketingHost), transport: transport, store: store, source: source,
+                        configuration: configuration, deduplicates: deduplicates, logger: logger, metrics: metrics(MarketingHostSink.laneName)
+                    )
                 )
-            )
-            pipelines.append(pipeline)
+            }
         }
-        if let marketingHost {
-            // Registrations of one token go one at a time, in order (the lane keeps that), which
-            // keeps "skip if unchanged since the last delivery" exact.
+        if let upstreamRelay, let relayTLS, case .cursor(let log) = source {
+            // One batch at a time, in order: one connection; a redirection is refused, not followed.
+            let transport = HTTPClientTransport(
+                connectionsPerHost: 1, retryStatuses: configuration.retryStatuses, maximumRedirects: 0, tls: relayTLS,
+                eventLoopGroup: upstream.group)
+            transports.append(transport)
             lanes.append(
                 UploadLane(
-                    sink: MarketingHostSink(host: marketingHost), transport: transport, store: store, source: source,
-                    configuration: configuration, deduplicates: deduplicates, logger: logger, metrics: metrics(.marketing)
-                )
-            )
+                    sink: upstreamRelay, log: log, transport: transport, configuration: configuration, logger: logger,
+                    metrics: metrics(upstreamRelay.name)))
         }
         self.lanes = lanes
-        self.transport = transport
+        self.transports = transports
         self.pipelines = pipelines.compactMap { $0 }
         self.upstream = upstream
+    }
+
+    /// The lane named `name` (`tracking`, `marketing`, `relay`), if the uploader has it.
+    public nonisolated func lane(named name: String) -> UploadLane? {
+        lanes.first { $0.name == name }
     }
 
     /// Runs every lane until each has done every event below `target` (`nil`: follow the log until
@@ -102,13 +143,20 @@ public actor Uploader {
             }
             return first
         }
-        await transport.shutdown()
+        for transport in transports { await transport.shutdown() }
         for pipeline in pipelines { await pipeline.shutdown() }
         await upstream.shutdown()
         try result.get()
     }
 
-    /// Each lane's statistics, by lane kind.
+    /// Each lane's statistics, by lane name.
+    public func statisticsByLane() async -> [String: LaneStatistics] {
+        var result: [String: LaneStatistics] = [:]
+        for lane in lanes { result[lane.name] = await lane.stats }
+        return result
+    }
+
+    /// The Campaign lanes' statistics, by lane kind.
     public func statistics() async -> [UploadLane.Kind: LaneStatistics] {
         var result: [UploadLane.Kind: LaneStatistics] = [:]
         for lane in lanes {

@@ -8,7 +8,7 @@ import RelayPostgres
 import ServiceLifecycle
 
 /// What `serve` is made of, assembled from its configuration: the log, the stores, the log's
-/// consumers (aggregator, uploader, relay lane, fleet counts), the ingestor and the metrics.
+/// consumers (aggregator, uploader and its lanes, fleet counts), the ingestor and the metrics.
 ///
 /// ``RelayServer`` declares the routes (``routeGroups(_:)``) and the services
 /// (``services(application:shutdownNotifier:certificates:)``) from these parts, as data; this is
@@ -22,10 +22,10 @@ struct ServerComponents {
     let idempotency: IdempotencyStore
     /// `nil` with `--no-aggregates`, or when the aggregates database could not be opened (logged).
     let aggregator: Aggregator?
-    /// `nil` without `--tracking-host` and `--marketing-host`.
+    /// The lanes to every destination; `nil` without `--tracking-host`, `--marketing-host` and `--upstream-relay`.
     let uploader: Uploader?
-    /// `nil` without `--upstream-relay`.
-    let relayLane: RelayUpstreamService?
+    /// The lane to the central relay; `nil` without `--upstream-relay`.
+    var relayLane: UploadLane? { uploader?.lane(named: CentralRelaySink.laneName) }
     /// `nil` without `--postgres-url`.
     let fleet: (location: PostgresLocation, status: FleetStatus)?
     let ingestor: EventIngestor
@@ -73,17 +73,13 @@ struct ServerComponents {
             }
         }
         var uploader: Uploader?
-        if configuration.trackingHost != nil || configuration.marketingHost != nil {
+        if configuration.trackingHost != nil || configuration.marketingHost != nil || configuration.upstreamRelay != nil {
             uploader = try Uploader(
-                log: log, trackingHost: configuration.trackingHost, marketingHost: configuration.marketingHost, store: store,
-                configuration: upload, logger: logger, metrics: { metrics.laneMetrics(for: $0.rawValue) })
-        } else if configuration.upstreamRelay == nil {
+                log: log, trackingHost: configuration.trackingHost, marketingHost: configuration.marketingHost,
+                upstreamRelay: configuration.upstreamRelay.map { CentralRelaySink(host: $0, token: configuration.upstreamToken ?? "") },
+                store: store, configuration: upload, logger: logger, metrics: { metrics.laneMetrics(for: $0) })
+        } else {
             logger.notice("no --tracking-host or --marketing-host: events are stored and counted, not forwarded")
-        }
-        let relayLane = try configuration.upstreamRelay.map { central in
-            try RelayUpstreamService(
-                log: log, central: central, token: configuration.upstreamToken ?? "", configuration: upload,
-                metrics: metrics.laneMetrics(for: CentralRelaySink.laneName), logger: logger)
         }
         // The fleet's PostgreSQL: its own consumer of the log, with its position in the database.
         let fleet = configuration.postgres.map { (location: $0, status: FleetStatus()) }
@@ -92,7 +88,7 @@ struct ServerComponents {
         }
         return ServerComponents(
             configuration: configuration, log: log, metrics: metrics, history: history, store: store, idempotency: idempotency,
-            aggregator: aggregator, uploader: uploader, relayLane: relayLane, fleet: fleet,
+            aggregator: aggregator, uploader: uploader, fleet: fleet,
             ingestor: EventIngestor(log: log, metrics: metrics), logger: logger)
     }
 
@@ -114,10 +110,10 @@ struct ServerComponents {
             AdminRoutes(
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store, log: log,
                 fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }),
-            HealthRoutes(ingestor: ingestor, upstream: relayLane?.lane, fleet: fleet?.status),
+            HealthRoutes(ingestor: ingestor, upstream: relayLane, fleet: fleet?.status),
             StatusRoutes(
                 adminToken: configuration.adminToken, log: log, store: store, history: history, uploader: uploader, hosts: hosts,
-                relayLane: relayLane?.lane, relayURL: configuration.upstreamRelay?.description, aggregator: aggregator, fleet: fleet?.status),
+                relayLane: relayLane, relayURL: configuration.upstreamRelay?.description, aggregator: aggregator, fleet: fleet?.status),
         ]
         if let relayToken = configuration.relayToken {
             groups.append(RelayBatchRoute(receiver: RelayBatchReceiver(ingestor: ingestor, logger: logger), token: relayToken))
@@ -131,7 +127,6 @@ struct ServerComponents {
         var services: [any Service] = [LogService(log: log)]
         if let aggregator { services.append(AggregatorService(aggregator: aggregator, logger: logger)) }
         if let uploader { services.append(UploaderService(uploader: uploader, logger: logger)) }
-        if let relayLane { services.append(relayLane) }
         if let fleet {
             services.append(FleetAggregationService(location: fleet.location, log: log, status: fleet.status, metrics: metrics, logger: logger))
         }

@@ -3,7 +3,8 @@ import RelayForwarding
 import RelayLog
 import ServiceLifecycle
 
-/// Runs the uploader continuously; on shutdown it stops sending and saves its positions.
+/// Runs the uploader's lanes (Campaign hosts, central relay) continuously; on shutdown they stop
+/// sending and save their positions.
 struct UploaderService: Service {
     let uploader: Uploader
     let logger: Logger
@@ -16,7 +17,7 @@ struct UploaderService: Service {
             logger.error("the uploader stopped; forwarding resumes after a restart", metadata: ["error": "\(error)"])
         }
         var positions: Logger.Metadata = [:]
-        for (kind, lane) in await uploader.statistics() { positions["\(kind)-position"] = "\(lane.position)" }
+        for (name, lane) in await uploader.statisticsByLane() { positions["\(name)-position"] = "\(lane.position)" }
         logger.notice("uploader stopped; positions saved", metadata: positions)
     }
 }
