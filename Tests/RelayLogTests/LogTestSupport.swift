@@ -17,3 +17,16 @@ func readAll(_ dataDirectory: String, fileSystem: any FileSystem, from position:
     }
     return (events, damage)
 }
+
+/// Offsets of the frames of a segment's bytes, up to the first byte that does not start a frame header.
+func frameStartOffsets(_ bytes: [UInt8]) -> [Int] {
+    var offset = SegmentHeader.size
+    var starts: [Int] = []
+    while offset + FrameHeader.size <= bytes.count,
+        case .success(let header) = bytes[offset..<(offset + FrameHeader.size)].withUnsafeBufferPointer({ FrameHeader.decode($0) })
+    {
+        starts.append(offset)
+        offset += header.frameSize
+    }
+    return starts
+}

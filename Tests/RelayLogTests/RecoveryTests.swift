@@ -88,7 +88,7 @@ struct RecoveryTests {
         let directory = temporaryDirectory("zeroed")
         defer { removeTree(directory) }
         let segment = try #require(try await fill(directory, batches: 3).first)
-        let starts = try frameStarts(fileSystem.readFile(segment))
+        let starts = try frameStartOffsets(fileSystem.readFile(segment))
         #expect(starts.count == 3)
         // Media damage that reads back as zeros, over the whole second frame.
         let handle = try fileSystem.open(segment, create: false)
@@ -104,26 +104,13 @@ struct RecoveryTests {
         #expect(events.map(\.sequence) == Array(1...100) + Array(201...300))
     }
 
-    /// Offsets of the frames of a segment's bytes, up to the first byte that does not start a frame header.
-    func frameStarts(_ bytes: [UInt8]) throws -> [Int] {
-        var offset = SegmentHeader.size
-        var starts: [Int] = []
-        while offset + FrameHeader.size <= bytes.count,
-            case .success(let header) = bytes[offset..<(offset + FrameHeader.size)].withUnsafeBufferPointer({ FrameHeader.decode($0) })
-        {
-            starts.append(offset)
-            offset += header.frameSize
-        }
-        return starts
-    }
-
     @Test("a bit flip in the middle of a segment: detected, counted, quarantined, the rest readable")
     func bitFlipInTheMiddle() async throws {
         let directory = temporaryDirectory("bitflip")
         defer { removeTree(directory) }
         let segment = try #require(try await fill(directory, batches: 5).first)
         // Find the third frame and damage its payload.
-        let frameStarts = try frameStarts(fileSystem.readFile(segment))
+        let frameStarts = try frameStartOffsets(fileSystem.readFile(segment))
         #expect(frameStarts.count == 5)
         try flip(segment, at: Int64(frameStarts[2] + FrameHeader.size + 7))
 

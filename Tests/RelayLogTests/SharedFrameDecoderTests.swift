@@ -115,7 +115,7 @@ struct SharedFrameDecoderTests {
         // The third frame's payload: flipped after the log was opened, as a bit rots under a running relay.
         let lines = CapturedLines()
         let log = try await WriteAheadLog.open(dataDirectory: directory, logger: Logger(label: "test") { _ in lines })
-        let starts = try frameOffsets(fileSystem.readFile("\(wal)/\(segment)"))
+        let starts = try frameStartOffsets(fileSystem.readFile("\(wal)/\(segment)")).map { Int64($0) }
         let handle = try fileSystem.open("\(wal)/\(segment)", create: false)
         var byte = try handle.read(at: starts[2] + Int64(FrameHeader.size) + 7, count: 1)
         byte[0] ^= 0x10
@@ -140,19 +140,6 @@ struct SharedFrameDecoderTests {
         #expect(reported.count == 1, "\(reported)")
         await log.close()
     }
-}
-
-/// Offsets of the frames of a segment's bytes, up to the first byte that does not start a frame header.
-func frameOffsets(_ bytes: [UInt8]) -> [Int64] {
-    var offset = SegmentHeader.size
-    var starts: [Int64] = []
-    while offset + FrameHeader.size <= bytes.count,
-        case .success(let header) = bytes[offset..<(offset + FrameHeader.size)].withUnsafeBufferPointer({ FrameHeader.decode($0) })
-    {
-        starts.append(Int64(offset))
-        offset += header.frameSize
-    }
-    return starts
 }
 
 /// A log handler that keeps every message, for tests that assert on what was logged.

@@ -68,8 +68,7 @@ struct LaneMetricsTests {
 
     @Test("the relay lane records its backlog and ages with no sampler, and does not count its hand-offs as Campaign's deliveries")
     func relayLaneRecords() async throws {
-        let token = "relay-token-0123456789"
-        let central = try await RunningServer.start { $0.relayToken = token }
+        let central = try await RunningServer.start { $0.relayToken = RelayChainTests.token }
         let directory = temporaryDirectory("lane-metrics-relay")
         defer { removeTree(directory) }
         let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [CentralRelaySink.consumer], logger: quietLogger)
@@ -80,24 +79,11 @@ struct LaneMetricsTests {
                     time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)))
         }
         _ = try await log.append(hits)
-        let metrics = RelayMetrics(version: "test")
-        let transport = try HTTPClientTransport(connectionsPerHost: 1)
-        let lane = UploadLane(
-            sink: CentralRelaySink(host: try CampaignHost(parsing: central.url, role: "test"), token: token, batchEvents: 100), log: log,
-            transport: transport, configuration: UploadConfiguration(), logger: quietLogger,
-            metrics: metrics.laneMetrics(for: CentralRelaySink.laneName)
-        )
-        var failure: LogError?
-        do {
-            try await lane.run(until: await log.durableSequence)
-        } catch {
-            failure = error
-        }
-        let statistics = await lane.stats
-        await transport.shutdown()
         await log.close()
+        let metrics = RelayMetrics(version: "test")
+        let statistics = try await RelayChainTests.handOn(
+            directory, to: central, batchEvents: 100, metrics: metrics.laneMetrics(for: CentralRelaySink.laneName))
         await central.stop()
-        if let failure { throw failure }
 
         #expect(statistics.delivered == 700)
         #expect(Self.value("relay_upload_delivered_total", in: metrics) == 0, "events Campaign accepted: none here")

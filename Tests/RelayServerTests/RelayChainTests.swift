@@ -24,13 +24,16 @@ struct RelayChainTests {
         }
     }
 
-    /// Runs a relay lane from the log in `directory` to `central` until everything logged is taken.
-    static func handOn(_ directory: String, to central: RunningServer, batchEvents: Int = 1000) async throws -> LaneStatistics {
+    /// Runs a relay lane from the log in `directory` to `central` until everything logged is taken,
+    /// recording through `metrics`.
+    static func handOn(
+        _ directory: String, to central: RunningServer, batchEvents: Int = 1000, metrics: LaneMetrics = .none
+    ) async throws -> LaneStatistics {
         let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [CentralRelaySink.consumer], logger: quietLogger)
         let transport = try HTTPClientTransport(connectionsPerHost: 1)
         let lane = UploadLane(
             sink: CentralRelaySink(host: try CampaignHost(parsing: central.url, role: "test"), token: token, batchEvents: batchEvents), log: log,
-            transport: transport, configuration: UploadConfiguration(), logger: quietLogger)
+            transport: transport, configuration: UploadConfiguration(), logger: quietLogger, metrics: metrics)
         var failure: LogError?
         do {
             try await lane.run(until: await log.durableSequence)
