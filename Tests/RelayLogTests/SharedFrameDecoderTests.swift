@@ -11,9 +11,14 @@ import Testing
 /// a consumer far behind decodes alone, and damage is reported once for all of them.
 @Suite("Shared frame decoder")
 struct SharedFrameDecoderTests {
-    /// Writes `batches` appends of 100 events (one frame each) and returns the open log.
-    func filledLog(_ directory: String, batches: Int, logger: Logger = quietLogger) async throws -> WriteAheadLog {
-        let log = try await WriteAheadLog.open(dataDirectory: directory, logger: logger)
+    /// Three consumers, as `serve` with both Campaign hosts declares them.
+    static let consumers: [LogConsumerDeclaration] = [.ownStore("aggregator"), .cursorFile("upload-tracking"), .cursorFile("upload-marketing")]
+
+    /// Writes `batches` appends of 100 events (one frame each) to a log of `consumers` and returns the open log.
+    func filledLog(
+        _ directory: String, batches: Int, consumers: [LogConsumerDeclaration] = consumers, logger: Logger = quietLogger
+    ) async throws -> WriteAheadLog {
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: consumers, logger: logger)
         for batch in 0..<batches {
             _ = try await log.append((1...100).map { TestEvents.tracking(Int64(batch * 100) + $0) })
         }
@@ -50,6 +55,19 @@ struct SharedFrameDecoderTests {
         let figures = log.sharedDecoder.figures
         #expect(figures.decoded == 30)
         #expect(figures.shared == 60)
+        await log.close()
+    }
+
+    @Test("a log with one consumer keeps no decoded frame: its reader decodes each frame itself, as it reads each once")
+    func oneConsumerKeepsNothing() async throws {
+        let directory = temporaryDirectory("shared-single")
+        defer { removeTree(directory) }
+        let log = try await filledLog(directory, batches: 5, consumers: [.ownStore("aggregator")])
+        let end = await log.durableSequence
+        #expect(log.sharedDecoder.capacity == 0)
+        #expect(try drain(log.reader(from: 1), batchSize: 1000, below: end).count == 500)
+        #expect(try drain(log.reader(from: 1), batchSize: 1000, below: end).count == 500)
+        #expect(log.sharedDecoder.figures == (decoded: 0, shared: 0))
         await log.close()
     }
 

@@ -14,6 +14,8 @@ public protocol BatchSink: Sendable {
     var name: String { get }
     /// The host it sends to, for log lines.
     var host: CampaignHost { get }
+    /// How log lines name it ("central relay"; by default the name and "destination").
+    var destinationName: String { get }
     /// Events per batch, at most.
     var batchEvents: Int { get }
     /// The request that carries `events`, which cover `sequences` of epoch `epoch` of relay `relayID`.
@@ -40,6 +42,8 @@ public enum BatchAnswer: Sendable, Hashable {
 }
 
 extension BatchSink {
+    public var destinationName: String { "\(name) destination" }
+
     /// The log cursor of the lane that sends to this destination.
     public var cursorName: String { "upload-\(name)" }
     /// The lane as a consumer of the log: its cursor is its position.

@@ -15,6 +15,7 @@ public struct CentralRelaySink: BatchSink {
     public static let consumer = LogConsumerDeclaration.cursorFile(cursorName)
 
     public var name: String { Self.laneName }
+    public var destinationName: String { "central relay" }
     public let host: CampaignHost
     /// The token presented as `Authorization: Bearer …` (the central relay's `--relay-token`).
     public let token: String

@@ -14,6 +14,8 @@ public protocol EventSink: Sendable {
     var name: String { get }
     /// The host it sends to, for log lines and dead letters.
     var host: CampaignHost { get }
+    /// How log lines name it ("tracking host"; by default the name and "host").
+    var destinationName: String { get }
     /// Whether `event` goes to this destination; the others are passed over.
     func carries(_ event: Event) -> Bool
     /// The request that carries `event`, byte for byte as the SDKs send it.
@@ -21,6 +23,8 @@ public protocol EventSink: Sendable {
 }
 
 extension EventSink {
+    public var destinationName: String { "\(name) host" }
+
     /// The log cursor of the lane that sends to this destination.
     public var cursorName: String { "upload-\(name)" }
 }

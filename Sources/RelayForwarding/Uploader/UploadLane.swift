@@ -107,7 +107,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
         deduplicates: Bool, logger: Logger, pipeline: TrackingHitPipeline? = nil, metrics: LaneMetrics = .none
     ) {
         self.init(
-            destination: .eachEvent(sink), name: sink.name, host: sink.host, destinationName: "\(sink.name) host", transport: transport,
+            destination: .eachEvent(sink), name: sink.name, host: sink.host, destinationName: sink.destinationName, transport: transport,
             store: store, source: source, configuration: configuration, deduplicates: deduplicates, logger: logger, pipeline: pipeline,
             metrics: metrics)
     }
@@ -119,7 +119,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
         metrics: LaneMetrics = .none
     ) {
         self.init(
-            destination: .orderedBatches(sink), name: sink.name, host: sink.host, destinationName: "central \(sink.name)", transport: transport,
+            destination: .orderedBatches(sink), name: sink.name, host: sink.host, destinationName: sink.destinationName, transport: transport,
             store: nil, source: .cursor(log), configuration: configuration, deduplicates: false, logger: logger, pipeline: nil, metrics: metrics)
     }
 

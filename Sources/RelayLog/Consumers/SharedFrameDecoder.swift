@@ -79,8 +79,13 @@ package final class SharedFrameDecoder: Sendable {
         state.withLockedValue { ($0.decoded, $0.shared) }
     }
 
-    /// A decoder keeping up to `capacity` decoded events, reporting damage to `logger`.
-    package init(capacity: Int = 16_384, logger: Logger) {
+    /// The events kept for a log several consumers read: some frames of a busy log's group commits,
+    /// which consumers at the end of the log read within a commit or two of each other.
+    package static let defaultCapacity = 8192
+
+    /// A decoder keeping up to `capacity` decoded events (0: none, every reader decodes for
+    /// itself, as for a log with one consumer), reporting damage to `logger`.
+    package init(capacity: Int = defaultCapacity, logger: Logger) {
         self.capacity = max(0, capacity)
         self.logger = logger
     }
@@ -93,6 +98,7 @@ package final class SharedFrameDecoder: Sendable {
     func events(
         segment: UInt64, offset: Int64, header: FrameHeader, decode: () throws(EventBinaryCodec.DecodingError) -> [Event]
     ) throws(EventBinaryCodec.DecodingError) -> [Event] {
+        guard capacity > 0 else { return try decode() }
         let key = Key(segment: segment, offset: offset, payloadCRC: header.payloadCRC)
         let role = state.withLockedValue { state -> Role in
             if let entry = state.entries[key] {

@@ -156,7 +156,9 @@ public actor WriteAheadLog {
         }
         let log = WriteAheadLog(
             layout: layout, configuration: configuration, fileSystem: fileSystem, writer: writer, report: report,
-            cursors: cursors, positions: positions, lock: lock, io: io, identity: identity, logger: logger
+            cursors: cursors, positions: positions, lock: lock, io: io, identity: identity, logger: logger,
+            // Decoded frames are kept only for a log that several consumers read; one alone never reads a frame twice.
+            decodedEventsKept: consumers.count > 1 ? SharedFrameDecoder.defaultCapacity : 0
         )
         await log.startFlushLoop()
         do {
@@ -193,7 +195,7 @@ public actor WriteAheadLog {
     private init(
         layout: LogLayout, configuration: LogConfiguration, fileSystem: any FileSystem, writer: SegmentWriter,
         report: RecoveryReport, cursors: CursorStore, positions: [String: UInt64], lock: (any FileHandle)?, io: BlockingExecutor,
-        identity: RelayIdentity, logger: Logger
+        identity: RelayIdentity, logger: Logger, decodedEventsKept: Int
     ) {
         self.identity = identity
         self.walDirectory = layout.walDirectory
@@ -212,7 +214,7 @@ public actor WriteAheadLog {
         self.io = io
         self.cursorIO = BlockingExecutor(name: "wal-cursors")
         self.logger = logger
-        self.sharedDecoder = SharedFrameDecoder(logger: logger)
+        self.sharedDecoder = SharedFrameDecoder(capacity: decodedEventsKept, logger: logger)
     }
 
     /// Every event below this sequence number is durable; readers must not read past it.
