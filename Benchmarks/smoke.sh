@@ -17,6 +17,7 @@ if command -v wrk >/dev/null && command -v openssl >/dev/null; then BUILD_CONFIG
 BUILD_CONFIGURATION=debug "$here/poison-lane.sh" 50
 BUILD_CONFIGURATION=debug "$here/drain.sh" 500 2
 BUILD_CONFIGURATION=debug "$here/relay-chain.sh" 2000
+BUILD_CONFIGURATION=debug "$here/consumers.sh" 2000 1
 BUILD_CONFIGURATION=debug SEGMENT_BYTES=4096 "$here/replay.sh" 10000
 if ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1; then BUILD_CONFIGURATION=debug "$here/postgres-aggregate.sh" 2000; fi
 swift run --package-path "$here/.." AckLatency --seconds 0.2 --batches 1,10 --concurrency 4

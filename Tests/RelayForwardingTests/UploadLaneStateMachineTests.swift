@@ -58,6 +58,27 @@ struct UploadLaneStateMachineTests {
         }
     }
 
+    @Test("a lane that passes over the last events it reads saves its cursor past them before it waits for more")
+    func passingOverSavesBeforeWaiting() {
+        // The marketing lane over 10 hits, reading 4 at a time with a duplicate bound of 4: every
+        // read fills the bound, so a save comes between reads, and the last read ends below it.
+        var machine = UploadLaneStateMachine(settings: Self.settings(unsynced: 4, kind: .marketing), start: 1)
+        let log = Self.hits(1...10)
+        var actions: [String] = []
+        reading: while actions.count < 20 {
+            let action = machine.nextAction(now: Self.t0)
+            actions.append(Self.describe(action))
+            switch action {
+            case .read(let from): machine.read(Array(log.filter { $0.sequence >= from }.prefix(4)), limit: 11)
+            case .saveCursor(let position): machine.cursorSaved(position, now: Self.t0)
+            default: break reading
+            }
+        }
+        #expect(actions == ["read 1", "save 5", "read 5", "save 9", "read 9", "read 11", "save 11", "await events 11"])
+        #expect(machine.progress.durableCursor == 11)
+        #expect(machine.passedOver == 10)
+    }
+
     @Test(
         "the oldest owed event is the one at the lane's position: out-of-order completions do not move it, passed-over events are not owed, nil once all are done"
     )

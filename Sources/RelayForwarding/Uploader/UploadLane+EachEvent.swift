@@ -49,16 +49,18 @@ extension UploadLane {
                     var limit = end ?? UInt64.max
                     if let log { limit = min(limit, await log.durableSequence) }
                     if limit != .max { statistics.end = max(statistics.end, limit) }
-                    guard machine.progress.next < limit else {
+                    // Nothing to read below the limit is an empty read; either way the statistics
+                    // below follow (a `continue` here once kept them from seeing the last events passed over).
+                    if machine.progress.next >= limit {
                         machine.read([], limit: limit)
-                        continue
-                    }
-                    do {
-                        let batch = try reader.read(maximumEvents: 4096, below: limit)
-                        machine.read(batch.events, limit: limit)
-                    } catch {
-                        logger.error("reading the log failed; retrying in a second", metadata: ["error": "\(error)"])
-                        machine.readFailed(now: .now)
+                    } else {
+                        do {
+                            let batch = try reader.read(maximumEvents: 4096, below: limit)
+                            machine.read(batch.events, limit: limit)
+                        } catch {
+                            logger.error("reading the log failed; retrying in a second", metadata: ["error": "\(error)"])
+                            machine.readFailed(now: .now)
+                        }
                     }
                 case .send(let event, let paced):
                     if paced { await pace() }

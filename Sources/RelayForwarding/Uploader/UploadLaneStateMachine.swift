@@ -292,9 +292,16 @@ public struct UploadLaneStateMachine: Sendable {
     }
 
     /// The cursor is saved at `position`.
+    ///
+    /// A save that worked lets the next one through in the same round: a lane that passes over the
+    /// last events it reads (the marketing lane after a run of hits) must save past them before
+    /// it waits for more, and a save earlier in the round used to keep it from doing so, leaving the
+    /// cursor (and the backlog the lane reports) at its last full read until new events came. Only
+    /// a failed save waits for the next round, so a failing save is not tried in a tight loop.
     public mutating func cursorSaved(_ position: UInt64, now: ContinuousClock.Instant) {
         progress.durableCursor = max(progress.durableCursor, position)
         lastSave = now
+        saveTried = false
     }
 
     /// A send ended.
