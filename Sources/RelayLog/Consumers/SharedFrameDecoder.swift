@@ -81,7 +81,7 @@ package final class SharedFrameDecoder: Sendable {
 
     /// The events kept for a log several consumers read: some frames of a busy log's group commits,
     /// which consumers at the end of the log read within a commit or two of each other.
-    package static let defaultCapacity = 8192
+    package static let defaultCapacity = 4096
 
     /// A decoder keeping up to `capacity` decoded events (0: none, every reader decodes for
     /// itself, as for a log with one consumer), reporting damage to `logger`.
