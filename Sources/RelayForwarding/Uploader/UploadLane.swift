@@ -37,14 +37,6 @@ public actor UploadLane: BlockingActor, BreakerGate {
             }
         }
 
-        /// The destination of this kind at `host`.
-        public func sink(host: CampaignHost) -> any EventSink {
-            switch self {
-            case .tracking: TrackingHostSink(host: host)
-            case .marketing: MarketingHostSink(host: host)
-            }
-        }
-
         /// The log cursor of the normal uploader for this lane.
         public var cursorName: String { "upload-\(rawValue)" }
 
