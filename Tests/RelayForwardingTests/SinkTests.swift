@@ -88,6 +88,8 @@ struct SinkTests {
         #expect(request.headers.first { $0.name == "Relay-Epoch" }?.value == "2")
         #expect(request.headers.first { $0.name == "Authorization" }?.value == "Bearer secret")
         #expect(sink.cursorName == "upload-relay")
+        #expect(sink.consumer == CentralRelaySink.consumer)
+        #expect((sink as any Sink).destinationName == "central relay")
         #expect(CentralRelaySink(host: sink.host, token: "t", batchEvents: 0).batchEvents == 1)
     }
 
@@ -103,6 +105,8 @@ struct SinkTests {
         #expect(tracking.request(for: click).url == "https://track.example/r/?id=hd828,f0190,2")
         #expect(marketing.request(for: registered).pathAndQuery == "/nms/mobile/1/registerAndroid.jssp")
         #expect([tracking.cursorName, marketing.cursorName] == ["upload-tracking", "upload-marketing"])
+        #expect(tracking.destinationName == "tracking host")
+        #expect(marketing.destinationName == "marketing host")
     }
 }
 

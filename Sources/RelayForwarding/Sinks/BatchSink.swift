@@ -2,20 +2,14 @@ public import CampaignProtocol
 public import RelayCore
 public import RelayLog
 
-/// A destination that takes every event of the log in ordered batches (a central relay), as the
-/// sink driver (``UploadLane``) sees it: the request that carries a batch, and what an answer means.
+/// A destination that takes every event of the log in ordered batches (a central relay): the
+/// request that carries a batch, and what an answer means.
 ///
 /// Batches go one at a time, in log order, each covering the sequence numbers from where the last
 /// one ended (damaged ones included) and never spanning two epochs of the data directory; the
 /// driver moves the lane's cursor only when the destination took a batch. The driver owns the
 /// reading, the breaker, backoff and `Retry-After`, progress, the cursor and the metrics.
-public protocol BatchSink: Sendable {
-    /// The lane's name: its cursor is `upload-<name>`, and progress, summaries and metrics show it.
-    var name: String { get }
-    /// The host it sends to, for log lines.
-    var host: CampaignHost { get }
-    /// How log lines name it ("central relay"; by default the name and "destination").
-    var destinationName: String { get }
+public protocol BatchSink: Sink {
     /// Events per batch, at most.
     var batchEvents: Int { get }
     /// The request that carries `events`, which cover `sequences` of epoch `epoch` of relay `relayID`.
@@ -42,10 +36,6 @@ public enum BatchAnswer: Sendable, Hashable {
 }
 
 extension BatchSink {
+    /// "<name> destination".
     public var destinationName: String { "\(name) destination" }
-
-    /// The log cursor of the lane that sends to this destination.
-    public var cursorName: String { "upload-\(name)" }
-    /// The lane as a consumer of the log: its cursor is its position.
-    public var consumer: LogConsumerDeclaration { .cursorFile(cursorName) }
 }
