@@ -43,6 +43,14 @@ public struct CampaignRequest: Sendable, Hashable {
         )
     }
 
+    /// The request that carries `event` to `host`, as the SDKs send it: a tracking hit or a registration.
+    public static func carrying(_ event: Event, to host: CampaignHost) -> CampaignRequest {
+        switch event {
+        case .tracking(let hit): .tracking(hit, host: host)
+        case .registration(let registration): .registration(registration, host: host)
+        }
+    }
+
     /// The registration for `registration`: a form `POST` to `registerIOS.jssp` or
     /// `registerAndroid.jssp`. A registration an SDK posted goes with its body byte for byte
     /// (``Registration/sdkForm``); any other is encoded with the platform's field order and

@@ -15,15 +15,7 @@ public struct MarketingHostSink: EventSink {
     /// The marketing host at `host`.
     public init(host: CampaignHost) { self.host = host }
 
-    public func carries(_ event: Event) -> Bool {
-        if case .registration = event { return true }
-        return false
-    }
+    public func carries(_ event: Event) -> Bool { UploadLane.Kind.marketing.carries(event) }
 
-    public func request(for event: Event) -> CampaignRequest {
-        switch event {
-        case .registration(let registration): .registration(registration, host: host)
-        case .tracking(let hit): .tracking(hit, host: host)
-        }
-    }
+    public func request(for event: Event) -> CampaignRequest { .carrying(event, to: host) }
 }

@@ -13,15 +13,7 @@ public struct TrackingHostSink: EventSink {
     /// The tracking host at `host`.
     public init(host: CampaignHost) { self.host = host }
 
-    public func carries(_ event: Event) -> Bool {
-        if case .tracking = event { return true }
-        return false
-    }
+    public func carries(_ event: Event) -> Bool { UploadLane.Kind.tracking.carries(event) }
 
-    public func request(for event: Event) -> CampaignRequest {
-        switch event {
-        case .tracking(let hit): .tracking(hit, host: host)
-        case .registration(let registration): .registration(registration, host: host)
-        }
-    }
+    public func request(for event: Event) -> CampaignRequest { .carrying(event, to: host) }
 }

@@ -152,10 +152,7 @@ extension UploadLane {
         }
         if answered { destinationAnswered() }
         if let failure = firstFailure, !answered || failure.retryAfter != nil {
-            if unreachableSince == nil {
-                unreachableSince = EventTime.now()
-                metrics.record(unreachableSince: unreachableSince)
-            }
+            markUnreachable()
             if let until = breaker.recordFailure(now: .now, retryAfter: failure.retryAfter, using: &random) {
                 logPause(reason: failure.reason, until: until)
             }

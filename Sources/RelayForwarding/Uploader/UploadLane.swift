@@ -215,14 +215,18 @@ public actor UploadLane: BlockingActor, BreakerGate {
     func destinationFailed(reason: String, retryAfter: Duration?) -> (openedUntil: ContinuousClock.Instant?, firstFailure: Bool, wasUp: Bool) {
         statistics.retries += 1
         metrics.retries.increment()
-        if unreachableSince == nil {
-            unreachableSince = EventTime.now()
-            metrics.record(unreachableSince: unreachableSince)
-        }
+        markUnreachable()
         let wasUp = breaker.failingSince == nil
         let firstFailure = statistics.lastFailure == nil
         let openedUntil = breaker.recordFailure(now: .now, retryAfter: retryAfter, using: &random)
         return (openedUntil, firstFailure, wasUp)
+    }
+
+    /// Notes when the destination stopped answering, unless it already had.
+    func markUnreachable() {
+        guard unreachableSince == nil else { return }
+        unreachableSince = EventTime.now()
+        metrics.record(unreachableSince: unreachableSince)
     }
 
     /// Logs that the destination is failing and sends to it pause until `until` (the breaker opened).
