@@ -35,8 +35,8 @@ public actor AggregateQueries: BlockingActor {
             let version = try connection.prepare("SELECT schema_version FROM aggregator_state WHERE id = 1")
             guard try version.step() else { throw SQLiteError(code: 1, message: "aggregator_state has no row", context: path) }
             let found = version.int64(0)
-            // A version 1 database (not yet opened by this relay's aggregator) reads the same, without origins.
-            guard found == AggregateSchema.version || found == 1 else {
+            // A database not yet migrated by this relay's aggregator reads the same (version 1 without origins).
+            guard AggregateSchema.readableVersions.contains(found) else {
                 throw AggregatorError.schemaMismatch(path: path, found: found, expected: AggregateSchema.version)
             }
             version.finalize()

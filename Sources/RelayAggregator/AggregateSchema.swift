@@ -1,13 +1,12 @@
 /// The tables of `<data-dir>/aggregates.sqlite` (documented in `docs/aggregates.md`).
 enum AggregateSchema {
-    /// Bumped when the tables change. A database of version 1 is brought to 2 in place (see
-    /// ``migrateFromVersion1``); one of any other version must be rebuilt from the log.
-    static let version: Int64 = 2
+    /// Bumped when the tables change. A database of version 1 or 2 is brought to 3 in place (see
+    /// ``AggregateMigration``); one of any other version must be rebuilt from the log.
+    static let version: Int64 = 3
 
-    /// Version 1 predates relay chains: no event it counted came from another relay, so adding an
-    /// empty `relay_origins` (which `create` does) and the new version number is the whole
-    /// migration.
-    static let migrateFromVersion1 = "UPDATE aggregator_state SET schema_version = 2 WHERE id = 1 AND schema_version = 1"
+    /// The versions a reader of the counts (``AggregateQueries``) understands: their `deliveries`
+    /// and `registrations` read the same; version 1 has no `relay_origins`.
+    static let readableVersions: ClosedRange<Int64> = 1...3
 
     static let create = """
         CREATE TABLE IF NOT EXISTS aggregator_state (
@@ -29,10 +28,16 @@ enum AggregateSchema {
             first_event_ns INTEGER NOT NULL,
             last_event_ns INTEGER NOT NULL
         );
-        CREATE TABLE IF NOT EXISTS delivery_messages (
+        CREATE TABLE IF NOT EXISTS delivery_message_chunks (
             delivery_action INTEGER NOT NULL,
-            message_key BLOB NOT NULL,
-            PRIMARY KEY (delivery_action, message_key)
+            chunk INTEGER NOT NULL,
+            members BLOB NOT NULL,
+            PRIMARY KEY (delivery_action, chunk)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS delivery_message_uuids (
+            delivery_action INTEGER NOT NULL,
+            message_uuid BLOB NOT NULL,
+            PRIMARY KEY (delivery_action, message_uuid)
         ) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS registrations (
             integration_key TEXT NOT NULL,

@@ -1,3 +1,4 @@
+import Logging
 import RelayCore
 import RelaySQLite
 
@@ -7,7 +8,7 @@ import RelaySQLite
 final class AggregateStore {
     let path: String
     private let connection: SQLiteConnection
-    private let insertMessage: SQLiteStatement
+    private let messageSets: MessageSets
     private let insertToken: SQLiteStatement
     private let findDelivery: SQLiteStatement
     private let insertDelivery: SQLiteStatement
@@ -20,8 +21,11 @@ final class AggregateStore {
     private var deliveryRefs: [String: Int64] = [:]
 
     /// Opens (creating if needed) the database at `path`; a new database starts at `firstSequence`.
-    /// Its page cache holds up to `pageCacheBytes`.
-    init(path: String, firstSequence: UInt64, pageCacheBytes: Int = Aggregator.defaultPageCacheBytes) throws(AggregatorError) {
+    /// Its page cache holds up to `pageCacheBytes`. A database of an earlier schema version is
+    /// migrated in place (``AggregateMigration``), which `logger` reports.
+    init(path: String, firstSequence: UInt64, pageCacheBytes: Int = Aggregator.defaultPageCacheBytes, logger: Logger? = nil)
+        throws(AggregatorError)
+    {
         self.path = path
         do {
             // Exactness comes from atomic transactions, not from syncing each one: a transaction lost
@@ -34,12 +38,11 @@ final class AggregateStore {
             // without their state row, which every later reader would take for a damaged file.
             try opened.transaction { () throws(SQLiteError) in
                 try opened.execute(AggregateSchema.create)
-                try opened.execute(AggregateSchema.migrateFromVersion1)
                 try opened.execute(
                     "INSERT OR IGNORE INTO aggregator_state (id, schema_version, next_sequence, first_sequence, updated_at) VALUES (1, \(AggregateSchema.version), \(firstSequence), \(firstSequence), '\(EventTime.now().rfc3339)')"
                 )
             }
-            insertMessage = try connection.prepare("INSERT OR IGNORE INTO delivery_messages (delivery_action, message_key) VALUES (?, ?)")
+            messageSets = try MessageSets(connection: opened, path: path)
             insertToken = try connection.prepare(
                 "INSERT OR IGNORE INTO registration_tokens (integration_key, platform, registration_token) VALUES (?, ?, ?)")
             findDelivery = try connection.prepare("SELECT delivery_ref FROM deliveries WHERE delivery_id = ?")
@@ -52,10 +55,47 @@ final class AggregateStore {
         } catch {
             throw Self.openingFailure(path: path, error)
         }
-        let state = try self.state()
-        guard state.schemaVersion == AggregateSchema.version else {
-            throw .schemaMismatch(path: path, found: state.schemaVersion, expected: AggregateSchema.version)
+        let version = try state().schemaVersion
+        if version != AggregateSchema.version {
+            do {
+                try migrate(from: version, logger: logger)
+            } catch {
+                close()
+                throw error
+            }
         }
+    }
+
+    /// Brings the database from `version` to the current one in one transaction, then gives the
+    /// old table's pages back to the file system.
+    private func migrate(from version: Int64, logger: Logger?) throws(AggregatorError) {
+        logger?.notice(
+            "bringing the aggregates database to the current schema; this reads every distinct message once",
+            metadata: ["path": "\(path)", "from": "\(version)", "to": "\(AggregateSchema.version)"])
+        let started = SystemClock.monotonicNanoseconds()
+        do { try connection.execute("BEGIN IMMEDIATE") } catch { throw .database(error) }
+        let summary: AggregateMigration.Summary?
+        do throws(AggregatorError) {
+            summary = try AggregateMigration.migrate(connection, path: path, from: version)
+            do { try connection.execute("COMMIT") } catch { throw AggregatorError.database(error) }
+        } catch {
+            rollBack()
+            throw error
+        }
+        guard let summary else { return }
+        // VACUUM needs room for a copy of the file; without it the freed pages are reused by later
+        // counts instead, which is only a larger file.
+        do {
+            try connection.execute("VACUUM")
+        } catch {
+            logger?.warning("could not compact the migrated aggregates database; it works as it is", metadata: ["error": "\(error)"])
+        }
+        logger?.notice(
+            "aggregates database migrated",
+            metadata: [
+                "path": "\(path)", "from": "\(summary.from)", "to": "\(AggregateSchema.version)", "messages": "\(summary.messages)",
+                "seconds": "\(Double(SystemClock.monotonicNanoseconds() - started) / 1e9)",
+            ])
     }
 
     /// SQLite's primary result codes that say the disk or the moment failed, not the file: full,
@@ -102,16 +142,20 @@ final class AggregateStore {
             throw .positionMoved(expected: start, found: stored)
         }
         var created: [String: Int64] = [:]
-        do {
+        do throws(AggregatorError) {
             try count(events, created: &created)
-            writePosition.reset()
-            try writePosition.bind(1, Int64(bitPattern: end))
-            try writePosition.bind(2, EventTime.now().rfc3339)
-            try writePosition.step()
-            try connection.execute("COMMIT")
+            do throws(SQLiteError) {
+                writePosition.reset()
+                try writePosition.bind(1, Int64(bitPattern: end))
+                try writePosition.bind(2, EventTime.now().rfc3339)
+                try writePosition.step()
+                try connection.execute("COMMIT")
+            } catch {
+                throw .database(error)
+            }
         } catch {
             rollBack()
-            throw .database(error)
+            throw error
         }
         deliveryRefs.merge(created) { old, _ in old }
     }
@@ -121,25 +165,28 @@ final class AggregateStore {
     }
 
     /// Applies the deltas of `events` (``CountDeltas``) to the tables.
-    private func count(_ events: ArraySlice<SequencedEvent>, created: inout [String: Int64]) throws(SQLiteError) {
+    private func count(_ events: ArraySlice<SequencedEvent>, created: inout [String: Int64]) throws(AggregatorError) {
         let deltas = CountDeltas(events)
         var references: [Int64] = []
         references.reserveCapacity(deltas.deliveries.count)
-        for delivery in deltas.deliveries {
-            references.append(try deliveryRef(delivery.deliveryId, time: delivery.first, created: &created))
-        }
-        var newMessages: [(delivery: Int, action: Int)] = []
-        for sighting in deltas.messages {
-            insertMessage.reset()
-            try insertMessage.bind(1, CountDeltas.deliveryAction(reference: references[sighting.delivery], action: sighting.action))
-            switch sighting.key {
-            case .integer(let value): try insertMessage.bind(2, value)
-            case .uuid(let text): try insertMessage.bind(2, text)
+        do throws(SQLiteError) {
+            for delivery in deltas.deliveries {
+                references.append(try deliveryRef(delivery.deliveryId, time: delivery.first, created: &created))
             }
-            try insertMessage.step()
-            if connection.changes > 0 { newMessages.append((sighting.delivery, sighting.action)) }
+        } catch {
+            throw .database(error)
         }
-        let uniques = deltas.uniques(new: newMessages)
+        let uniques = try messageSets.add(deltas, references: references)
+        do throws(SQLiteError) {
+            try addCounts(deltas, references: references, uniques: uniques)
+        } catch {
+            throw .database(error)
+        }
+    }
+
+    /// Adds the totals and `uniques` of `deltas` to the deliveries' rows, and counts registrations
+    /// and origins.
+    private func addCounts(_ deltas: CountDeltas, references: [Int64], uniques: [SIMD4<Int64>]) throws(SQLiteError) {
         for (index, delivery) in deltas.deliveries.enumerated() {
             addToDelivery.reset()
             try addToDelivery.bind(1, references[index])
@@ -212,8 +259,9 @@ final class AggregateStore {
 
     /// Checkpoints and closes the database, so the file alone holds everything.
     func close() {
+        messageSets.finalize()
         for statement in [
-            insertMessage, insertToken, findDelivery, insertDelivery, addToDelivery, upsertRegistration, upsertOrigin, readState, writePosition,
+            insertToken, findDelivery, insertDelivery, addToDelivery, upsertRegistration, upsertOrigin, readState, writePosition,
         ] {
             statement.finalize()
         }

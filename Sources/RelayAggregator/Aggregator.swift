@@ -2,6 +2,7 @@ public import Logging
 import RelayCore
 public import RelayIO
 public import RelayLog
+import Synchronization
 
 /// Keeps exact impressions / opens / clicks per delivery, and registrations per app, in
 /// `<data-dir>/aggregates.sqlite`, by consuming the write-ahead log.
@@ -28,7 +29,11 @@ public actor Aggregator: BlockingActor {
     private let store: AggregateStore
     /// Where the next catch-up reads from (``LogCatchUp`` hands it back after each).
     private var reader: LogReader
-    private var position: UInt64
+    private var position: UInt64 {
+        didSet { committedPosition.store(position, ordering: .relaxed) }
+    }
+    /// ``position`` as of its last commit, readable without waiting for a transaction under way.
+    private nonisolated let committedPosition = Atomic<UInt64>(1)
     private let batchSize: Int
     private let logger: Logger
     /// `nil` when this aggregator does not keep a log cursor.
@@ -84,7 +89,7 @@ public actor Aggregator: BlockingActor {
             if !existed, oldest > 1, !allowPartial {
                 throw .logTrimmed(path: databasePath, needed: 1, oldest: oldest)
             }
-            let store = try AggregateStore(path: databasePath, firstSequence: oldest, pageCacheBytes: pageCacheBytes)
+            let store = try AggregateStore(path: databasePath, firstSequence: oldest, pageCacheBytes: pageCacheBytes, logger: logger)
             let state = try store.state()
             if state.nextSequence < oldest, !allowPartial {
                 store.close()
@@ -100,6 +105,7 @@ public actor Aggregator: BlockingActor {
         self.log = log
         self.store = store
         self.position = max(state.nextSequence, 1)
+        committedPosition.store(max(state.nextSequence, 1), ordering: .relaxed)
         self.archiveDirectory = archiveDirectory
         self.reader = log.reader(from: max(state.nextSequence, 1), archiveDirectory: archiveDirectory)
         self.batchSize = batchSize
@@ -117,6 +123,10 @@ public actor Aggregator: BlockingActor {
 
     /// The next sequence number to count: every event below it is in the aggregates.
     public var nextSequence: UInt64 { position }
+
+    /// ``nextSequence`` as of the last committed transaction, read without waiting for the actor
+    /// (which a transaction under way holds): what `/metrics` reports the lag from, as of the scrape.
+    public nonisolated var committedNextSequence: UInt64 { committedPosition.load(ordering: .relaxed) }
 
     /// Counts every event that is durable in the log now, then returns.
     public func catchUp(progress: (@Sendable (CatchUpProgress) -> Void)? = nil) async throws(AggregatorError) -> CatchUpSummary {

@@ -83,6 +83,20 @@ public final class SQLiteStatement {
     /// The row id of the last row inserted through the statement's connection.
     public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(connection.handle) }
 
+    /// The bytes in column `index` (0-based) of the current row: empty for an empty blob or NULL.
+    public func blob(_ index: Int32) -> [UInt8] {
+        // sqlite3_column_bytes after sqlite3_column_blob: the order SQLite documents for blobs.
+        guard let pointer = sqlite3_column_blob(statement, index) else { return [] }
+        let count = Int(sqlite3_column_bytes(statement, index))
+        return [UInt8](UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    /// Whether column `index` (0-based) of the current row holds an integer (SQLite's storage
+    /// class of the value, not the column's declared type).
+    public func isInteger(_ index: Int32) -> Bool {
+        sqlite3_column_type(statement, index) == SQLITE_INTEGER
+    }
+
     /// The text in column `index` (0-based) of the current row, or `nil` for NULL.
     public func text(_ index: Int32) -> String? {
         guard let pointer = sqlite3_column_text(statement, index) else { return nil }

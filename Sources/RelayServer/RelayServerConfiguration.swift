@@ -61,7 +61,7 @@ public struct RelayServerConfiguration: Sendable {
     public var aggregatorPageCacheBytes = 4 << 20
     /// Events the server's aggregator reads and counts per transaction (two batches are in memory
     /// at once: one read ahead while the other is counted).
-    public var aggregatorBatchSize = 8_192
+    public var aggregatorBatchSize = 32_768
     /// Where readiness and shutdown are announced to systemd (`Type=notify`); by default the
     /// socket named by `NOTIFY_SOCKET`, if any.
     public var systemd = SystemdNotifier.fromEnvironment()

@@ -109,7 +109,7 @@ struct ServerComponents {
                 admission: EventAdmission(integrationKeys: configuration.integrationKeys, refusesRelaySetFields: true)),
             AdminRoutes(
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store, log: log,
-                fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }),
+                fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }, aggregator: aggregator),
             HealthRoutes(ingestor: ingestor, upstream: relayLane, fleet: fleet?.status),
             StatusRoutes(
                 adminToken: configuration.adminToken, log: log, store: store, history: history, uploader: uploader, hosts: hosts,

@@ -16,6 +16,8 @@ struct AdminRoutes: RouteGroup, Sendable {
     /// The fleet's counts (`serve --postgres-url`): `/v1/deliveries` answers them instead of this
     /// relay's own.
     var fleet: FleetQueries? = nil
+    /// The aggregator whose lag a scrape reports as of now, when `serve` counts.
+    var aggregator: Aggregator? = nil
     /// One read-only connection for every request, opened by the first that finds the database.
     let queries = OpenedOnce<AggregateQueries>()
 
@@ -38,9 +40,12 @@ struct AdminRoutes: RouteGroup, Sendable {
             }
         }
         routes.get("metrics") { _, _ in
-            // What a scrape must see as of now (the lanes' ages are computed as it renders); the
-            // rest is recorded as it happens or sampled once a second.
-            metrics.lastDurableSequence.set(Int64(await log.durableSequence) - 1)
+            // What a scrape must see as of now (the lanes' ages are computed as it renders, the
+            // aggregator's lag here, so that a benchmark sampling it every 100 ms sees it move);
+            // the rest is recorded as it happens or sampled once a second.
+            let durable = await log.durableSequence
+            metrics.lastDurableSequence.set(Int64(durable) - 1)
+            if let aggregator { metrics.aggregatorLag.set(Int64(durable) - Int64(aggregator.committedNextSequence)) }
             await metrics.process.sample()
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

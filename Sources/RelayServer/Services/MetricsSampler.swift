@@ -23,7 +23,7 @@ struct MetricsSampler: Service {
             while !Task.isCancelled {
                 let durable = await log.durableSequence
                 metrics.lastDurableSequence.set(Int64(durable) - 1)
-                if let aggregator { metrics.aggregatorLag.set(Int64(durable) - Int64(await aggregator.nextSequence)) }
+                if let aggregator { metrics.aggregatorLag.set(Int64(durable) - Int64(aggregator.committedNextSequence)) }
                 if let fleet { metrics.postgresLag.set(Int64(durable) - Int64(fleet.current.nextSequence ?? 1)) }
                 history.record(durable: durable, delivered: metrics.deliveredByLane())
                 metrics.deadLetters.set(Int64((try? await store.pendingDeadLetterCount()) ?? 0))
