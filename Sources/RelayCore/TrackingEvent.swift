@@ -11,11 +11,22 @@ public struct TrackingEvent: Sendable, Hashable {
     /// When the hit happened (default: when the relay ingested it).
     public var time: EventTime
     /// The entry this one is a copy of (a re-queued dead letter); `nil` for an original.
-    public var origin: EventOrigin?
+    public var origin: EventOrigin? {
+        get { wrappers?.origin }
+        set { wrappers = EventWrappers.make(origin: newValue, request: request, chain: chain) }
+    }
     /// The keyed request it was stored for; `nil` when it came without an `Idempotency-Key`.
-    public var request: RequestIdentity?
+    public var request: RequestIdentity? {
+        get { wrappers?.request }
+        set { wrappers = EventWrappers.make(origin: origin, request: newValue, chain: chain) }
+    }
     /// Where it comes from when another relay handed it on; `nil` when it was logged here first.
-    public var chain: ChainOrigin?
+    public var chain: ChainOrigin? {
+        get { wrappers?.chain }
+        set { wrappers = EventWrappers.make(origin: origin, request: request, chain: newValue) }
+    }
+    /// ``origin``, ``request`` and ``chain``, out of line (see ``EventWrappers``).
+    private var wrappers: EventWrappers?
 
     /// Creates a tracking event; the values are expected to be valid already (see ``EventDecoder``).
     public init(action: TrackingAction, messageId: MessageID, deliveryId: String, integrationKey: String? = nil, time: EventTime) {

@@ -30,6 +30,11 @@ public struct LogConfiguration: Sendable, Hashable {
     /// Where segments leaving the log are copied first (crash-safely, see ``SegmentArchive``);
     /// `nil`: they are deleted.
     public var archiveDirectory: String?
+    /// How many of the latest written events the log keeps in memory, as they were appended, for
+    /// the consumers reading its end (``SharedFrameDecoder``): they take them without inflating and
+    /// decoding their frames. 0 (the default): consumers decode what they read. A server whose
+    /// consumers follow the log sets it to what they read behind the writer, at most.
+    public var writtenEventsKept: Int = 0
 
     /// The defaults: 64 MiB segments preallocated 4 MiB at a time, no size limit, zlib level 1,
     /// 4 million pending events, half a second of waiting for a held lock, passed segments kept

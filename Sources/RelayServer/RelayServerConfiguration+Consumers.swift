@@ -15,4 +15,16 @@ extension RelayServerConfiguration {
         if upstreamRelay != nil { consumers.append(CentralRelaySink.consumer) }
         return consumers
     }
+
+    /// ``log`` with the latest written events kept for the consumers that follow its end: two of
+    /// the aggregator's batches (it reads one while it counts the other, and waits
+    /// ``RelayAggregator/Aggregator/followPause`` between rounds), unless set otherwise. Nothing is
+    /// kept without consumers.
+    var logWithWrittenEventsKept: LogConfiguration {
+        var configuration = log
+        if configuration.writtenEventsKept == 0, !logConsumers.isEmpty {
+            configuration.writtenEventsKept = 2 * aggregatorBatchSize
+        }
+        return configuration
+    }
 }

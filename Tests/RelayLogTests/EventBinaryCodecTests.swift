@@ -201,8 +201,9 @@ struct EventBinaryCodecTests {
         }
         let perGroup = largeEvents ? 3_000 : 45_000
         let groups: [[Event]] = (0..<3).map { group in (0..<perGroup).map { event(Int64(group * perGroup + $0)) } }
-        let (bytes, frameCount) = Frame.encodeGroup(groups, firstSequence: 1000, compressionLevel: 1)
+        let (bytes, written) = Frame.encodeGroup(groups, firstSequence: 1000, compressionLevel: 1)
         var offset = 0
+        var walked: [(Int, UInt64, UInt32)] = []
         var next: UInt64 = 1000
         var decoded: [Event] = []
         var frames = 0
@@ -215,6 +216,7 @@ struct EventBinaryCodecTests {
             #expect(header.eventCount <= UInt32(Frame.maximumEvents))
             lengths.append(Int(header.uncompressedLength))
             counts.append(Int(header.eventCount))
+            walked.append((offset, header.firstSequence, header.payloadCRC))
             let stored = Array(bytes[(offset + FrameHeader.size)..<(offset + header.frameSize)])
             // Each frame decodes on its own: its first time delta is from 0.
             decoded += try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in
@@ -224,7 +226,9 @@ struct EventBinaryCodecTests {
             offset += header.frameSize
             frames += 1
         }
-        #expect(frames == frameCount)
+        #expect(frames == written.count)
+        // Where the group says its frames are (the log hands their events to its readers by it).
+        #expect(written.map { "\($0.byteOffset) \($0.header.firstSequence) \($0.header.payloadCRC)" } == walked.map { "\($0.0) \($0.1) \($0.2)" })
         // Split only where needed: every frame but the last reached the limit that applies.
         if largeEvents {
             #expect(frames == 3)

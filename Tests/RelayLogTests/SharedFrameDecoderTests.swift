@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import RelayCore
+import RelayEventJSON
 import RelayTestSupport
 import Testing
 
@@ -67,7 +68,7 @@ struct SharedFrameDecoderTests {
         #expect(log.sharedDecoder.capacity == 0)
         #expect(try drain(log.reader(from: 1), batchSize: 1000, below: end).count == 500)
         #expect(try drain(log.reader(from: 1), batchSize: 1000, below: end).count == 500)
-        #expect(log.sharedDecoder.figures == (decoded: 0, shared: 0))
+        #expect(log.sharedDecoder.figures == (decoded: 0, shared: 0, written: 0))
         await log.close()
     }
 
@@ -111,14 +112,14 @@ struct SharedFrameDecoderTests {
         }
         // The leader reads 10 frames of 100 events to the end: the newest 300 events stay (frames 8 to 10).
         #expect(try drain(reader(from: 1), batchSize: 1000, below: 1001).count == 1000)
-        #expect(decoder.figures == (decoded: 10, shared: 0))
+        #expect(decoder.figures == (decoded: 10, shared: 0, written: 0))
         // A follower within them shares the three frames.
         #expect(try drain(reader(from: 701), batchSize: 1000, below: 1001).count == 300)
-        #expect(decoder.figures == (decoded: 10, shared: 3))
+        #expect(decoder.figures == (decoded: 10, shared: 3, written: 0))
         // A follower far behind decodes frames 1 to 7 alone, keeping none of them, so frames 8 to
         // 10 are still there for it to share.
         #expect(try drain(reader(from: 1), batchSize: 1000, below: 1001).count == 1000)
-        #expect(decoder.figures == (decoded: 17, shared: 6))
+        #expect(decoder.figures == (decoded: 17, shared: 6, written: 0))
     }
 
     @Test("damage three consumers pass over is logged once, and each consumer still learns of it")
@@ -157,6 +158,51 @@ struct SharedFrameDecoderTests {
         let reported = lines.messages.filter { $0.hasPrefix("skipping damaged log bytes") }
         #expect(reported.count == 1, "\(reported)")
         await log.close()
+    }
+}
+
+extension SharedFrameDecoderTests {
+    @Test("a log keeping its written events hands them to its one consumer without decoding: the events a reader of its own decodes from disk")
+    func writtenEventsNeedNoDecoding() async throws {
+        let directory = temporaryDirectory("shared-written")
+        defer { removeTree(directory) }
+        var configuration = LogConfiguration()
+        configuration.writtenEventsKept = 10_000
+        let log = try await WriteAheadLog.open(
+            dataDirectory: directory, configuration: configuration, consumers: [.ownStore("aggregator")], logger: quietLogger)
+        // Every shape the encoding has (request identities, chains, copies, SDK registrations, hex
+        // ids), in appends of different sizes, one of them split over two frames.
+        let shapes = try EventBinaryCodecTests.events()
+        let appends = [shapes, (1...5_000).map { TestEvents.tracking($0) }, shapes + shapes]
+        for events in appends { _ = try await log.append(events) }
+        let end = await log.durableSequence
+        let read = try drain(log.reader(from: 1), batchSize: 333, below: end)
+        await log.close()
+        let fromDisk = try readAll(directory, fileSystem: PosixFileSystem()).events
+        #expect(read.count == appends.joined().count)
+        #expect(read.map(\.sequence) == fromDisk.map(\.sequence))
+        #expect(read.map(\.event) == fromDisk.map(\.event))
+        #expect(read.map { EventEncoder.json($0.event) } == fromDisk.map { EventEncoder.json($0.event) })
+        let figures = log.sharedDecoder.figures
+        #expect(figures.decoded == 0)
+        #expect(figures.written == 4, "one frame per append, and the 5,000 events in two")
+        #expect(figures.shared == 4)
+    }
+
+    @Test("written events past what the log keeps are decoded from disk; the newest frame is still taken as written")
+    func writtenEventsBeyondCapacityAreDecoded() async throws {
+        let directory = temporaryDirectory("shared-written-full")
+        defer { removeTree(directory) }
+        var configuration = LogConfiguration()
+        configuration.writtenEventsKept = 150
+        let log = try await WriteAheadLog.open(
+            dataDirectory: directory, configuration: configuration, consumers: [.ownStore("aggregator")], logger: quietLogger)
+        for batch in 0..<10 { _ = try await log.append((1...100).map { TestEvents.tracking(Int64(batch * 100) + $0) }) }
+        let end = await log.durableSequence
+        let read = try drain(log.reader(from: 1), batchSize: 1000, below: end)
+        await log.close()
+        #expect(read.map(\.event) == (try readAll(directory, fileSystem: PosixFileSystem()).events.map(\.event)))
+        #expect(log.sharedDecoder.figures == (decoded: 9, shared: 1, written: 10))
     }
 }
 

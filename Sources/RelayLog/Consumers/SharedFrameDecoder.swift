@@ -61,6 +61,7 @@ package final class SharedFrameDecoder: Sendable {
         /// Figures for tests and benchmarks.
         var decoded = 0
         var shared = 0
+        var written = 0
 
         /// Where a frame starting at `firstSequence` goes in ``order``.
         func insertionIndex(of firstSequence: UInt64) -> Int {
@@ -74,9 +75,10 @@ package final class SharedFrameDecoder: Sendable {
         }
     }
 
-    /// How many frames were decoded, and how many reads were answered from a decoding by another reader.
-    package var figures: (decoded: Int, shared: Int) {
-        state.withLockedValue { ($0.decoded, $0.shared) }
+    /// How many frames were decoded, how many reads were answered from a decoding by another reader
+    /// or from the events as written, and how many frames the writer kept as written.
+    package var figures: (decoded: Int, shared: Int, written: Int) {
+        state.withLockedValue { ($0.decoded, $0.shared, $0.written) }
     }
 
     /// The events kept for a log several consumers read: some frames of a busy log's group commits,
@@ -131,13 +133,52 @@ package final class SharedFrameDecoder: Sendable {
         }
         // Fulfilled whatever happened, so no reader waiting for it can be left behind.
         slot.fulfil(result)
-        keep(key, slot: slot, events: (try? result.get().count) ?? 1)
+        account(key, slot: slot, events: (try? result.get().count) ?? 1)
         return try result.get()
     }
 
-    /// Counts a decoded frame against the capacity and lets the frames of the lowest sequence
+    /// Keeps the events of frames the log just wrote at `offset` of the segment starting at
+    /// `segment` (``Frame/encodeGroup(_:firstSequence:compressionLevel:)``'s `frames`, holding the
+    /// events of `groups` in order), as they were appended: a reader reaching those frames takes
+    /// them without inflating and decoding them, exactly as it would have decoded them (the binary
+    /// encoding gives back every event it encodes, field for field).
+    ///
+    /// Called by the writer after the frames' fdatasync, before the durable end moves past them.
+    func keep(written frames: [Frame.Written], of groups: [[Event]], segment: UInt64, at offset: Int64) {
+        guard capacity > 0 else { return }
+        var groupIndex = 0
+        var eventIndex = 0
+        for frame in frames {
+            let count = Int(frame.header.eventCount)
+            var events: [Event] = []
+            events.reserveCapacity(count)
+            while events.count < count, groupIndex < groups.count {
+                let group = groups[groupIndex]
+                let take = min(group.count - eventIndex, count - events.count)
+                events.append(contentsOf: group[eventIndex..<(eventIndex + take)])
+                eventIndex += take
+                if eventIndex == group.count {
+                    groupIndex += 1
+                    eventIndex = 0
+                }
+            }
+            let key = Key(segment: segment, offset: offset + Int64(frame.byteOffset), payloadCRC: frame.header.payloadCRC)
+            let slot = Slot()
+            slot.fulfil(.success(events))
+            let isNew = state.withLockedValue { state -> Bool in
+                guard state.entries[key] == nil else { return false }
+                state.entries[key] = Entry(slot: slot, events: 0)
+                state.order.insert((frame.header.firstSequence, key), at: state.insertionIndex(of: frame.header.firstSequence))
+                state.written += 1
+                return true
+            }
+            if isNew { account(key, slot: slot, events: count) }
+        }
+    }
+
+    /// Counts a kept frame against the capacity and lets the frames of the lowest sequence
     /// numbers go past it.
-    private func keep(_ key: Key, slot: Slot, events: Int) {
+    private func account(_ key: Key, slot: Slot, events: Int) {
         state.withLockedValue { state in
             if var entry = state.entries[key], entry.slot === slot {
                 entry.events = events

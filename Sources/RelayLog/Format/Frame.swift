@@ -22,6 +22,13 @@ public enum Frame {
 
     /// The frame bytes for an event encoding `plain` holding `eventCount` events.
     static func encode(plain: [UInt8], eventCount: Int, firstSequence: UInt64, compressionLevel: Int32) -> [UInt8] {
+        encodeWithHeader(plain: plain, eventCount: eventCount, firstSequence: firstSequence, compressionLevel: compressionLevel).bytes
+    }
+
+    /// The frame bytes for an event encoding `plain`, and the header they start with.
+    private static func encodeWithHeader(
+        plain: [UInt8], eventCount: Int, firstSequence: UInt64, compressionLevel: Int32
+    ) -> (bytes: [UInt8], header: FrameHeader) {
         var codec = FrameHeader.Codec.zlib
         var stored: [UInt8]
         if compressionLevel > 0, let compressed = Zlib.compress(plain, level: compressionLevel), compressed.count < plain.count {
@@ -38,7 +45,7 @@ public enum Frame {
         frame.reserveCapacity(FrameHeader.size + stored.count)
         frame.append(contentsOf: stored)
         stored = []
-        return frame
+        return (frame, header)
     }
 
     /// Decodes the events of a frame whose stored payload is `stored` (its CRC already checked).
@@ -56,24 +63,34 @@ public enum Frame {
 }
 
 extension Frame {
+    /// Where one frame of a group commit lies in the commit's bytes, and what it holds.
+    struct Written {
+        /// The frame's first byte within the group's bytes.
+        var byteOffset: Int
+        /// Its header (first sequence, event count, payload CRC).
+        var header: FrameHeader
+    }
+
     /// Frames for a group commit: the events of all `groups`, in order, numbered from
     /// `firstSequence`, split so that no frame holds more than ``maximumEvents`` events and no
     /// frame's uncompressed payload passes ``maximumUncompressedBytes`` by more than one event.
+    /// Returns the bytes and where each frame starts in them.
     ///
     /// Events are encoded straight from the appenders' arrays (this runs for every commit, and
     /// copying each event into one array first cost more than encoding it).
-    static func encodeGroup(_ groups: [[Event]], firstSequence: UInt64, compressionLevel: Int32) -> (bytes: [UInt8], frames: Int) {
+    static func encodeGroup(_ groups: [[Event]], firstSequence: UInt64, compressionLevel: Int32) -> (bytes: [UInt8], frames: [Written]) {
         var output: [UInt8] = []
-        var frames = 0
+        var frames: [Written] = []
         var next = firstSequence
         var writer = BinaryWriter(capacity: min(maximumUncompressedBytes + 4096, groups.reduce(0) { $0 + $1.count } * 32))
         var previousTime: Int64 = 0
         var count = 0
         func flush() {
             guard count > 0 else { return }
-            output.append(contentsOf: encode(plain: writer.bytes, eventCount: count, firstSequence: next, compressionLevel: compressionLevel))
+            let (frame, header) = encodeWithHeader(plain: writer.bytes, eventCount: count, firstSequence: next, compressionLevel: compressionLevel)
+            frames.append(Written(byteOffset: output.count, header: header))
+            output.append(contentsOf: frame)
             next += UInt64(count)
-            frames += 1
             writer.bytes.removeAll(keepingCapacity: true)
             previousTime = 0
             count = 0

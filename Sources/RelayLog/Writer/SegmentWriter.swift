@@ -100,7 +100,7 @@ struct SegmentWriter: Sendable {
     @discardableResult
     mutating func commit(
         _ frames: [UInt8], firstSequence: UInt64, passedBelow floor: UInt64 = 0, mayRemove: Bool = true, retention: inout RetentionPass
-    ) throws(LogError) -> Duration {
+    ) throws(LogError) -> Placement {
         let floor = mayRemove ? floor : 0
         // Without a size limit or a quota (the default) a commit does not sum the segments' sizes.
         if let room = roomBytes {
@@ -157,10 +157,21 @@ struct SegmentWriter: Sendable {
             throw .syncFailed(error)
         }
         let syncDuration = ContinuousClock.now - syncStart
+        let placement = Placement(segment: current.firstSequence, offset: current.offset, synchronizeDuration: syncDuration)
         current.offset = dataEnd
         active = current
         segments[segments.count - 1].bytes = current.offset
-        return syncDuration
+        return placement
+    }
+
+    /// Where a commit's frames went, and how long their fdatasync took.
+    struct Placement {
+        /// The first sequence number of the segment they are in (its name).
+        var segment: UInt64
+        /// The offset of their first byte in that segment.
+        var offset: Int64
+        /// The fdatasync's duration.
+        var synchronizeDuration: Duration
     }
 
     /// Writes `frames` at the active segment's durable end; on failure cuts back whatever part of

@@ -157,8 +157,9 @@ public actor WriteAheadLog {
         let log = WriteAheadLog(
             layout: layout, configuration: configuration, fileSystem: fileSystem, writer: writer, report: report,
             cursors: cursors, positions: positions, lock: lock, io: io, identity: identity, logger: logger,
-            // Decoded frames are kept only for a log that several consumers read; one alone never reads a frame twice.
-            decodedEventsKept: consumers.count > 1 ? SharedFrameDecoder.defaultCapacity : 0
+            // Decoded frames are kept for a log that several consumers read (one alone never reads a
+            // frame twice), and written ones for consumers at its end, when configured.
+            decodedEventsKept: max(configuration.writtenEventsKept, consumers.count > 1 ? SharedFrameDecoder.defaultCapacity : 0)
         )
         await log.startFlushLoop()
         do {
@@ -305,13 +306,17 @@ public actor WriteAheadLog {
             let handedOff = handedOffRemovals
             handedOffRemovals = []
             writer = nil
+            let keepsWritten = configuration.writtenEventsKept > 0
+            let decoder = sharedDecoder
             let (returned, committed) = await io.run(moving: taken) {
                 (owned: inout SegmentWriter) -> (Result<(Int, Int, Duration), LogError>, SegmentWriter.RetentionPass) in
                 let (bytes, frames) = Frame.encodeGroup(batches, firstSequence: first, compressionLevel: level)
                 var retention = handedOff.isEmpty ? SegmentWriter.RetentionPass() : owned.remove(handedOff, archiving: false)
                 do throws(LogError) {
-                    let sync = try owned.commit(bytes, firstSequence: first, passedBelow: floor, mayRemove: mayRemove, retention: &retention)
-                    return (.success((bytes.count, frames, sync)), retention)
+                    let placement = try owned.commit(bytes, firstSequence: first, passedBelow: floor, mayRemove: mayRemove, retention: &retention)
+                    // Before the durable end moves, so a consumer woken by it finds them.
+                    if keepsWritten { decoder.keep(written: frames, of: batches, segment: placement.segment, at: placement.offset) }
+                    return (.success((bytes.count, frames.count, placement.synchronizeDuration)), retention)
                 } catch {
                     return (.failure(error), retention)
                 }

@@ -38,7 +38,7 @@ struct ServerComponents {
     ///   unusable CA file.
     static func assemble(configuration: RelayServerConfiguration, fileSystem: any FileSystem, logger: Logger) async throws -> ServerComponents {
         let log = try await WriteAheadLog.open(
-            dataDirectory: configuration.dataDirectory, configuration: configuration.log, consumers: configuration.logConsumers,
+            dataDirectory: configuration.dataDirectory, configuration: configuration.logWithWrittenEventsKept, consumers: configuration.logConsumers,
             fileSystem: fileSystem, logger: logger)
         do {
             return try await assemble(around: log, configuration: configuration, logger: logger)
