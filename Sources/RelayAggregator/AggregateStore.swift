@@ -126,9 +126,9 @@ final class AggregateStore {
         )
     }
 
-    /// Counts `events` (which continue the log exactly at the stored position) and moves the
-    /// position to `end`, in one transaction.
-    func apply(_ events: ArraySlice<SequencedEvent>, from start: UInt64, to end: UInt64) throws(AggregatorError) {
+    /// Counts `deltas` (of the events that continue the log exactly at the stored position) and
+    /// moves the position to `end`, in one transaction.
+    func apply(_ deltas: CountDeltas, from start: UInt64, to end: UInt64) throws(AggregatorError) {
         do { try connection.execute("BEGIN IMMEDIATE") } catch { throw .database(error) }
         let stored: UInt64
         do {
@@ -143,7 +143,7 @@ final class AggregateStore {
         }
         var created: [String: Int64] = [:]
         do throws(AggregatorError) {
-            try count(events, created: &created)
+            try count(deltas, created: &created)
             do throws(SQLiteError) {
                 writePosition.reset()
                 try writePosition.bind(1, Int64(bitPattern: end))
@@ -164,9 +164,8 @@ final class AggregateStore {
         try? connection.execute("ROLLBACK")
     }
 
-    /// Applies the deltas of `events` (``CountDeltas``) to the tables.
-    private func count(_ events: ArraySlice<SequencedEvent>, created: inout [String: Int64]) throws(AggregatorError) {
-        let deltas = CountDeltas(events)
+    /// Applies `deltas` to the tables.
+    private func count(_ deltas: CountDeltas, created: inout [String: Int64]) throws(AggregatorError) {
         var references: [Int64] = []
         references.reserveCapacity(deltas.deliveries.count)
         do throws(SQLiteError) {

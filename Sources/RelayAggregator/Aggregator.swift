@@ -130,12 +130,15 @@ public actor Aggregator: BlockingActor {
 
     /// Counts every event that is durable in the log now, then returns.
     public func catchUp(progress: (@Sendable (CatchUpProgress) -> Void)? = nil) async throws(AggregatorError) -> CatchUpSummary {
-        // Decoding the next batch runs on the other core while SQLite counts this one.
+        // Reading and reducing the next batch runs on the other core while SQLite counts this one.
         let outcome = await LogCatchUp.run(
             log: log, reader: reader, archiveDirectory: archiveDirectory, from: position, batchSize: batchSize, readAhead: readAhead,
-            cursor: cursor, logger: logger, progress: progress
-        ) { (events, from, to) throws(AggregatorError) in
-            try store.apply(events, from: from, to: to)
+            cursor: cursor, logger: logger, progress: progress,
+            // Reduced to counts on the reading thread, so the events are let go before they wait
+            // for SQLite, and this thread only writes.
+            prepare: { CountDeltas($0) }
+        ) { (deltas, from, to) throws(AggregatorError) in
+            try store.apply(deltas, from: from, to: to)
             position = to
         }
         reader = outcome.reader

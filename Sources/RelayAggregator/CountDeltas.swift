@@ -177,7 +177,10 @@ package struct CountDeltas: Sendable {
     package init(_ batch: some Sequence<SequencedEvent>) {
         var deliveryIndex: [String: Int] = [:]
         var deliveries: [Delivery] = []
-        var sightings: [MessageSighting] = []
+        // The messages of each delivery's action (at `index * 3 + action`), integers and UUIDs
+        // apart: sorting each bucket's integers is far cheaper than sorting every sighting.
+        var integerKeys: [[Int64]] = []
+        var uuidKeys: [[String]] = []
         var appIndex: [App: Int] = [:]
         var registrations: [Registrations] = []
         var tokens: [TokenSighting] = []
@@ -201,13 +204,18 @@ package struct CountDeltas: Sendable {
                 if index == deliveries.count {
                     deliveryIndex[hit.deliveryId] = index
                     deliveries.append(Delivery(deliveryId: hit.deliveryId))
+                    integerKeys.append(contentsOf: [[], [], []])
+                    uuidKeys.append(contentsOf: [[], [], []])
                 }
                 let action = Self.actionIndex(hit.action)
                 let time = hit.time.nanosecondsSinceEpoch
                 deliveries[index].totals[action] += 1
                 deliveries[index].first = min(deliveries[index].first, time)
                 deliveries[index].last = max(deliveries[index].last, time)
-                sightings.append(MessageSighting(delivery: index, action: action, key: MessageKey(hit.messageId)))
+                switch hit.messageId.identity {
+                case .integer(let value): integerKeys[index * 3 + action].append(value)
+                case .uuid(let text): uuidKeys[index * 3 + action].append(text)
+                }
             case .registration(let registration):
                 let app = App(integrationKey: registration.integrationKey, platform: registration.platform.rawValue)
                 let index = appIndex[app] ?? registrations.count
@@ -224,13 +232,25 @@ package struct CountDeltas: Sendable {
         }
         // Indexes were handed out in order of first sighting; renumber them in key order.
         let deliveryOrder = deliveries.indices.sorted { deliveries[$0].deliveryId < deliveries[$1].deliveryId }
-        let deliveryRank = Self.ranks(of: deliveryOrder)
         self.deliveries = deliveryOrder.map { deliveries[$0] }
-        for index in sightings.indices { sightings[index].delivery = deliveryRank[sightings[index].delivery] }
-        sightings.sort {
-            ($0.delivery, $0.action) != ($1.delivery, $1.action) ? ($0.delivery, $0.action) < ($1.delivery, $1.action) : $0.key < $1.key
+        var messages: [MessageSighting] = []
+        messages.reserveCapacity(integerKeys.reduce(0) { $0 + $1.count } + uuidKeys.reduce(0) { $0 + $1.count })
+        for (rank, index) in deliveryOrder.enumerated() {
+            for action in 0..<3 {
+                // MessageKey's order: integers by value, then UUIDs by text.
+                var integers = integerKeys[index * 3 + action]
+                integers.sort()
+                for value in Self.distinct(integers) {
+                    messages.append(MessageSighting(delivery: rank, action: action, key: .integer(value)))
+                }
+                var uuids = uuidKeys[index * 3 + action]
+                uuids.sort()
+                for text in Self.distinct(uuids) {
+                    messages.append(MessageSighting(delivery: rank, action: action, key: .uuid(text)))
+                }
+            }
         }
-        messages = Self.distinct(sightings)
+        self.messages = messages
 
         let appOrder = registrations.indices.sorted { registrations[$0].app < registrations[$1].app }
         let appRank = Self.ranks(of: appOrder)

@@ -40,7 +40,7 @@ public enum RangeRecount {
                 }
                 guard !batch.events.isEmpty else { break }
                 let kept = times.map { range in batch.events.filter { range.contains($0.event.time.nanosecondsSinceEpoch) } } ?? batch.events
-                try store.apply(kept[...], from: position, to: batch.position)
+                try store.apply(CountDeltas(kept), from: position, to: batch.position)
                 summary.events += kept.count
                 summary.transactions += 1
                 position = batch.position

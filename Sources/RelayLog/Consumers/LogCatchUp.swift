@@ -33,33 +33,66 @@ package enum LogCatchUp {
         }
     }
 
-    /// Applies the events of `log` from `position` (read with `reader`, a new one when `nil`) to its
-    /// durable end now, in batches of `batchSize`; `apply(events, from, to)` must apply them and
-    /// move its position from `from` to `to` (a batch covers every sequence number in between,
-    /// damaged ones included). `cursor` follows after each batch, at most once a second, and at
-    /// the end. A cancelled task stops after the batch under way (the summary's end position says
-    /// where).
+    /// A batch read ahead, and turned by the consumer's `prepare` into what it applies.
+    package struct PreparedBatch<Prepared: Sendable>: Sendable {
+        /// What `prepare` made of the batch's events.
+        package var prepared: Prepared
+        /// How many events the batch held.
+        package var events: Int
+        /// The sequence number of its first event (`nil` when it held none).
+        package var firstSequence: UInt64?
+        /// The reader's position after it.
+        package var position: UInt64
+    }
+
+    /// ``run(log:reader:archiveDirectory:from:batchSize:readAhead:cursor:logger:progress:isolation:prepare:apply:)``
+    /// for a consumer that applies the events as read.
     package static func run<ApplyError: Error>(
         log: WriteAheadLog, reader: LogReader?, archiveDirectory: String? = nil, from position: UInt64, batchSize: Int, readAhead: BlockingExecutor,
         cursor: RetentionCursor?,
         logger: Logger, progress: (@Sendable (CatchUpProgress) -> Void)?, isolation: isolated (any Actor)? = #isolation,
         apply: (ArraySlice<SequencedEvent>, UInt64, UInt64) async throws(ApplyError) -> Void
     ) async -> Outcome<ApplyError> {
+        await run(
+            log: log, reader: reader, archiveDirectory: archiveDirectory, from: position, batchSize: batchSize, readAhead: readAhead, cursor: cursor,
+            logger: logger, progress: progress, isolation: isolation, prepare: { $0[...] }, apply: apply)
+    }
+
+    /// Applies the events of `log` from `position` (read with `reader`, a new one when `nil`) to its
+    /// durable end now, in batches of `batchSize`; `apply(prepared, from, to)` must apply what
+    /// `prepare` made of a batch and move its position from `from` to `to` (a batch covers every
+    /// sequence number in between, damaged ones included). `prepare` runs on the read-ahead
+    /// thread, right after the batch is read, while the consumer applies the batch before: work
+    /// that needs only the events (reducing them to counts) is done there, and the events are
+    /// let go before they wait. `cursor` follows after each batch, at most once a second, and at
+    /// the end. A cancelled task stops after the batch under way (the summary's end position says
+    /// where).
+    package static func run<Prepared: Sendable, ApplyError: Error>(
+        log: WriteAheadLog, reader: LogReader?, archiveDirectory: String? = nil, from position: UInt64, batchSize: Int, readAhead: BlockingExecutor,
+        cursor: RetentionCursor?,
+        logger: Logger, progress: (@Sendable (CatchUpProgress) -> Void)?, isolation: isolated (any Actor)? = #isolation,
+        prepare: @escaping @Sendable ([SequencedEvent]) -> Prepared,
+        apply: (Prepared, UInt64, UInt64) async throws(ApplyError) -> Void
+    ) async -> Outcome<ApplyError> {
         let started = SystemClock.monotonicNanoseconds()
         let end = await log.durableSequence
         var summary = CatchUpSummary(startPosition: position, endPosition: position)
         var position = position
         var held: LogReader? = reader ?? log.reader(from: position, archiveDirectory: archiveDirectory)
-        func readNext() -> Task<(LogReader, Result<LogReadBatch, LogError>), Never>? {
+        typealias ReadAhead = Task<(LogReader, Result<PreparedBatch<Prepared>, LogError>), Never>
+        func readNext() -> ReadAhead? {
             guard let taken = held else { return nil }
             held = nil
             return Task {
-                await readAhead.run(moving: taken) { (owned: inout LogReader) throws(LogError) in try owned.read(maximumEvents: batchSize, below: end)
+                await readAhead.run(moving: taken) { (owned: inout LogReader) throws(LogError) -> PreparedBatch<Prepared> in
+                    let batch = try owned.read(maximumEvents: batchSize, below: end)
+                    return PreparedBatch(
+                        prepared: prepare(batch.events), events: batch.events.count, firstSequence: batch.events.first?.sequence,
+                        position: batch.position)
                 }
             }
         }
-        func finish(_ failure: Failure<ApplyError>?, pending: Task<(LogReader, Result<LogReadBatch, LogError>), Never>?) async -> Outcome<ApplyError>
-        {
+        func finish(_ failure: Failure<ApplyError>?, pending: ReadAhead?) async -> Outcome<ApplyError> {
             // The reader comes back from a read-ahead under way, so a later call can resume.
             if held == nil, let pending { held = await pending.value.0 }
             if failure != nil {
@@ -82,26 +115,26 @@ package enum LogCatchUp {
             let (returned, result) = await task.value
             held = returned
             pending = nil
-            let batch: LogReadBatch
+            let batch: PreparedBatch<Prepared>
             do {
                 batch = try result.get()
             } catch {
                 return await finish(.log(error), pending: nil)
             }
-            if batch.position < end, !batch.events.isEmpty { pending = readNext() }
+            if batch.position < end, batch.events > 0 { pending = readNext() }
             // Damaged frames up to the end leave nothing to read: move past them rather than loop.
-            let next = batch.events.isEmpty ? end : batch.position
-            if batch.events.isEmpty {
+            let next = batch.events == 0 ? end : batch.position
+            if batch.events == 0 {
                 summary.skippedSequences += end - position
-            } else if let first = batch.events.first, first.sequence > position {
-                summary.skippedSequences += first.sequence - position
+            } else if let first = batch.firstSequence, first > position {
+                summary.skippedSequences += first - position
             }
             do {
-                try await apply(batch.events[...], position, next)
+                try await apply(batch.prepared, position, next)
             } catch {
                 return await finish(.apply(error), pending: pending)
             }
-            summary.events += batch.events.count
+            summary.events += batch.events
             summary.transactions += 1
             position = next
             await cursor?.commit(to: position, force: false)
