@@ -136,11 +136,11 @@ public actor Aggregator: BlockingActor {
             cursor: cursor, logger: logger, progress: progress,
             // Reduced to counts on the reading thread, so the events are let go before they wait
             // for SQLite, and this thread only writes.
-            prepare: { CountDeltas($0) }
-        ) { (deltas, from, to) throws(AggregatorError) in
-            try store.apply(deltas, from: from, to: to)
-            position = to
-        }
+            prepare: { CountDeltas($0) },
+            apply: { (deltas, from, to) throws(AggregatorError) in
+                try store.apply(deltas, from: from, to: to)
+                position = to
+            })
         reader = outcome.reader
         return try outcome.summary(orThrow: { .log($0) })
     }
