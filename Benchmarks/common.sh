@@ -1,5 +1,6 @@
-# Sourced by the benchmark scripts: builds `campaign-relay`, makes a scratch directory, and on exit
-# stops the processes listed in `pids` (letting them stop cleanly) before removing it.
+# Sourced by the benchmark scripts: builds `campaign-relay` (unless RELAY_BINARY names one already
+# built), makes a scratch directory, and on exit stops the processes listed in `pids` (letting them
+# stop cleanly) before removing it.
 # BUILD_CONFIGURATION=debug is for the CI smoke run only: debug figures mean nothing.
 configuration=${BUILD_CONFIGURATION:-release}
 # The sourcing script's arguments: --json anywhere sets json=1, the others stay in order in args.
@@ -10,10 +11,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 # The benchmark targets are part of the relay's package when this is set (see Package.swift); every
 # build of a benchmark run sets it, so they all plan the same package.
 export CAMPAIGN_RELAY_BENCHMARKS=1
-swift build -c "$configuration" --package-path "$here/.." --product campaign-relay >&2
-relay="$(swift build -c "$configuration" --package-path "$here/.." --show-bin-path)/campaign-relay"
-# RELAY_BINARY runs another build instead (a before/after comparison in one sitting).
-relay=${RELAY_BINARY:-$relay}
+# RELAY_BINARY runs another build instead (a before/after comparison in one sitting, or a prebuilt
+# release binary): then nothing is built here at all.
+if [ -n "${RELAY_BINARY:-}" ]; then
+    echo "RELAY_BINARY is set: running $RELAY_BINARY, skipping swift build" >&2
+    relay=$RELAY_BINARY
+else
+    swift build -c "$configuration" --package-path "$here/.." --product campaign-relay >&2
+    relay="$(swift build -c "$configuration" --package-path "$here/.." --show-bin-path)/campaign-relay"
+fi
 work=$(mktemp -d "/tmp/campaign-relay-$(basename "$0" .sh).XXXXXX")
 pids=()
 cleanup() {
