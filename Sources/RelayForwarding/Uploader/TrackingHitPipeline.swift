@@ -20,6 +20,8 @@ public final class TrackingHitPipeline: Sendable {
     let timeout: TimeAmount
     let tls: NIOSSLContext?
     let retryStatuses: Set<Int>
+    /// What every request to `host` starts and ends with.
+    let requestBytes: HitRequestBytes
     private let idle: NIOLoopBoundBox<IdleConnections>
 
     /// Connections not serving a batch; touched only on `eventLoop`.
@@ -45,6 +47,7 @@ public final class TrackingHitPipeline: Sendable {
         self.timeout = .nanoseconds(timeout.nanoseconds)
         self.tls = host.scheme == "https" ? try NIOSSLContext(configuration: tls) : nil
         self.retryStatuses = retryStatuses
+        self.requestBytes = HitRequestBytes(host: host)
         self.idle = NIOLoopBoundBox.makeBoxSendingValue(IdleConnections(), eventLoop: loop)
     }
 
@@ -124,8 +127,9 @@ public final class TrackingHitPipeline: Sendable {
                         let serverName = host.host.contains(":") || host.host.allSatisfy({ $0.isNumber || $0 == "." }) ? nil : host.host
                         try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: serverName))
                     }
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(HitResponseHandler())
+                    let decoder = HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes)
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HitResponseDecoder(decoder: decoder)))
+                    try channel.pipeline.syncOperations.addHandler(HitResponseHandler(decoder: decoder))
                     return channel.eventLoop.makeSucceededVoidFuture()
                 } catch {
                     return channel.eventLoop.makeFailedFuture(error)
@@ -165,10 +169,15 @@ public final class TrackingHitPipeline: Sendable {
         let index = run.next
         run.next += 1
         let request = run.requests[index]
-        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: request.host.pathPrefix + request.pathAndQuery)
-        head.headers.add(name: "Host", value: host.port.map { "\(host.host):\($0)" } ?? host.host)
-        head.headers.add(name: "User-Agent", value: "campaign-relay")
-        let answer = handler.send(head, on: channel, timeout: timeout)
+        guard requestBytes.isValidTarget(request.pathAndQuery) else {
+            // Never from a validated log; sent one at a time instead, where the HTTP client says why.
+            run.halted = true
+            run.finish(index, .retryable(reason: "\(host): the request target \(request.pathAndQuery) has bytes a request line does not allow", retryAfter: nil))
+            run.haltRemaining()
+            idle.value.channels.append(channel)
+            return
+        }
+        let answer = handler.send(requestBytes.request(for: request.pathAndQuery, allocator: channel.allocator), on: channel, timeout: timeout)
         let bound = NIOLoopBound(run, eventLoop: eventLoop)
         answer.whenComplete { result in
             let run = bound.value
@@ -202,9 +211,17 @@ public final class TrackingHitPipeline: Sendable {
 
 }
 
-/// Reads one response per request on a connection.
+/// Sends one request at a time on a connection and reads its response.
+///
+/// The request goes out as bytes ``HitRequestBytes`` made: no HTTP encoder, header validator or
+/// write-observing decoder runs on the way out. The response decoder is told of each request
+/// here instead (it must know one is outstanding, and that it was not a `HEAD`).
 final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundOut = ByteBuffer
+
+    /// The `GET` the response decoder is told of for each request.
+    private static let requestHead = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/")
 
     struct Answer {
         var status: Int
@@ -219,23 +236,53 @@ final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private var pending: EventLoopPromise<Answer>?
-    private var timeoutTask: Scheduled<Void>?
+    /// When the request in flight is given up; `nil` between requests.
+    private var deadline: NIODeadline?
+    /// The connection's one timer. It is armed at a request's deadline and, when it fires with a
+    /// later request in flight, armed again at that one's: a timer per connection every `timeout`
+    /// at most, not one scheduled and cancelled per request.
+    private var timer: Scheduled<Void>?
     private var head: HTTPResponseHead?
     private var body: [UInt8] = []
+    private let decoder: HTTPResponseDecoder
 
-    func send(_ request: HTTPRequestHead, on channel: any Channel, timeout: TimeAmount) -> EventLoopFuture<Answer> {
+    /// A handler for the connection whose responses `decoder` reads.
+    init(decoder: HTTPResponseDecoder) {
+        self.decoder = decoder
+    }
+
+    /// Sends `request` (a whole HTTP/1.1 request) on `channel`; the future has its answer, or
+    /// fails when none came within `timeout` or the connection failed first.
+    func send(_ request: ByteBuffer, on channel: any Channel, timeout: TimeAmount) -> EventLoopFuture<Answer> {
         let promise = channel.eventLoop.makePromise(of: Answer.self)
         pending = promise
         head = nil
         body = []
+        let deadline = NIODeadline.now() + timeout
+        self.deadline = deadline
+        if timer == nil { armTimer(at: deadline, on: channel, timeout: timeout) }
+        decoder.write(data: .head(Self.requestHead))
+        channel.writeAndFlush(request, promise: nil)
+        return promise.futureResult
+    }
+
+    private func armTimer(at deadline: NIODeadline, on channel: any Channel, timeout: TimeAmount) {
         let bound = NIOLoopBound(self, eventLoop: channel.eventLoop)
-        timeoutTask = channel.eventLoop.scheduleTask(in: timeout) {
-            bound.value.fail(Failure(description: "no answer within \(timeout)"))
+        timer = channel.eventLoop.scheduleTask(deadline: deadline) {
+            bound.value.timerFired(on: channel, timeout: timeout)
+        }
+    }
+
+    /// Fails the request in flight if its deadline passed, else waits for that deadline.
+    private func timerFired(on channel: any Channel, timeout: TimeAmount) {
+        timer = nil
+        guard let deadline else { return }
+        if deadline > .now() {
+            armTimer(at: deadline, on: channel, timeout: timeout)
+        } else {
+            fail(Failure(description: "no answer within \(timeout)"))
             channel.close(promise: nil)
         }
-        channel.write(HTTPClientRequestPart.head(request), promise: nil)
-        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
-        return promise.futureResult
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -251,7 +298,7 @@ final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .end:
             guard let response = head, let promise = pending else { return }
             pending = nil
-            timeoutTask?.cancel()
+            deadline = nil
             promise.succeed(
                 Answer(
                     status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
@@ -273,9 +320,34 @@ final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func fail(_ error: any Error) {
+        deadline = nil
+        timer?.cancel()
+        timer = nil
         guard let promise = pending else { return }
         pending = nil
-        timeoutTask?.cancel()
         promise.fail(error)
+    }
+}
+
+/// The response decoder of a hit connection, without the write observation of NIO's own
+/// (`ByteToMessageHandler` with `HTTPResponseDecoder` reads every outbound write as an
+/// `HTTPClientRequestPart`): the requests are bytes, and ``HitResponseHandler`` tells `decoder`
+/// of each one itself.
+struct HitResponseDecoder: ByteToMessageDecoder {
+    typealias InboundOut = HTTPClientResponsePart
+
+    /// The decoder doing the work, shared with the connection's ``HitResponseHandler``.
+    let decoder: HTTPResponseDecoder
+
+    mutating func decoderAdded(context: ChannelHandlerContext) { decoder.decoderAdded(context: context) }
+
+    mutating func decoderRemoved(context: ChannelHandlerContext) { decoder.decoderRemoved(context: context) }
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        try decoder.decode(context: context, buffer: &buffer)
+    }
+
+    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        try decoder.decodeLast(context: context, buffer: &buffer, seenEOF: seenEOF)
     }
 }
