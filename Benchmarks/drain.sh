@@ -5,13 +5,18 @@
 # PIN=1 gives the emulator core 0 and the client (the uploader, then wrk) core 1: the two clients
 # then get the same core, instead of the C client leaving the emulator more of the two than the
 # uploader does.
-# Usage: [PIN=1] Benchmarks/drain.sh [EVENTS=1000000] [CONCURRENCY=8]
+# NGINX=/usr/sbin/nginx adds a peer that is not ours as a second ceiling: nginx (worker_processes 1,
+# access_log off) answering `return 200` to every hit, drained to from a copy of the same backlog
+# and measured by wrk on the same connections. Without NGINX that part is skipped, saying so.
+# Usage: [PIN=1] [NGINX=/usr/sbin/nginx] Benchmarks/drain.sh [EVENTS=1000000] [CONCURRENCY=8]
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 events=${1:-1000000}
 concurrency=${2:-8}
 python3 "$here/generate-events.py" "$events" "$work/events.jsonl"
 "$relay" ingest "$work/events.jsonl" --data-dir "$work/data" --json > /dev/null
+# The nginx drain needs the backlog again: a copy, taken before the first drain moves the cursor.
+if [ -n "${NGINX:-}" ]; then cp -a "$work/data" "$work/data-nginx"; fi
 server_cpu=() client_cpu=()
 if [ "${PIN:-0}" = 1 ]; then server_cpu=(taskset -c 0) client_cpu=(taskset -c 1); fi
 "${server_cpu[@]}" "$relay" emulate --bind 127.0.0.1:18092 --kept-requests 0 --log-level warning > /dev/null &
@@ -25,18 +30,61 @@ ceiling=""
 if command -v wrk >/dev/null; then
     ceiling=$("${client_cpu[@]}" wrk -t1 -c"$concurrency" -d5s "http://127.0.0.1:18092/r/?id=hd828,f0190,1" | awk '/Requests\/sec/ {print int($2)}')
 fi
-python3 - "$drain" "$accepted" "$ceiling" "$events" "$concurrency" "$(cat "$work/upload-time")" "${PIN:-0}" "$json" <<'PY'
+nginx_drain="" nginx_ceiling=""
+if [ -z "${NGINX:-}" ]; then
+    echo "NGINX is not set: skipping the drain to nginx (NGINX=/usr/sbin/nginx adds it)" >&2
+else
+    mkdir -p "$work/nginx/logs"
+    cat > "$work/nginx/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/logs/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    client_body_temp_path $work/nginx/body;
+    proxy_temp_path $work/nginx/proxy;
+    fastcgi_temp_path $work/nginx/fastcgi;
+    uwsgi_temp_path $work/nginx/uwsgi;
+    scgi_temp_path $work/nginx/scgi;
+    server {
+        listen 127.0.0.1:18093;
+        location /r/ { return 200; }
+        location /nms/mobile/1/ { return 200; }
+    }
+}
+EOF
+    # env -u: nginx itself reads NGINX (sockets inherited on a binary upgrade).
+    "${server_cpu[@]}" env -u NGINX "$NGINX" -c "$work/nginx/nginx.conf" -p "$work/nginx" &
+    pids+=($!)
+    sleep 1
+    nginx_drain=$("${client_cpu[@]}" "$relay" upload --until-drained --tracking-host http://127.0.0.1:18093 \
+        --data-dir "$work/data-nginx" --concurrency "$concurrency" --json --log-level warning)
+    if command -v wrk >/dev/null; then
+        nginx_ceiling=$("${client_cpu[@]}" wrk -t1 -c"$concurrency" -d5s "http://127.0.0.1:18093/r/?id=hd828,f0190,1" | awk '/Requests\/sec/ {print int($2)}')
+    fi
+fi
+python3 - "$drain" "$accepted" "$ceiling" "$events" "$concurrency" "$(cat "$work/upload-time")" "${PIN:-0}" "$json" "$nginx_drain" "$nginx_ceiling" <<'PY'
 import json, sys
 drain, (accepted, distinct), ceiling = json.loads(sys.argv[1]), sys.argv[2].split(), sys.argv[3]
 user, system = map(float, sys.argv[6].split())
 rate = drain["delivered"] / drain["seconds"]
 cpu = (user + system) / drain["delivered"] * 1e6 if drain["delivered"] else None
 pinned = sys.argv[7] == "1"
+nginx_rate = None
+if sys.argv[9]:
+    nginx = json.loads(sys.argv[9])
+    nginx_rate = nginx["delivered"] / nginx["seconds"]
+nginx_ceiling = int(sys.argv[10]) if sys.argv[10] else None
 if sys.argv[8] == "1":
     print(json.dumps({"hits": drain["delivered"], "concurrency": int(sys.argv[5]), "hitsPerSecond": round(rate),
                       "cpuMicrosecondsPerHit": cpu and round(cpu, 2), "wrkCeiling": int(ceiling) if ceiling else None,
                       "ratioToCeiling": round(rate / float(ceiling), 3) if ceiling else None, "pinned": pinned,
-                      "emulatorAccepted": int(accepted), "emulatorDistinct": int(distinct)}))
+                      "emulatorAccepted": int(accepted), "emulatorDistinct": int(distinct),
+                      "nginxHitsPerSecond": nginx_rate and round(nginx_rate), "nginxWrkCeiling": nginx_ceiling,
+                      "nginxRatioToCeiling": round(nginx_rate / nginx_ceiling, 3) if nginx_rate and nginx_ceiling else None}))
     sys.exit(0)
 print("| run | hits/s | uploader CPU per hit |")
 print("|---|---|---|")
@@ -46,4 +94,13 @@ if ceiling:
     print()
     print("drain / emulator ceiling: %.2fx" % (rate / float(ceiling)))
 print("emulator accepted %s hits, %s distinct" % (accepted, distinct))
+if nginx_rate is not None:
+    print()
+    print("| peer: nginx (return 200) | hits/s |")
+    print("|---|---|")
+    print("| drain %s hits, concurrency %s | %d |" % (sys.argv[4], sys.argv[5], nginx_rate))
+    if nginx_ceiling:
+        print("| ceiling: wrk against the same nginx, %s connections | %d |" % (sys.argv[5], nginx_ceiling))
+        print()
+        print("drain / nginx ceiling: %.2fx" % (nginx_rate / nginx_ceiling))
 PY
