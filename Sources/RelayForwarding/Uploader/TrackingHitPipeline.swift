@@ -177,10 +177,7 @@ public final class TrackingHitPipeline: Sendable {
             idle.value.channels.append(channel)
             return
         }
-        let answer = handler.send(requestBytes.request(for: request.pathAndQuery, allocator: channel.allocator), on: channel, timeout: timeout)
-        let bound = NIOLoopBound(run, eventLoop: eventLoop)
-        answer.whenComplete { result in
-            let run = bound.value
+        handler.send(requestBytes.request(for: request.pathAndQuery, allocator: channel.allocator), on: channel, timeout: timeout) { result in
             switch result {
             case .success(let response):
                 let outcome: DeliveryOutcome
@@ -235,7 +232,8 @@ final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
         var description: String
     }
 
-    private var pending: EventLoopPromise<Answer>?
+    /// What to call with the answer to the request in flight.
+    private var pending: ((Result<Answer, any Error>) -> Void)?
     /// When the request in flight is given up; `nil` between requests.
     private var deadline: NIODeadline?
     /// The connection's one timer. It is armed at a request's deadline and, when it fires with a
@@ -251,11 +249,13 @@ final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
         self.decoder = decoder
     }
 
-    /// Sends `request` (a whole HTTP/1.1 request) on `channel`; the future has its answer, or
-    /// fails when none came within `timeout` or the connection failed first.
-    func send(_ request: ByteBuffer, on channel: any Channel, timeout: TimeAmount) -> EventLoopFuture<Answer> {
-        let promise = channel.eventLoop.makePromise(of: Answer.self)
-        pending = promise
+    /// Sends `request` (a whole HTTP/1.1 request) on `channel` and calls `answered` once, on the
+    /// event loop, with its answer, or with an error when none came within `timeout` or the
+    /// connection failed first. A callback rather than a future: no promise is made per hit.
+    func send(
+        _ request: ByteBuffer, on channel: any Channel, timeout: TimeAmount, answered: @escaping (Result<Answer, any Error>) -> Void
+    ) {
+        pending = answered
         head = nil
         body = []
         let deadline = NIODeadline.now() + timeout
@@ -263,7 +263,6 @@ final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
         if timer == nil { armTimer(at: deadline, on: channel, timeout: timeout) }
         decoder.write(data: .head(Self.requestHead))
         channel.writeAndFlush(request, promise: nil)
-        return promise.futureResult
     }
 
     private func armTimer(at deadline: NIODeadline, on channel: any Channel, timeout: TimeAmount) {
@@ -296,14 +295,16 @@ final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
                 body += bytes
             }
         case .end:
-            guard let response = head, let promise = pending else { return }
+            guard let response = head, let answered = pending else { return }
             pending = nil
             deadline = nil
-            promise.succeed(
-                Answer(
-                    status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
-                    location: response.headers.first(name: "Location"),
-                    body: String(decoding: body, as: UTF8.self), keepAlive: response.isKeepAlive
+            answered(
+                .success(
+                    Answer(
+                        status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
+                        location: response.headers.first(name: "Location"),
+                        body: String(decoding: body, as: UTF8.self), keepAlive: response.isKeepAlive
+                    )
                 )
             )
         }
@@ -323,9 +324,9 @@ final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
         deadline = nil
         timer?.cancel()
         timer = nil
-        guard let promise = pending else { return }
+        guard let answered = pending else { return }
         pending = nil
-        promise.fail(error)
+        answered(.failure(error))
     }
 }
 
