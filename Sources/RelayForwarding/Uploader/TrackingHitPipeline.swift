@@ -172,7 +172,8 @@ public final class TrackingHitPipeline: Sendable {
         guard requestBytes.isValidTarget(request.pathAndQuery) else {
             // Never from a validated log; sent one at a time instead, where the HTTP client says why.
             run.halted = true
-            run.finish(index, .retryable(reason: "\(host): the request target \(request.pathAndQuery) has bytes a request line does not allow", retryAfter: nil))
+            let reason = "\(host): the request target \(request.pathAndQuery) has bytes a request line does not allow"
+            run.finish(index, .retryable(reason: reason, retryAfter: nil))
             run.haltRemaining()
             idle.value.channels.append(channel)
             return
