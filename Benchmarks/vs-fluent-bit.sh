@@ -18,7 +18,8 @@
 #   p50, p99        wrk --latency
 #   bytes/event     `du -sb` of the data / storage directory once everything is counted, over the
 #                   events acknowledged; for the relay also the log alone (`wal verify --json`
-#                   bytesPerEvent) and aggregates.sqlite (with its -wal and -shm) per event
+#                   bytesPerEvent) and aggregates.sqlite (with its -wal and -shm, and alone once the
+#                   server stopped and checkpointed its journal) per event
 #   lag             the relay: relay_aggregator_lag_events sampled every 100 ms during the load and
 #                   at its end (the maximum, also in seconds of intake: maximum / events/s), at the
 #                   load's end, and the seconds from the load's end until it is 0 (catch-up; a build
@@ -241,6 +242,8 @@ def run(a):
             "walBytesPerEvent": verify.get("bytesPerEvent"), "loggedEvents": verify.get("events"),
             "aggregatesBytes": int(a["aggregates"]),
             "aggregatesBytesPerEvent": per_event(int(a["aggregates"]), events),
+            "aggregatesFileBytes": int(a["aggregatesFile"]),
+            "aggregatesFileBytesPerEvent": per_event(int(a["aggregatesFile"]), events),
             "maxLagEvents": max(lags) if lags else None, "lagSamples": len(lags),
             "maxLagSecondsOfIntake": round(max(lags) / eps, 2) if lags and eps else None,
             "lagAtLoadEndEvents": lag_end,
@@ -323,7 +326,8 @@ def report(a):
         row("bytes on disk per event once counted (du -sb)", "diskBytesPerEvent", 3)
         row("catch-up: s from the load's end until counted / no chunk left", "catchUpSeconds")
         out.append(f"| relay: the log alone, bytes per event (wal verify) | {f(rm.get('walBytesPerEvent'))} | | |")
-        out.append(f"| relay: aggregates.sqlite, bytes per event | {f(rm.get('aggregatesBytesPerEvent'), 3)} | | |")
+        out.append(f"| relay: aggregates.sqlite with its journal, bytes per event | {f(rm.get('aggregatesBytesPerEvent'), 3)} | | |")
+        out.append(f"| relay: aggregates.sqlite alone once stopped (journal checkpointed), bytes per event | {f(rm.get('aggregatesFileBytesPerEvent'), 3)} | | |")
         out.append(f"| relay: max aggregator lag, events (s of intake) | {f(rm.get('maxLagEvents'))} ({f(rm.get('maxLagSecondsOfIntake'))} s) | | |")
         out.append(f"| relay: lag at the load's end, events (% of acknowledged) | {f(rm.get('lagAtLoadEndEvents'))} ({f(rm.get('lagAtLoadEndPercent'), 1)} %) | | |")
         if fm:
@@ -374,7 +378,7 @@ measure() { # side connections run: one measured run, its JSON line appended to 
     local side=$1 connections=$2 run=$3 dir="$work/$1-c$2-r$3" url server sampler
     local samples="$work/samples-$1-c$2-r$3.txt" out="$work/wrk-$1-c$2-r$3.txt"
     local before load_end load_end_time lag_end="" chunks_end="0 0" polls counted after hwm disk
-    local aggregates=0 verify=""
+    local aggregates=0 aggregates_file=0 verify=""
     : >"$samples"
     echo "## $side, $connections connections, run $run, ${seconds} s" >&2
     if [ "$side" = relay ]; then
@@ -415,11 +419,13 @@ measure() { # side connections run: one measured run, its JSON line appended to 
     stop "$server"
     if [ "$side" = relay ]; then
         verify=$("$relay" wal verify --json --data-dir "$dir" 2>/dev/null || true)
+        # Once stopped, the aggregator has checkpointed its journal into the file: the counts alone.
+        aggregates_file=$(stat -c %s "$dir/aggregates.sqlite" 2>/dev/null || echo 0)
     fi
     [ "$polls" -ge 0 ] || echo "warning: $side was not done counting after $((wait_limit / 10)) s" >&2
     summarize run side="$side" connections="$connections" run="$run" wrk="$out" ticks="$ticks" \
         before="$before" loadEnd="$load_end" after="$after" loadEndTime="$load_end_time" \
-        counted="$counted" polls="$polls" hwm="$hwm" disk="$disk" aggregates="$aggregates" \
+        counted="$counted" polls="$polls" hwm="$hwm" disk="$disk" aggregates="$aggregates" aggregatesFile="$aggregates_file" \
         verify="$verify" samples="$samples" lagEnd="$lag_end" chunksEnd="$chunks_end" \
         | tee -a "$work/runs.jsonl" >&2
     rm -rf "$dir"
