@@ -31,7 +31,8 @@ struct ConnectionResetTests {
     static func resets(_ proxy: ChildProcess) -> Int { proxy.text.components(separatedBy: "reset ").count - 1 }
 
     @Test(
-        "300 clients send half a body and reset: nothing of them stored, a real client beside them never fails, acknowledged events all logged once")
+        "rounds of 300 clients send half a body and reset: nothing of them stored, a real client beside them never fails, acknowledged events all logged once"
+    )
     func clientResetsMidBody() async throws {
         let binary = try RelayBinary.path()
         let directory = temporaryDirectory("reset-client")
@@ -47,10 +48,17 @@ struct ConnectionResetTests {
         // answer (a new connection, the log's first fdatasync) can take longer than 300 resets,
         // and a client not served yet says nothing of being served while they happen.
         try await waitUntil("the real client's first acknowledgement", seconds: 60) { load.acknowledgedCount > 0 }
-        let acknowledgedBeforeResets = load.acknowledgedCount
-        let resetting = try await RelayBinary.run("/usr/bin/env", ["python3", Self.script, "half-body", String(port), "300"], seconds: 60)
-        try #require(resetting.status == 0, "reset_peer.py: \(resetting.stderr)")
-        let acknowledgedDuringResets = load.acknowledgedCount - acknowledgedBeforeResets
+        // Rounds of 300 resets until the real client was served during one, 10 at most: on a CI
+        // machine beside a CPU burner, a first round was over before the client's next answer.
+        var acknowledgedDuringResets = 0
+        var rounds = 0
+        repeat {
+            let acknowledgedBeforeResets = load.acknowledgedCount
+            let resetting = try await RelayBinary.run("/usr/bin/env", ["python3", Self.script, "half-body", String(port), "300"], seconds: 60)
+            try #require(resetting.status == 0, "reset_peer.py: \(resetting.stderr)")
+            acknowledgedDuringResets += load.acknowledgedCount - acknowledgedBeforeResets
+            rounds += 1
+        } while acknowledgedDuringResets == 0 && rounds < 10
         // Then until the real client has more than 100 events acknowledged: on a loaded CI machine
         // the 300 resets were over after 80 (the rate of both depends on the machine), and the
         // floor is there to show the client ran, not how fast. 30 s at most.
@@ -76,7 +84,7 @@ struct ConnectionResetTests {
         #expect(Set(logged.keys) == acknowledged && logged.values.allSatisfy { $0 == 1 }, "the log holds exactly the acknowledged events, once")
         #expect(logged.keys.filter { $0 >= 900_000_000 }.isEmpty, "nothing of a half body is stored")
         print(
-            "client resets mid-body: 300 resets, \(acknowledgedDuringResets) events acknowledged during them and \(acknowledged.count) in all, \(failures) failures, \(logged.count) logged"
+            "client resets mid-body: \(rounds * 300) resets, \(acknowledgedDuringResets) events acknowledged during them and \(acknowledged.count) in all, \(failures) failures, \(logged.count) logged"
         )
     }
 
