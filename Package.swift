@@ -312,6 +312,8 @@ let package = Package(
                 "RelayForwarding", "CampaignEmulator", "CampaignProtocol", "RelayLog", "RelayCore", "RelayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

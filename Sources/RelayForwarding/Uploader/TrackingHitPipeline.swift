@@ -259,7 +259,8 @@ final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
         pending = answered
         head = nil
         body = []
-        let deadline = NIODeadline.now() + timeout
+        // The loop's clock, which its timers follow (an embedded loop's in tests).
+        let deadline = channel.eventLoop.now + timeout
         self.deadline = deadline
         if timer == nil { armTimer(at: deadline, on: channel, timeout: timeout) }
         decoder.write(data: .head(Self.requestHead))
@@ -277,7 +278,7 @@ final class HitResponseHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func timerFired(on channel: any Channel, timeout: TimeAmount) {
         timer = nil
         guard let deadline else { return }
-        if deadline > .now() {
+        if deadline > channel.eventLoop.now {
             armTimer(at: deadline, on: channel, timeout: timeout)
         } else {
             fail(Failure(description: "no answer within \(timeout)"))
