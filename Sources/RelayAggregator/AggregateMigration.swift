@@ -74,5 +74,4 @@ enum AggregateMigration {
         }
         return Summary(from: version, messages: messages)
     }
-
 }

@@ -35,14 +35,6 @@ package struct CountDeltas: Sendable {
         case integer(Int64)
         /// A UUID in lower case.
         case uuid(String)
-
-        /// The key of `id`.
-        package init(_ id: MessageID) {
-            switch id.identity {
-            case .integer(let value): self = .integer(value)
-            case .uuid(let text): self = .uuid(text)
-            }
-        }
     }
 
     /// One delivery's totals in the batch.
