@@ -3,7 +3,8 @@ import RelayEventJSON
 
 /// The relay's JSON event input: the same bytes as a `POST /v1/events` body (all or nothing) and
 /// as `ingest` lines (line by line). Both must agree on what they accept, and every accepted event,
-/// written back out by `EventEncoder`, must decode to itself.
+/// written back out by `EventEncoder`, must decode to itself. A body `TrackingBatchScanner` takes,
+/// the general path takes too, as the same events.
 enum JSONEventsTarget {
     static let defaultTime = EventTime(nanosecondsSinceEpoch: 1_763_000_000_000_000_000, utcOffsetMinutes: 0, fractionDigits: 3)
     static let maximumEvents = 1000
@@ -19,7 +20,13 @@ enum JSONEventsTarget {
         try require(seen.allSatisfy { (1...max(1, lines.lines)).contains($0) }, .jsonEvents, "a line number outside 1...\(lines.lines): \(seen)")
         for event in lines.events { try roundTrip(event) }
 
-        switch EventBatchDecoder.decode(bytes, defaultTime: defaultTime, maximumEvents: maximumEvents) {
+        let general = EventBatchDecoder.decodeInGeneral(bytes, defaultTime: defaultTime, maximumEvents: maximumEvents)
+        if let scanned = bytes.withUnsafeBufferPointer({
+            TrackingBatchScanner.events(in: $0, defaultTime: defaultTime, maximumEvents: maximumEvents, admission: .anyEvent)
+        }) {
+            try require(general == .success(scanned), .jsonEvents, "the scanner took a body as \(scanned), the general path as \(general)")
+        }
+        switch general {
         case .success(let events):
             try require(events.count <= maximumEvents, .jsonEvents, "a batch of \(events.count) events over its limit \(maximumEvents)")
             for event in events { try roundTrip(event) }

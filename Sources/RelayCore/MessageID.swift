@@ -45,25 +45,35 @@ public struct MessageID: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: ``EventInputError`` naming `field` when the text is neither a UUID nor a decimal
     ///   integer, or is a decimal integer outside the 64-bit range.
     public init(_ text: String, field: String = "messageId") throws(EventInputError) {
-        if let value = Self.parseWireHex(text) {
-            self.text = text
-            self.form = .hex(value)
-            return
-        }
-        if let form = Self.parseUUID(text) {
+        var copy = text
+        switch copy.withUTF8({ Self.form(of: $0) }) {
+        case .some(.some(let form)):
             self.text = text
             self.form = form
-            return
-        }
-        switch Self.parseDecimal(text) {
-        case .some(.some(let value)):
-            self.text = text
-            self.form = .decimal(value)
         case .some(.none):
             throw EventInputError(field: field, "\(field) \(text.quotedForMessage) is a decimal integer outside the 64-bit range")
         case .none:
             let detail = text.isEmpty ? "\(field) is empty" : "\(field) \(text.quotedForMessage) is neither a UUID nor a decimal integer"
             throw EventInputError(field: field, detail)
+        }
+    }
+
+    /// The identifier whose UTF-8 text `bytes` hold, or `nil` when ``init(_:field:)`` would refuse
+    /// it: for a decoder that reads bytes and leaves the words of a refusal to another path.
+    package init?(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard case .some(.some(let form)) = Self.form(of: bytes) else { return nil }
+        self.init(uncheckedText: String(decoding: bytes, as: UTF8.self), form: form)
+    }
+
+    /// The form of the text `bytes` hold: `nil` when it has none, `.some(nil)` when it is a
+    /// decimal integer outside the 64-bit range.
+    private static func form(of bytes: UnsafeBufferPointer<UInt8>) -> Form?? {
+        if let value = parseWireHex(bytes) { return .hex(value) }
+        if let form = parseUUID(bytes) { return form }
+        switch parseDecimal(bytes) {
+        case .some(.some(let value)): return .decimal(value)
+        case .some(.none): return .some(nil)
+        case .none: return nil
         }
     }
 
@@ -99,22 +109,26 @@ public struct MessageID: Sendable, Hashable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(text) }
 
     /// `nil` when not decimal; `.some(nil)` when decimal but out of range.
-    static func parseDecimal(_ text: String) -> Int64?? {
-        var utf8 = text.utf8[...]
+    static func parseDecimal(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64?? {
+        var digits = bytes[...]
         var negative = false
-        if let first = utf8.first, first == UInt8(ascii: "-") || first == UInt8(ascii: "+") {
+        if let first = digits.first, first == UInt8(ascii: "-") || first == UInt8(ascii: "+") {
             negative = first == UInt8(ascii: "-")
-            utf8 = utf8.dropFirst()
+            digits = digits.dropFirst()
         }
-        guard !utf8.isEmpty, utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        // Accumulate negatively so Int64.min is representable.
+        guard !digits.isEmpty else { return nil }
+        // Accumulate negatively so Int64.min is representable; a non-digit anywhere means not
+        // decimal at all, even after an overflow.
         var value: Int64 = 0
-        for byte in utf8 {
+        var overflow = false
+        for byte in digits {
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
             let (times10, o1) = value.multipliedReportingOverflow(by: 10)
             let (next, o2) = times10.subtractingReportingOverflow(Int64(byte - 0x30))
-            if o1 || o2 { return .some(nil) }
+            overflow = overflow || o1 || o2
             value = next
         }
+        if overflow { return .some(nil) }
         if negative { return .some(value) }
         if value == Int64.min { return .some(nil) }
         return .some(-value)
@@ -122,7 +136,11 @@ public struct MessageID: Sendable, Hashable, CustomStringConvertible {
 
     /// The value of `h` followed by 1 to 16 hex digits; `nil` for any other text.
     package static func parseWireHex(_ text: String) -> UInt64? {
-        let utf8 = text.utf8
+        var copy = text
+        return copy.withUTF8 { parseWireHex($0) }
+    }
+
+    private static func parseWireHex(_ utf8: UnsafeBufferPointer<UInt8>) -> UInt64? {
         guard utf8.count >= 2, utf8.count <= 17, utf8.first == UInt8(ascii: "h") else { return nil }
         var value: UInt64 = 0
         for byte in utf8.dropFirst() {
@@ -137,7 +155,11 @@ public struct MessageID: Sendable, Hashable, CustomStringConvertible {
     }
 
     package static func parseUUID(_ text: String) -> Form? {
-        let utf8 = text.utf8
+        var copy = text
+        return copy.withUTF8 { parseUUID($0) }
+    }
+
+    private static func parseUUID(_ utf8: UnsafeBufferPointer<UInt8>) -> Form? {
         guard utf8.count == 36 else { return nil }
         var high: UInt64 = 0
         var low: UInt64 = 0

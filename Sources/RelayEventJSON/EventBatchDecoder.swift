@@ -32,6 +32,18 @@ public enum EventBatchDecoder {
     public static func decode(
         _ body: [UInt8], defaultTime: EventTime, maximumEvents: Int, admission: EventAdmission = .anyEvent
     ) -> Result<[Event], Problems> {
+        let scanned = body.withUnsafeBufferPointer {
+            TrackingBatchScanner.events(in: $0, defaultTime: defaultTime, maximumEvents: maximumEvents, admission: admission)
+        }
+        if let scanned { return .success(scanned) }
+        return decodeInGeneral(body, defaultTime: defaultTime, maximumEvents: maximumEvents, admission: admission)
+    }
+
+    /// ``decode(_:defaultTime:maximumEvents:admission:)`` without ``TrackingBatchScanner``: every
+    /// body through the JSON parser and ``EventDecoder`` (what the scanner is checked against).
+    package static func decodeInGeneral(
+        _ body: [UInt8], defaultTime: EventTime, maximumEvents: Int, admission: EventAdmission = .anyEvent
+    ) -> Result<[Event], Problems> {
         guard let first = body.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) else {
             return .failure(
                 Problems(list: [Problem(index: nil, field: nil, message: "the body is empty: send a JSON array of events or one event per line")]))
