@@ -46,6 +46,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", exact: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-extras", exact: "1.35.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
         // The metrics API the lanes record through (swift-prometheus depends on it; this is the
         // version its graph resolves).
@@ -188,6 +189,7 @@ let package = Package(
             name: "RelayServer",
             dependencies: [
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 "RelayCore",
                 "RelayChain",
                 "CampaignProtocol",
@@ -339,6 +341,8 @@ let package = Package(
                 "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -135,7 +135,8 @@ public final class CampaignEmulator: Sendable {
     private func retryLater(_ status: HTTPResponse.Status, _ faults: EmulatorFaults, now: Double) -> Response {
         var response = Self.text(status, "try again later\n")
         if let seconds = faults.retryAfterSeconds {
-            response.headers[.retryAfter] = faults.retryAfterAsDate ? EmulatorJSON.httpDate(now + Double(seconds)) : String(seconds)
+            response.headers[.retryAfter] =
+                faults.retryAfterAsDate ? HTTPDate.text(secondsSinceEpoch: Int64((now + Double(seconds)).rounded(.up))) : String(seconds)
         }
         return response
     }

@@ -49,21 +49,4 @@ enum EmulatorJSON {
     static func requests(_ requests: [EmulatorRecorder.RawRequest]) -> String {
         encode(["requests": requests])
     }
-
-    static let weekdays = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
-    static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-
-    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) for `seconds` since the Unix epoch.
-    static func httpDate(_ seconds: Double) -> String {
-        let time = EventTime(nanosecondsSinceEpoch: Int64(seconds.rounded(.up)) * 1_000_000_000, utcOffsetMinutes: nil, fractionDigits: 0).rfc3339
-        // 2026-11-21T10:00:00Z
-        let utf8 = Array(time.utf8)
-        func number(_ range: Range<Int>) -> Int { Int(String(decoding: utf8[range], as: UTF8.self)) ?? 0 }
-        let days = Int((seconds.rounded(.up) / 86_400).rounded(.down))
-        let weekday = weekdays[((days % 7) + 7) % 7]
-        let day = number(8..<10)
-        let month = months[max(0, min(11, number(5..<7) - 1))]
-        let clock = String(decoding: utf8[11..<19], as: UTF8.self)
-        return "\(weekday), \(day < 10 ? "0" : "")\(day) \(month) \(number(0..<4)) \(clock) GMT"
-    }
 }

@@ -1,4 +1,4 @@
-public import RelayCore
+import RelayCore
 
 /// What the aggregates hold: the one definition behind `campaign-relay stats --json` and
 /// `GET /v1/deliveries`, so the two answer in the same envelope.

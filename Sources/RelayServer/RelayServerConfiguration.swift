@@ -67,6 +67,10 @@ public struct RelayServerConfiguration: Sendable {
     public var systemd = SystemdNotifier.fromEnvironment()
     /// TLS on the listener (certificate, key, optional client CAs); `nil`: plain HTTP.
     public var tls: TLSCertificateStore.Files?
+    /// Whether SDK tracking hits are answered on the connection's event loop
+    /// (``TrackingHitHandler``) rather than by the router. Both answer the same; tests turn it off
+    /// to compare the two.
+    package var answersTrackingHitsOnEventLoop = true
 
     /// The defaults (`127.0.0.1:8080`, `./relay-data`, no forwarding).
     public init() {}

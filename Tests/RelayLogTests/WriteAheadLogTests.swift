@@ -1,5 +1,7 @@
+import Foundation
 import RelayCore
 import RelayTestSupport
+import Synchronization
 import Testing
 
 @testable import RelayLog
@@ -26,6 +28,54 @@ struct WriteAheadLogTests {
         #expect(commits == 2, "63 appends waiting on one sync must share one commit, got \(commits) commits")
         #expect(await log.stats.events == 631)
         await log.close()
+    }
+
+    @Test("appends handed in with a completion, from a thread that is no task, share group commits with the async ones and hear back after the sync")
+    func appendsWithCompletion() async throws {
+        let fileSystem = SimulatedFileSystem()
+        let directory = "/group-completion"
+        let log = try await WriteAheadLog.open(dataDirectory: directory, fileSystem: fileSystem, logger: quietLogger)
+        fileSystem.holdSynchronize()
+        let first = Task { try await log.append([TestEvents.tracking(0)]) }
+        try await waitFor("the first append's fdatasync to start") { fileSystem.synchronizeCallsWaiting == 1 }
+        let answers = Mutex<[Int: Result<Range<UInt64>, LogError>]>([:])
+        // Handed in from a plain thread, as an event loop does.
+        let handedIn = Thread {
+            for appender in 1...10 {
+                let events = (0..<3).map { TestEvents.tracking(Int64(appender * 10 + $0)) }
+                log.append(events) { result in answers.withLock { $0[appender] = result } }
+            }
+        }
+        handedIn.start()
+        let asynchronous = (11...15).map { appender in
+            Task { (appender, try await log.append((0..<3).map { TestEvents.tracking(Int64(appender * 10 + $0)) })) }
+        }
+        try await waitFor("the five async appends to queue behind the sync") { await log.waitingEvents == 15 }
+        try await waitFor("the thread to hand in its ten appends") { handedIn.isFinished }
+        // Nothing is answered while the sync that would cover it has not returned.
+        #expect(answers.withLock { $0.isEmpty })
+        fileSystem.releaseSynchronize()
+        _ = try await first.value
+        var ranges: [Int: Range<UInt64>] = [:]
+        for task in asynchronous {
+            let (appender, range) = try await task.value
+            ranges[appender] = range
+        }
+        try await waitFor("the ten completions") { answers.withLock { $0.count == 10 } }
+        for (appender, answer) in answers.withLock({ $0 }) { ranges[appender] = try answer.get() }
+        // One commit for the first append, one for the fifteen that waited behind its sync.
+        #expect(await log.stats.commits == 2)
+        #expect(ranges.values.sorted { $0.lowerBound < $1.lowerBound }.map(\.lowerBound) == stride(from: 2, to: 47, by: 3).map { UInt64($0) })
+        await log.close()
+        let (events, _) = try readAll(directory, fileSystem: fileSystem)
+        for (appender, range) in ranges {
+            #expect(
+                events.filter { range.contains($0.sequence) }.compactMap { TestEvents.id(of: $0.event) } == (0..<3).map { Int64(appender * 10 + $0) })
+        }
+        // A closed log refuses at once, on the caller's thread.
+        let refused = Mutex<Result<Range<UInt64>, LogError>?>(nil)
+        log.append([TestEvents.tracking(99)]) { result in refused.withLock { $0 = result } }
+        #expect(refused.withLock { $0.map { result in if case .failure(.closed) = result { true } else { false } } } == true)
     }
 
     @Test("concurrent appends share group commits and get contiguous, ordered ranges")

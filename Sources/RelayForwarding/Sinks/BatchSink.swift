@@ -1,6 +1,6 @@
 public import CampaignProtocol
 public import RelayCore
-public import RelayLog
+import RelayLog
 
 /// A destination that takes every event of the log in ordered batches (a central relay): the
 /// request that carries a batch, and what an answer means.

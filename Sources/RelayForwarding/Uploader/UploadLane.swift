@@ -1,4 +1,4 @@
-public import CampaignProtocol
+import CampaignProtocol
 public import Logging
 public import RelayCore
 public import RelayIO

@@ -1,4 +1,4 @@
-public import RelayCore
+import RelayCore
 
 /// `identity.json`: the file format of ``RelayIdentity`` (docs/relay-identity.md).
 extension RelayIdentity {

@@ -1,4 +1,4 @@
-public import RelayCore
+import RelayCore
 
 /// Who a data directory is, for relays that hand events to one another: a permanent relay id,
 /// made the first time the directory's log is opened, and the epochs of its history.

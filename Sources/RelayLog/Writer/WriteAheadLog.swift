@@ -1,4 +1,5 @@
 public import Logging
+import NIOConcurrencyHelpers
 public import RelayCore
 import RelayIO
 
@@ -44,6 +45,9 @@ public actor WriteAheadLog {
     /// known while it is away.
     private var writerFigures: SegmentWriter.Figures
     private var pending: [PendingAppend] = []
+    /// Appends handed in by ``append(_:completion:)`` from outside the actor, in arrival order,
+    /// until the flush loop takes them; `nil` once the log is closing.
+    private nonisolated let submitted = NIOLockedValueBox<[PendingAppend]?>([])
     /// Callers of ``close()`` waiting for the writer to be idle.
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     private var durableWaiters: [Int: (beyond: UInt64, continuation: CheckedContinuation<UInt64, Never>)] = [:]
@@ -92,9 +96,10 @@ public actor WriteAheadLog {
         commitObserver = observer
     }
 
-    private struct PendingAppend {
+    private struct PendingAppend: Sendable {
         var events: [Event]
-        var continuation: CheckedContinuation<Result<Range<UInt64>, LogError>, Never>
+        /// Called once, with the events' sequence numbers or why they were not stored.
+        var complete: @Sendable (Result<Range<UInt64>, LogError>) -> Void
     }
 
     /// Opens (creating if needed) the log under `dataDirectory`, recovering from any earlier crash,
@@ -268,29 +273,65 @@ public actor WriteAheadLog {
     /// - Throws: ``LogError``; when it throws, none of `events` is acknowledged (a later crash may
     ///   or may not keep them, so the caller must treat them as not stored and may resend them).
     public func append(_ events: [Event]) async throws(LogError) -> Range<UInt64> {
-        guard !events.isEmpty else {
-            guard machine.lifecycle == .open else { throw .closed }
-            return nextSequence..<nextSequence
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Range<UInt64>, LogError>, Never>) in
+            admit(PendingAppend(events: events, complete: { continuation.resume(returning: $0) }), wakingFlushLoop: true)
         }
-        switch machine.append(events: events.count) {
+        return try result.get()
+    }
+
+    /// Appends `events` durably, as ``append(_:)`` does, and calls `completion` with their
+    /// sequence numbers once they are fdatasync'ed, or with why they were not stored: for a caller
+    /// that is not a task, such as an event loop answering a request where it read it, so that
+    /// neither the call nor its answer goes through the task pool.
+    ///
+    /// `completion` is called once: on the log's executor after the group commit (or at once,
+    /// on the caller's thread, when the log is closing). It must not block; hand the answer to
+    /// where it belongs (`eventLoop.execute`).
+    public nonisolated func append(_ events: [Event], completion: @escaping @Sendable (Result<Range<UInt64>, LogError>) -> Void) {
+        let queued = submitted.withLockedValue { queue -> Bool in
+            guard queue != nil else { return false }
+            queue?.append(PendingAppend(events: events, complete: completion))
+            return true
+        }
+        guard queued else { return completion(.failure(.closed)) }
+        flushLoop.wake()
+    }
+
+    /// Queues `append` for the next group commit, or answers it at once: empty, refused because
+    /// the log is closing or too many events wait already.
+    private func admit(_ append: PendingAppend, wakingFlushLoop: Bool) {
+        guard !append.events.isEmpty else {
+            return append.complete(machine.lifecycle == .open ? .success(nextSequence..<nextSequence) : .failure(.closed))
+        }
+        switch machine.append(events: append.events.count) {
         case .refuseClosed:
-            throw .closed
+            append.complete(.failure(.closed))
         case .refuseOverloaded(let pendingEvents, let limit):
             statistics.overloadRejections += 1
-            throw .overloaded(pendingEvents: pendingEvents, limit: limit)
+            append.complete(.failure(.overloaded(pendingEvents: pendingEvents, limit: limit)))
         case .enqueue(let wakeFlushLoop):
-            let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Range<UInt64>, LogError>, Never>) in
-                pending.append(PendingAppend(events: events, continuation: continuation))
-                if wakeFlushLoop { flushLoop.wake() }
-            }
-            return try result.get()
+            pending.append(append)
+            if wakeFlushLoop, wakingFlushLoop { flushLoop.wake() }
         }
+    }
+
+    /// Admits what ``append(_:completion:)`` handed in since the last time (the flush loop, which
+    /// that call wakes, is already running).
+    private func admitSubmitted() {
+        let taken = submitted.withLockedValue { queue -> [PendingAppend] in
+            guard let appends = queue, !appends.isEmpty else { return [] }
+            queue = []
+            return appends
+        }
+        for append in taken { admit(append, wakingFlushLoop: false) }
     }
 
     /// Commits whatever is queued, group after group, while the writer is home and appends wait
     /// (``LogFlushLoop`` calls it when woken).
     func flushQueued() async {
-        while machine.commitDeparts() {
+        while true {
+            admitSubmitted()
+            guard machine.commitDeparts() else { break }
             guard let taken = writer else {
                 // The machine says home, so the writer is here; were it not, the appends wait.
                 assertionFailure("the writer is not home although the machine says it is")
@@ -330,7 +371,7 @@ public actor WriteAheadLog {
                 var start = first
                 for append in group {
                     let end = start + UInt64(append.events.count)
-                    append.continuation.resume(returning: .success(start..<end))
+                    append.complete(.success(start..<end))
                     start = end
                 }
                 nextSequence = start
@@ -342,7 +383,7 @@ public actor WriteAheadLog {
                 logger.error(
                     "group commit failed; nothing in it was acknowledged",
                     metadata: ["error": "\(error)", "events": "\(batches.reduce(0) { $0 + $1.count })"])
-                for append in group { append.continuation.resume(returning: .failure(error)) }
+                for append in group { append.complete(.failure(error)) }
             }
             // Appends that queued meanwhile are this loop's next round, not a wake-up.
             perform(LogWriterStateMachine.Effects(resumeIdleWaiters: effects.resumeIdleWaiters))
@@ -589,6 +630,13 @@ public actor WriteAheadLog {
     /// Later appends throw ``LogError/closed``.
     public func close() async {
         guard machine.closeBegins() else { return }
+        // What was handed in from outside the actor and not yet admitted is refused (closing),
+        // and so is what is handed in from now on.
+        let late = submitted.withLockedValue { queue -> [PendingAppend] in
+            defer { queue = nil }
+            return queue ?? []
+        }
+        for append in late { admit(append, wakingFlushLoop: false) }
         // Appends are refused from here on: once the last group commit and any pass under way
         // are done, the writer stays home for a last pass.
         await waitUntilIdle()

@@ -11,11 +11,14 @@ import ServiceLifecycle
 /// listener's settings, and what happens once it listens (server.json, the "listening" line,
 /// systemd's READY=1).
 enum RelayApplication {
+    /// The `Server` header of every answer.
+    static let serverName = "campaign-relay"
+
     /// The Hummingbird application answering `routes` as `configuration` says; `recordFiles` is
     /// the thread that writes server.json, `onRunning` hears the bound port.
     static func make(
         configuration: RelayServerConfiguration, routes groups: [any RouteGroup], metrics: RelayMetrics, certificates: TLSCertificateStore?,
-        recordFiles: BlockingExecutor, logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void
+        recordFiles: BlockingExecutor, ingestor: EventIngestor, logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void
     ) -> some Service {
         let router = Router()
         router.add(middleware: RouteMetricsMiddleware(metrics: metrics))
@@ -25,20 +28,30 @@ enum RelayApplication {
 
         let host = configuration.host
         let scheme = certificates == nil ? "http" : "https"
+        // Hummingbird's idle timeout counts from the last request part read (or answer written):
+        // header bytes that never complete a head are not a part, so a slowloris client is closed
+        // like an idle one.
+        let http1 = HTTP1Channel.Configuration(idleTimeout: .nanoseconds(configuration.idleTimeout.nanoseconds))
+        let answersHits = configuration.answersTrackingHitsOnEventLoop
+        let date = HTTPDateHeader()
+        @Sendable func secured(_ channel: some ServerChildChannel) -> any ServerChildChannel {
+            guard let certificates else { return channel }
+            return ReloadableTLSChannel(channel, certificates: certificates)
+        }
+        let server = HTTPServerBuilder { responder in
+            let http = HTTP1Channel(responder: responder, configuration: http1)
+            guard answersHits else { return secured(http) }
+            return secured(TrackingHitChannel(base: http) { TrackingHitHandler(ingestor: ingestor, serverName: serverName, date: date) })
+        }
         return Application(
             router: router,
-            server: .http1(
-                tls: certificates,
-                // Hummingbird's idle timeout counts from the last request part read (or answer
-                // written): header bytes that never complete a head are not a part, so a slowloris
-                // client is closed like an idle one.
-                configuration: HTTP1Channel.Configuration(idleTimeout: .nanoseconds(configuration.idleTimeout.nanoseconds))),
+            server: server,
             // A backlog of 4,096 (Linux's default net.core.somaxconn, which caps it) rather than
             // Hummingbird's 256: when thousands of SDKs reconnect at once, a full accept queue
             // drops their SYNs and each waits out a 1 s retransmission; 10,000 connections opened
             // in 1.4 s instead of 14.6 s (a release build, Tests/…/Scripts/idle_flood.py).
             configuration: .init(
-                address: .hostname(host, port: configuration.port), serverName: "campaign-relay", backlog: 4096,
+                address: .hostname(host, port: configuration.port), serverName: serverName, backlog: 4096,
                 availableConnectionsDelegate: MaximumAvailableConnections(ConnectionBudget.maximumConnections(), logger: logger)),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0

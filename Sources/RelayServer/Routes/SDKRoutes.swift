@@ -1,5 +1,6 @@
 import CampaignProtocol
 import Hummingbird
+import HummingbirdCore
 import Logging
 import RelayCore
 
@@ -47,11 +48,25 @@ struct SDKRoutes: RouteGroup, Sendable {
     }
 
     func track(_ request: Request) async -> Response {
-        guard let id = request.uri.queryParameters.get("id") else { return rejected("missing ?id=\(TrackingHitID.syntax)") }
+        switch Self.trackingHit(uri: request.uri) {
+        case .success(let event): return await store(event)
+        case .failure(let rejection): return rejected(rejection.message)
+        }
+    }
+
+    /// Why a tracking hit is refused (400): the words of the answer.
+    struct Rejection: Error {
+        let message: String
+    }
+
+    /// The event a `GET /r/` asks to store, or why it is refused: one rule for this route and
+    /// for ``TrackingHitHandler``, which answers most hits before they reach the router.
+    static func trackingHit(uri: URI) -> Result<Event, Rejection> {
+        guard let id = uri.queryParameters.get("id") else { return .failure(Rejection(message: "missing ?id=\(TrackingHitID.syntax)")) }
         do {
-            return await store(.tracking(try SDKTrackingHit.event(id: String(id), time: .now())))
+            return .success(.tracking(try SDKTrackingHit.event(id: String(id), time: .now())))
         } catch {
-            return rejected(error.message)
+            return .failure(Rejection(message: error.message))
         }
     }
 
