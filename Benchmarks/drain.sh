@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Drain a backlog of N tracking hits to `campaign-relay emulate` over loopback (release build), with
 # the ceiling of the same emulator measured by wrk on the same number of connections in the same run,
-# and the uploader's CPU per forwarded hit (user + system time of the `upload` process).
+# and the uploader's CPU per forwarded hit (user + system time of the `upload` process). Where the
+# CPU goes on the two cores: the emulator's own CPU per hit under the uploader and under wrk (with
+# the fixed URL, and with a new message id per request as the drain sends), and wrk's per request.
 # PIN=1 gives the emulator core 0 and the client (the uploader, then wrk) core 1: the two clients
 # then get the same core, instead of the C client leaving the emulator more of the two than the
 # uploader does.
@@ -20,15 +22,32 @@ if [ -n "${NGINX:-}" ]; then cp -a "$work/data" "$work/data-nginx"; fi
 server_cpu=() client_cpu=()
 if [ "${PIN:-0}" = 1 ]; then server_cpu=(taskset -c 0) client_cpu=(taskset -c 1); fi
 "${server_cpu[@]}" "$relay" emulate --bind 127.0.0.1:18092 --kept-requests 0 --log-level warning > /dev/null &
-pids+=($!)
+emulator=$!
+pids+=($emulator)
 sleep 1
+# The emulator's user + system time, in clock ticks (100 a second).
+emulator_ticks() { awk '{print $14 + $15}' "/proc/$emulator/stat"; }
+ticks_before=$(emulator_ticks)
 # /usr/bin/time's line goes to a file of its own: the uploader's logs share standard error.
 drain=$(/usr/bin/time -o "$work/upload-time" -f "%U %S" "${client_cpu[@]}" "$relay" upload --until-drained \
     --tracking-host http://127.0.0.1:18092 --data-dir "$work/data" --concurrency "$concurrency" --json --log-level warning)
+emulator_drain_ticks=$(($(emulator_ticks) - ticks_before))
 accepted=$(curl -s http://127.0.0.1:18092/emulator/hits | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["accepted"], d["distinct"])')
-ceiling=""
+ceiling="" unique_ceiling="" cpu_split=""
 if command -v wrk >/dev/null; then
-    ceiling=$("${client_cpu[@]}" wrk -t1 -c"$concurrency" -d5s "http://127.0.0.1:18092/r/?id=hd828,f0190,1" | awk '/Requests\/sec/ {print int($2)}')
+    # Each wrk run: requests/s, requests, wrk's user + system seconds, the emulator's ticks.
+    measured_wrk() {
+        local before output
+        before=$(emulator_ticks)
+        output=$(/usr/bin/time -f "time %U %S" "${client_cpu[@]}" wrk -t1 -c"$concurrency" -d5s "$@" 2>&1)
+        echo "$(echo "$output" | awk '/Requests\/sec/ {print int($2)}') $(echo "$output" | awk '/requests in/ {print $1}') \
+$(echo "$output" | awk '/^time / {print $2 + $3}') $(($(emulator_ticks) - before))"
+    }
+    fixed=$(measured_wrk "http://127.0.0.1:18092/r/?id=hd828,f0190,1")
+    unique=$(measured_wrk -s "$here/http/hits-unique.lua" "http://127.0.0.1:18092")
+    ceiling=${fixed%% *}
+    unique_ceiling=${unique%% *}
+    cpu_split="$emulator_drain_ticks|$fixed|$unique"
 fi
 nginx_drain="" nginx_ceiling=""
 if [ -z "${NGINX:-}" ]; then
@@ -66,7 +85,7 @@ EOF
         nginx_ceiling=$("${client_cpu[@]}" wrk -t1 -c"$concurrency" -d5s "http://127.0.0.1:18093/r/?id=hd828,f0190,1" | awk '/Requests\/sec/ {print int($2)}')
     fi
 fi
-python3 - "$drain" "$accepted" "$ceiling" "$events" "$concurrency" "$(cat "$work/upload-time")" "${PIN:-0}" "$json" "$nginx_drain" "$nginx_ceiling" <<'PY'
+python3 - "$drain" "$accepted" "$ceiling" "$events" "$concurrency" "$(cat "$work/upload-time")" "${PIN:-0}" "$json" "$nginx_drain" "$nginx_ceiling" "$unique_ceiling" "$cpu_split" <<'PY'
 import json, sys
 drain, (accepted, distinct), ceiling = json.loads(sys.argv[1]), sys.argv[2].split(), sys.argv[3]
 user, system = map(float, sys.argv[6].split())
@@ -78,13 +97,25 @@ if sys.argv[9]:
     nginx = json.loads(sys.argv[9])
     nginx_rate = nginx["delivered"] / nginx["seconds"]
 nginx_ceiling = int(sys.argv[10]) if sys.argv[10] else None
+unique_ceiling = int(sys.argv[11]) if sys.argv[11] else None
+# Where the CPU goes, µs per hit: the emulator under each client, and each client.
+split = None
+if sys.argv[12]:
+    drain_ticks, fixed, unique = sys.argv[12].split("|")
+    def client(run):
+        rate, requests, seconds, ticks = run.split()
+        return {"emulator": int(ticks) * 1e4 / int(requests), "client": float(seconds) * 1e6 / int(requests)}
+    split = {"uploader": {"emulator": int(drain_ticks) * 1e4 / drain["delivered"], "client": cpu},
+             "wrk, fixed URL": client(fixed), "wrk, a new id per request": client(unique)}
 if sys.argv[8] == "1":
     print(json.dumps({"hits": drain["delivered"], "concurrency": int(sys.argv[5]), "hitsPerSecond": round(rate),
                       "cpuMicrosecondsPerHit": cpu and round(cpu, 2), "wrkCeiling": int(ceiling) if ceiling else None,
                       "ratioToCeiling": round(rate / float(ceiling), 3) if ceiling else None, "pinned": pinned,
                       "emulatorAccepted": int(accepted), "emulatorDistinct": int(distinct),
                       "nginxHitsPerSecond": nginx_rate and round(nginx_rate), "nginxWrkCeiling": nginx_ceiling,
-                      "nginxRatioToCeiling": round(nginx_rate / nginx_ceiling, 3) if nginx_rate and nginx_ceiling else None}))
+                      "nginxRatioToCeiling": round(nginx_rate / nginx_ceiling, 3) if nginx_rate and nginx_ceiling else None,
+                      "wrkCeilingNewIds": unique_ceiling,
+                      "cpuMicrosecondsPerHitByClient": split and {k: {n: round(v, 2) for n, v in d.items()} for k, d in split.items()}}))
     sys.exit(0)
 print("| run | hits/s | uploader CPU per hit |")
 print("|---|---|---|")
@@ -94,6 +125,13 @@ if ceiling:
     print()
     print("drain / emulator ceiling: %.2fx" % (rate / float(ceiling)))
 print("emulator accepted %s hits, %s distinct" % (accepted, distinct))
+if split:
+    print()
+    print("| CPU per hit, µs | the emulator | the client | both | hits/s |")
+    print("|---|---|---|---|---|")
+    rates = {"uploader": rate, "wrk, fixed URL": float(ceiling), "wrk, a new id per request": float(unique_ceiling or 0)}
+    for name, d in split.items():
+        print("| %s | %.1f | %.1f | %.1f | %d |" % (name, d["emulator"], d["client"], d["emulator"] + d["client"], rates[name]))
 if nginx_rate is not None:
     print()
     print("| peer: nginx (return 200) | hits/s |")
