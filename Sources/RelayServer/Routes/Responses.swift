@@ -5,8 +5,11 @@ import RelayEventJSON
 
 /// Building the server's answers.
 enum Responses {
+    /// The `Content-Type` of every plain-text answer (the router's and ``TrackingHitHandler``'s).
+    static let plainText = "text/plain; charset=utf-8"
+
     static func text(_ status: HTTPResponse.Status, _ text: String) -> Response {
-        Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: text)))
+        Response(status: status, headers: [.contentType: plainText], body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     static func json(_ status: HTTPResponse.Status, _ json: String) -> Response {

@@ -158,7 +158,7 @@ final class TrackingHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     ) {
         let body = context.channel.allocator.buffer(string: text)
         var fields = HTTPFields()
-        fields[.contentType] = "text/plain; charset=utf-8"
+        fields[.contentType] = Responses.plainText
         fields[.contentLength] = String(body.readableBytes)
         if let retryAfter { fields[.retryAfter] = String(retryAfter) }
         if closing { fields[.connection] = "close" }
