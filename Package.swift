@@ -351,7 +351,7 @@ let package = Package(
         .testTarget(
             name: "CampaignRelayTests",
             dependencies: [
-                "RelayLog", "RelayCore", "CampaignProtocol", "RelayIO", "RelaySQLite", "RelayChain", "RelayAggregator",
+                "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain", "RelayAggregator",
                 "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport", "CampaignRelay",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

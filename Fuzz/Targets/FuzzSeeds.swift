@@ -39,6 +39,7 @@ public enum FuzzSeeds {
         #"{"kind":"track","action":"open","messageId":"1","deliveryId":"d"}"#,
         #"{"kind":"register","platform":"ios","integrationKey":"later","registrationToken":"aa01","time":"2026-11-21T10:00:00Z"}"#,
         #"{"kind":"register","platform":"android","integrationKey":"app","registrationToken":"t1","userKey":"u","additionalParams":{"points":3233,"email":"a@b.c","vip":true}}"#,
+        #"{"kind":"track","action":"open","messageId":"7","deliveryId":"d","tenant":"brand-a","relayOrigin":{"relayId":"598ef5b4-921c-4ba5-b8e1-ef71a5e2a510","epoch":1,"sequence":7}}"#,
     ]
 
     static let sdkForms = [
@@ -55,7 +56,13 @@ public enum FuzzSeeds {
         let lines = jsonLines.compactMap { try? EventDecoder.decode($0, defaultTime: JSONEventsTarget.defaultTime) }
         var keyed = lines
         for index in keyed.indices { keyed[index].request = RequestIdentity(key: "retry-key", index: index) }
-        return [lines, Array(lines.prefix(1)), keyed]
+        // Every event of a tenant (tag 7), the keyed ones with all four wrappers.
+        var tenanted = keyed
+        for index in tenanted.indices {
+            tenanted[index].tenant = try? TenantName(validating: index % 2 == 0 ? "brand-a" : "b")
+            tenanted[index].origin = EventOrigin(sequence: UInt64(index + 1))
+        }
+        return [lines, Array(lines.prefix(1)), keyed, tenanted]
     }
 
     static var walSegments: [[UInt8]] {

@@ -70,6 +70,26 @@ public enum Event: Sendable, Hashable {
         }
     }
 
+    /// The tenant the event belongs to; `nil` for the default tenant (see ``TenantName``).
+    public var tenant: TenantName? {
+        get {
+            switch self {
+            case .tracking(let event): event.tenant
+            case .registration(let registration): registration.tenant
+            }
+        }
+        set {
+            switch self {
+            case .tracking(var event):
+                event.tenant = newValue
+                self = .tracking(event)
+            case .registration(var registration):
+                registration.tenant = newValue
+                self = .registration(registration)
+            }
+        }
+    }
+
     /// When the event happened.
     public var time: EventTime {
         switch self {

@@ -12,26 +12,37 @@ public struct EventAdmission: Sendable, Hashable {
     /// are set by the relay for keyed requests and by relays handing events to one another, never
     /// by a producer posting events.
     public var refusesRelaySetFields: Bool
+    /// The tenants an event may name in its `tenant` field; `nil`: any. An event of another tenant
+    /// is refused, so nothing is stored for a tenant this relay has no hosts, keys or counts for.
+    public var declaredTenants: Set<TenantName>?
 
-    /// Takes events of `integrationKeys` (empty: any key), refusing the fields only relays set when
-    /// `refusesRelaySetFields`.
-    public init(integrationKeys: Set<String> = [], refusesRelaySetFields: Bool = false) {
+    /// Takes events of `integrationKeys` (empty: any key) and of `declaredTenants` (none by default:
+    /// only the default tenant's), refusing the fields only relays set when `refusesRelaySetFields`.
+    public init(integrationKeys: Set<String> = [], refusesRelaySetFields: Bool = false, declaredTenants: Set<TenantName>? = []) {
         self.integrationKeys = integrationKeys
         self.refusesRelaySetFields = refusesRelaySetFields
+        self.declaredTenants = declaredTenants
     }
 
-    /// Takes every event that decodes.
-    public static let anyEvent = EventAdmission()
+    /// Takes every event that decodes, whatever tenant it names.
+    public static let anyEvent = EventAdmission(declaredTenants: nil)
 
     /// Whether every event that decodes is taken (nothing to check).
-    public var takesEveryEvent: Bool { integrationKeys.isEmpty && !refusesRelaySetFields }
+    public var takesEveryEvent: Bool { integrationKeys.isEmpty && !refusesRelaySetFields && declaredTenants == nil }
 
-    /// Why `event` is not taken, in field order (integration key, request, relay origin); empty
-    /// when it is.
+    /// Why `event` is not taken, in field order (integration key, tenant, request, relay origin);
+    /// empty when it is.
     public func problems(of event: Event) -> [EventInputError] {
         guard !takesEveryEvent else { return [] }
         var problems: [EventInputError] = []
         if let problem = keyProblem(of: event) { problems.append(problem) }
+        if let tenant = event.tenant {
+            if refusesRelaySetFields {
+                problems.append(EventInputError(field: "tenant", "tenant is given by the path (/{tenant}/v1/events); leave it out"))
+            } else if let declaredTenants, !declaredTenants.contains(tenant) {
+                problems.append(EventInputError(field: "tenant", "tenant \(tenant.text.quotedForMessage) is not declared on this relay"))
+            }
+        }
         if refusesRelaySetFields {
             if event.request != nil {
                 problems.append(EventInputError(field: "request", "request is set by the relay for a request with an Idempotency-Key; leave it out"))

@@ -41,6 +41,9 @@ public struct Registration: Sendable, Hashable {
     public var request: RequestIdentity?
     /// Where it comes from when another relay handed it on; `nil` when it was logged here first.
     public var chain: ChainOrigin?
+    /// The tenant the registration belongs to (the first path segment it came in on); `nil` for the
+    /// default tenant (see ``TenantName``).
+    public var tenant: TenantName?
 
     /// Creates a registration; the values are expected to be valid already (see ``EventDecoder``).
     public init(

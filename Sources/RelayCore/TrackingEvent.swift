@@ -13,19 +13,25 @@ public struct TrackingEvent: Sendable, Hashable {
     /// The entry this one is a copy of (a re-queued dead letter); `nil` for an original.
     public var origin: EventOrigin? {
         get { wrappers?.origin }
-        set { wrappers = EventWrappers.make(origin: newValue, request: request, chain: chain) }
+        set { wrappers = EventWrappers.make(origin: newValue, request: request, chain: chain, tenant: tenant) }
     }
     /// The keyed request it was stored for; `nil` when it came without an `Idempotency-Key`.
     public var request: RequestIdentity? {
         get { wrappers?.request }
-        set { wrappers = EventWrappers.make(origin: origin, request: newValue, chain: chain) }
+        set { wrappers = EventWrappers.make(origin: origin, request: newValue, chain: chain, tenant: tenant) }
     }
     /// Where it comes from when another relay handed it on; `nil` when it was logged here first.
     public var chain: ChainOrigin? {
         get { wrappers?.chain }
-        set { wrappers = EventWrappers.make(origin: origin, request: request, chain: newValue) }
+        set { wrappers = EventWrappers.make(origin: origin, request: request, chain: newValue, tenant: tenant) }
     }
-    /// ``origin``, ``request`` and ``chain``, out of line (see ``EventWrappers``).
+    /// The tenant the hit belongs to (the first path segment it came in on); `nil` for the default
+    /// tenant (see ``TenantName``).
+    public var tenant: TenantName? {
+        get { wrappers?.tenant }
+        set { wrappers = EventWrappers.make(origin: origin, request: request, chain: chain, tenant: newValue) }
+    }
+    /// ``origin``, ``request``, ``chain`` and ``tenant``, out of line (see ``EventWrappers``).
     private var wrappers: EventWrappers?
 
     /// Creates a tracking event; the values are expected to be valid already (see ``EventDecoder``).

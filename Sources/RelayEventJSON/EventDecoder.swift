@@ -14,6 +14,10 @@ public import RelayCore
 ///   registration an SDK posted, `{"kind":"register","platform":"ios","sdkForm":"registrationToken=…"}`
 ///   with optional `time`: the form body as received (``SDKRegistrationForm``).
 ///
+/// Either kind may carry `tenant` (a ``TenantName``; absent for the default tenant) and the fields
+/// relays set (`origin`, `request`, `relayOrigin`, `relayHop`), as `wal dump` prints them; which of
+/// them a way in takes is ``EventAdmission``'s rule.
+///
 /// Unknown fields are refused, so a misspelt field never silently loses data.
 public enum EventDecoder {
     /// The longest text, in UTF-8 bytes, accepted in any one field.
@@ -74,11 +78,20 @@ public enum EventDecoder {
         } else if members.contains(where: { $0.name == "relayHop" }) {
             throw EventInputError(field: "relayHop", "relayHop needs relayOrigin beside it")
         }
+        var tenant: TenantName?
+        if let index = members.firstIndex(where: { $0.name == "tenant" }) {
+            guard case .string(let text) = members[index].value else {
+                throw EventInputError(field: "tenant", "tenant must be a string, found \(members[index].value.typeName)")
+            }
+            tenant = try TenantName(validating: text)
+            members.remove(at: index)
+        }
         var event = try decodeKind(members, defaultTime: defaultTime)
         // Each setter copies the event out of the enum and back in: only for what is there.
         if origin != nil { event.origin = origin }
         if request != nil { event.request = request }
         if chain != nil { event.chain = chain }
+        if tenant != nil { event.tenant = tenant }
         return event
     }
 

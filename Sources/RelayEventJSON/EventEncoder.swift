@@ -81,6 +81,10 @@ public enum EventEncoder {
             out += String(request.index)
             out += "}"
         }
+        if let tenant = event.tenant {
+            out += ",\"tenant\":"
+            JSONText.appendQuoted(tenant.text, to: &out)
+        }
         if let chain = event.chain {
             out += ",\"relayOrigin\":"
             append(chain.first, to: &out)

@@ -1,5 +1,7 @@
 import Foundation
 import RelayCore
+import RelayEventJSON
+import RelayLog
 import RelayProcessTestSupport
 import Testing
 
@@ -10,7 +12,7 @@ struct FormatSpecificationTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     @Test("the reference decoder in docs/wal-format.md reads what ingest wrote")
-    func pythonDecoderReadsTheLog() throws {
+    func pythonDecoderReadsTheLog() async throws {
         let binary = try RelayBinary.path()
         let python = try #require(
             ["/usr/bin/python3", "/usr/local/bin/python3"].first { FileManager.default.isExecutableFile(atPath: $0) }, "python3 is needed")
@@ -23,7 +25,7 @@ struct FormatSpecificationTests {
         let script = "\(directory)/decode.py"
         try decoder.write(toFile: script, atomically: true, encoding: .utf8)
 
-        let ingest = try RelayBinary.run(
+        let ingest = try await RelayBinary.run(
             binary, ["ingest", Self.repository.appendingPathComponent("examples/events.jsonl").path, "--data-dir", "\(directory)/data", "--json"])
         #expect(ingest.status == 0, "\(ingest.stderr)")
         // Entries the examples do not hold: a copy (tag 4), an event of a keyed request (tag 5), both,
@@ -37,16 +39,29 @@ struct FormatSpecificationTests {
 
             """
         try wrapped.write(toFile: "\(directory)/wrapped.jsonl", atomically: true, encoding: .utf8)
-        let ingestWrapped = try RelayBinary.run(binary, ["ingest", "\(directory)/wrapped.jsonl", "--data-dir", "\(directory)/data", "--json"])
+        let ingestWrapped = try await RelayBinary.run(binary, ["ingest", "\(directory)/wrapped.jsonl", "--data-dir", "\(directory)/data", "--json"])
         #expect(ingestWrapped.status == 0, "\(ingestWrapped.stderr)")
-        let decoded = try RelayBinary.run(python, [script, "\(directory)/data"])
+        // Events of tenants (tag 7): one alone, one with every other wrapper inside. `ingest` takes
+        // only tenants a configuration declares, so they are appended through the library.
+        let tenanted = """
+            {"kind":"track","action":"open","messageId":"81","deliveryId":"f1","time":"2026-11-21T10:00:05Z","tenant":"brand-a"}
+            {"kind":"register","platform":"android","integrationKey":"k","registrationToken":"t2","time":"2026-11-21T10:00:06Z","origin":{"sequence":4},"request":{"key":"r","index":1},"relayOrigin":{"relayId":"598ef5b4-921c-4ba5-b8e1-ef71a5e2a510","epoch":2,"sequence":9},"tenant":"b-2"}
+            """
+        let tenantEvents = try tenanted.split(separator: "\n").map {
+            try EventDecoder.decode(String($0), defaultTime: EventTime(nanosecondsSinceEpoch: 0))
+        }
+        let log = try await WriteAheadLog.open(dataDirectory: "\(directory)/data")
+        _ = try await log.append(tenantEvents)
+        await log.close()
+        let decoded = try await RelayBinary.run(python, [script, "\(directory)/data"])
         #expect(decoded.status == 0, "\(decoded.stderr)")
-        let dump = try RelayBinary.run(binary, ["wal", "dump", "--data-dir", "\(directory)/data"])
+        let dump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", "\(directory)/data"])
         let dumped = dump.stdout.split(separator: "\n")
         let pythonLines = decoded.stdout.split(separator: "\n")
         #expect(pythonLines.count == dumped.count)
         #expect(dumped.filter { $0.contains(#""request":{"key":"order-42 é","index":300}"#) }.count == 1, "the dump prints the request identity")
-        #expect(pythonLines.count == 14)
+        #expect(pythonLines.count == 16)
+        #expect(dumped.filter { $0.contains(#""tenant":"b-2""#) && $0.contains(#""relayOrigin""#) }.count == 1, "the dump prints the tenant")
         // Every field of every event the reference decoder prints equals what `wal dump` says.
         for (pythonLine, dumpLine) in zip(pythonLines, dumped) {
             let python = try #require(try JSONSerialization.jsonObject(with: Data(pythonLine.utf8)) as? [String: Any], "\(pythonLine)")
@@ -54,6 +69,7 @@ struct FormatSpecificationTests {
             let context = "sequence \(dump["seq"] ?? "?")"
             #expect(python["seq"] as? Int == dump["seq"] as? Int, "\(context)")
             #expect(python["kind"] as? String == dump["kind"] as? String, "\(context)")
+            #expect(python["tenant"] as? String == dump["tenant"] as? String, "\(context): tenant")
             let textFields =
                 ["action", "messageId", "deliveryId", "integrationKey", "platform", "registrationToken", "sdkForm"]
                 + ["userKey", "deviceImei", "deviceName", "deviceModel", "deviceBrand", "deviceManufacturer", "osName", "osVersion", "osLanguage"]

@@ -18,7 +18,10 @@ struct RelayBatchBodyTests {
 
     @Test("events and their sequence numbers come back as sent, stored or compressed, gaps in the range included", arguments: [Int32(0), 6])
     func roundTrip(level: Int32) throws {
-        let events = Self.hits([100, 101, 105, 190])
+        var events = Self.hits([100, 101, 105, 190])
+        // A tenant's events travel with their tenant (tag 7), beside the default tenant's.
+        events[1].event.tenant = try TenantName(validating: "brand-a")
+        events[3].event.tenant = try TenantName(validating: "brand-b")
         let body = RelayBatchBody.encode(events, first: 100, compressionLevel: level)
         #expect(Array(body[0..<4]) == Array("CRWB".utf8))
         #expect(body[5] == (level > 0 ? 1 : 0))

@@ -1,3 +1,4 @@
+import Foundation
 import RelayEventJSON
 import Testing
 
@@ -48,6 +49,37 @@ struct EventAdmissionTests {
             return
         }
         #expect(syntax.list.map(\.index) == [2])
+    }
+
+    @Test("a tenant named in an event: taken when declared, refused when not (ingest) or when in a body whose path gives it (POST /v1/events)")
+    func tenants() throws {
+        let line = #"{"kind":"track","action":"open","messageId":"5","deliveryId":"d","tenant":"brand-a"}"#
+        let event = try EventDecoder.decode(line, defaultTime: Self.defaultTime)
+        #expect(event.tenant?.text == "brand-a")
+        let brandA = try TenantName(validating: "brand-a")
+        #expect(EventAdmission(declaredTenants: [brandA]).problems(of: event).isEmpty)
+        #expect(EventAdmission.anyEvent.problems(of: event).isEmpty)
+        let undeclared = EventAdmission(declaredTenants: [try TenantName(validating: "brand-b")]).problems(of: event)
+        #expect(undeclared == [EventInputError(field: "tenant", #"tenant "brand-a" is not declared on this relay"#)])
+        // The default: no tenant is declared, and the default tenant's events are taken.
+        #expect(EventAdmission().problems(of: event).map(\.field) == ["tenant"])
+        #expect(EventAdmission().problems(of: try EventDecoder.decode(Self.keylessHit, defaultTime: Self.defaultTime)).isEmpty)
+        let inBody = EventAdmission(refusesRelaySetFields: true, declaredTenants: [brandA]).problems(of: event)
+        #expect(inBody == [EventInputError(field: "tenant", "tenant is given by the path (/{tenant}/v1/events); leave it out")])
+        // Ingest lines report it with the line number.
+        let decoded = EventLines.decode(Array((Self.keylessHit + "\n" + line).utf8), defaultTime: Self.defaultTime, admission: EventAdmission())
+        #expect(decoded.rejections.map(\.description) == [#"line 2: tenant "brand-a" is not declared on this relay"#])
+        // A name that breaks the rules is refused where it is decoded, naming the rule.
+        for (name, rule) in [
+            ("Brand-A", "may hold only lowercase letters a-z, digits and '-'"), ("", "must be 1 to 63 characters long"),
+            ("status", "is reserved (the default tenant, or the first path segment of one of the relay's own routes)"),
+        ] {
+            let bad = line.replacingOccurrences(of: "brand-a", with: name)
+            let error = try #require(throws: EventInputError.self) { try EventDecoder.decode(bad, defaultTime: Self.defaultTime) }
+            #expect(error == EventInputError(field: "tenant", "tenant \(name.quotedForMessage) \(rule)"))
+        }
+        let number = line.replacingOccurrences(of: #""brand-a""#, with: "7")
+        #expect(try #require(throws: EventInputError.self) { try EventDecoder.decode(number, defaultTime: Self.defaultTime) }.field == "tenant")
     }
 
     @Test("an admission with no keys and no relay-set fields takes everything that decodes")

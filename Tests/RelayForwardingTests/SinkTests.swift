@@ -102,6 +102,13 @@ struct SinkTests {
         let registered = registration(token: "t1")
         #expect(tracking.carries(click) && !tracking.carries(registered))
         #expect(marketing.carries(registered) && !marketing.carries(click))
+        // Another tenant's events never go to the default tenant's hosts.
+        let tenant = try TenantName(validating: "brand-a")
+        var tenantClick = click
+        tenantClick.tenant = tenant
+        var tenantRegistered = registered
+        tenantRegistered.tenant = tenant
+        #expect(!tracking.carries(tenantClick) && !marketing.carries(tenantRegistered))
         #expect(tracking.request(for: click).url == "https://track.example/r/?id=hd828,f0190,2")
         #expect(marketing.request(for: registered).pathAndQuery == "/nms/mobile/1/registerAndroid.jssp")
         #expect([tracking.cursorName, marketing.cursorName] == ["upload-tracking", "upload-marketing"])

@@ -144,6 +144,44 @@ struct EventBinaryCodecTests {
         #expect(throws: EventBinaryCodec.DecodingError.self) { try EventBinaryCodec.decode(nested, count: 1) }
     }
 
+    @Test("a tenant is the outermost wrapper (tag 7, then its name), round-trips, and is refused invalid, nested or inside another wrapper")
+    func tenant() throws {
+        let event = try Self.events()[1]
+        let plain = EventBinaryCodec.encode([event])
+        var tenanted = event
+        tenanted.tenant = try TenantName(validating: "brand-a")
+        let bytes = EventBinaryCodec.encode([tenanted])
+        #expect(bytes == [7, 7] + Array("brand-a".utf8) + plain, "tag 7, the name's length and bytes, then the event as it is alone")
+        #expect(try EventBinaryCodec.decode(bytes, count: 1) == [tenanted])
+        // Outermost whatever else wraps it: tenant, request, chain, origin.
+        var everything = tenanted
+        everything.origin = EventOrigin(sequence: 4)
+        everything.chain = ChainOrigin(first: try RelayPosition(relayID: "598ef5b4-921c-4ba5-b8e1-ef71a5e2a510", epoch: 1, sequence: 7))
+        everything.request = RequestIdentity(key: "k", index: 2)
+        let wrapped = EventBinaryCodec.encode([everything])
+        #expect(Array(wrapped.prefix(10)) == [7, 7] + Array("brand-a".utf8) + [5])
+        #expect(try EventBinaryCodec.decode(wrapped, count: 1) == [everything])
+        // The name follows the rules of names: upper case, too long, reserved, empty.
+        for name in ["Brand-A", String(repeating: "a", count: 64), "default", "v1", ""] {
+            let forged = [7, UInt8(name.utf8.count)] + Array(name.utf8) + plain
+            let error = try #require(throws: EventBinaryCodec.DecodingError.self) { try EventBinaryCodec.decode(forged, count: 1) }
+            #expect(error.reason.hasPrefix("stored tenant is invalid: tenant \(name.quotedForMessage) "), "\(error)")
+        }
+        // A tenant inside a tenant, or inside a request identity: refused (a writer puts it outermost, once).
+        let twice = [7, 1, UInt8(ascii: "b")] + bytes
+        #expect(
+            try #require(throws: EventBinaryCodec.DecodingError.self) { try EventBinaryCodec.decode(twice, count: 1) }.reason
+                == "a tenant inside a tenant")
+        let insideRequest = [5, 1, UInt8(ascii: "k"), 0] + bytes
+        #expect(
+            try #require(throws: EventBinaryCodec.DecodingError.self) { try EventBinaryCodec.decode(insideRequest, count: 1) }.reason
+                == "a request identity or tenant inside a request identity")
+        // The JSON format carries it both ways.
+        let json = EventEncoder.json(tenanted)
+        #expect(json.hasSuffix(#","tenant":"brand-a"}"#), "\(json)")
+        #expect(try EventDecoder.decode(json, defaultTime: EventTime(nanosecondsSinceEpoch: 0)) == tenanted)
+    }
+
     @Test("encode then decode gives back every event, each field and its form")
     func roundTrip() throws {
         let events = try Self.events()
@@ -329,7 +367,7 @@ struct WireFormCodecTests {
     /// were refused as nested only after decoding what they wrap, so a run of them recursed once
     /// per two bytes and overflowed the stack (1,188 bytes were enough under AddressSanitizer; a
     /// relay batch may hold 64 MiB). The depth is checked before each level now.
-    @Test("a run of wrapper tags is refused at the fourth, without recursing through the rest")
+    @Test("a run of wrapper tags is refused at the fifth, without recursing through the rest")
     func wrapperRun() throws {
         let event = EventBinaryCodec.encode([TestEvents.tracking(1)])
         let run = [UInt8]((0..<100_000).flatMap { _ in [EventBinaryCodec.originTag, 1] }) + event
@@ -337,13 +375,15 @@ struct WireFormCodecTests {
             _ = try EventBinaryCodec.decode(run, count: 1)
             Issue.record("200,000 bytes of origin tags were accepted")
         } catch {
-            #expect(error.offset == 7)
-            #expect(error.reason == "more than 3 wrappers around one event")
+            #expect(error.offset == 9)
+            #expect(error.reason == "more than 4 wrappers around one event")
         }
-        // Three wrappers, each kind once, still decode.
+        // Four wrappers, each kind once, still decode.
         var wrapped = TestEvents.tracking(2)
         wrapped.origin = EventOrigin(sequence: 9)
         wrapped.request = RequestIdentity(key: "k", index: 0)
+        wrapped.chain = ChainOrigin(first: try RelayPosition(relayID: "598ef5b4-921c-4ba5-b8e1-ef71a5e2a510", epoch: 1, sequence: 7))
+        wrapped.tenant = try TenantName(validating: "t")
         let bytes = EventBinaryCodec.encode([wrapped])
         #expect(try EventBinaryCodec.decode(bytes, count: 1) == [wrapped])
     }

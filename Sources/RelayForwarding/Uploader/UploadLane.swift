@@ -29,10 +29,12 @@ public actor UploadLane: BlockingActor, BreakerGate {
         /// Registrations, to the marketing host.
         case marketing
 
-        /// Whether `event` is of this kind.
+        /// Whether `event` is of this kind and of the default tenant, whose hosts are the relay's
+        /// own options: another tenant's events go to its own hosts, never to these.
         public func carries(_ event: Event) -> Bool {
             switch (self, event) {
-            case (.tracking, .tracking), (.marketing, .registration): true
+            case (.tracking, .tracking(let hit)): hit.tenant == nil
+            case (.marketing, .registration(let registration)): registration.tenant == nil
             default: false
             }
         }

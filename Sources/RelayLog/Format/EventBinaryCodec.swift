@@ -21,6 +21,7 @@ public enum EventBinaryCodec {
     static let originTag: UInt8 = 4
     static let requestTag: UInt8 = 5
     static let chainTag: UInt8 = 6
+    static let tenantTag: UInt8 = 7
 
     /// Encodes `events` in order.
     public static func encode<C: Collection<Event>>(_ events: C) -> [UInt8] {
@@ -65,6 +66,16 @@ public enum EventBinaryCodec {
     /// Appends one event's encoding; `previousTime` carries the time delta from event to event
     /// (start it at 0 for each frame).
     static func encode(_ event: Event, into writer: inout BinaryWriter, previousTime: inout Int64) {
+        if let tenant = event.tenant {
+            // The outermost wrapper: the tenant the event belongs to, then the event as the default
+            // tenant's. Outermost, so a reader that routes by tenant finds it in the first bytes.
+            writer.u8(tenantTag)
+            writer.string(tenant.text)
+            var untenanted = event
+            untenanted.tenant = nil
+            encode(untenanted, into: &writer, previousTime: &previousTime)
+            return
+        }
         if let request = event.request {
             // Stored for a keyed request: the key and the event's index in it, then the event.
             writer.u8(requestTag)
@@ -195,9 +206,9 @@ public enum EventBinaryCodec {
         }
     }
 
-    /// The most wrappers (request identity, chain origin, origin) one event can have: each kind at
-    /// most once, as the checks below require.
-    static let maximumWrappers = 3
+    /// The most wrappers (tenant, request identity, chain origin, origin) one event can have: each
+    /// kind at most once, as the checks below require.
+    static let maximumWrappers = 4
 
     /// Decodes one event; `wrappers` counts the wrappers already read around it. The count is
     /// checked before going one level deeper: a run of wrapper tags would otherwise recurse once
@@ -206,16 +217,28 @@ public enum EventBinaryCodec {
         _ reader: inout BinaryReader, previousTime: inout Int64, wrappers: Int = 0
     ) throws(BinaryReader.Failure) -> Event {
         let tag = try reader.u8()
-        if tag == requestTag || tag == chainTag || tag == originTag, wrappers == maximumWrappers {
+        if tag == tenantTag || tag == requestTag || tag == chainTag || tag == originTag, wrappers == maximumWrappers {
             throw reader.failure("more than \(maximumWrappers) wrappers around one event")
         }
         switch tag {
+        case tenantTag:
+            let text = try reader.string()
+            let tenant: TenantName
+            do throws(EventInputError) {
+                tenant = try TenantName(validating: text)
+            } catch {
+                throw reader.failure("stored tenant is invalid: \(error.message)")
+            }
+            var event = try decodeEvent(&reader, previousTime: &previousTime, wrappers: wrappers + 1)
+            guard event.tenant == nil else { throw reader.failure("a tenant inside a tenant") }
+            event.tenant = tenant
+            return event
         case requestTag:
             let key = try reader.string()
             let index = try reader.varint()
             guard !key.isEmpty, index <= UInt64(Int32.max) else { throw reader.failure("a request identity with an empty key or index \(index)") }
             var event = try decodeEvent(&reader, previousTime: &previousTime, wrappers: wrappers + 1)
-            guard event.request == nil else { throw reader.failure("a request identity inside a request identity") }
+            guard event.request == nil, event.tenant == nil else { throw reader.failure("a request identity or tenant inside a request identity") }
             event.request = RequestIdentity(key: key, index: Int(index))
             return event
         case chainTag:
@@ -227,14 +250,16 @@ public enum EventBinaryCodec {
             case let other: throw reader.failure("unknown hop flag \(other)")
             }
             var event = try decodeEvent(&reader, previousTime: &previousTime, wrappers: wrappers + 1)
-            guard event.chain == nil, event.request == nil else { throw reader.failure("a chain origin or request identity inside a chain origin") }
+            guard event.chain == nil, event.request == nil, event.tenant == nil else {
+                throw reader.failure("a chain origin, request identity or tenant inside a chain origin")
+            }
             event.chain = ChainOrigin(first: first, hop: hop)
             return event
         case originTag:
             let origin = EventOrigin(sequence: try reader.varint())
             var event = try decodeEvent(&reader, previousTime: &previousTime, wrappers: wrappers + 1)
-            guard event.origin == nil, event.request == nil, event.chain == nil else {
-                throw reader.failure("an origin, request identity or chain origin inside an origin")
+            guard event.origin == nil, event.request == nil, event.chain == nil, event.tenant == nil else {
+                throw reader.failure("an origin, request identity, chain origin or tenant inside an origin")
             }
             event.origin = origin
             return event
