@@ -37,10 +37,33 @@ package struct CountDeltas: Sendable {
         case uuid(String)
     }
 
-    /// One delivery's totals in the batch.
-    package struct Delivery: Sendable, Hashable {
+    /// What a delivery is counted by: its tenant and its id. The same delivery id under two
+    /// tenants is two deliveries (two Campaign instances number their deliveries apart).
+    package struct DeliveryKey: Sendable, Hashable, Comparable {
+        /// The tenant's name, `""` for the default tenant (as both schemas store it).
+        package var tenant: String
         /// The delivery id (`_dId`).
         package var deliveryId: String
+
+        /// The delivery `deliveryId` of `tenant` (`""`: the default tenant).
+        package init(tenant: String, deliveryId: String) {
+            self.tenant = tenant
+            self.deliveryId = deliveryId
+        }
+
+        package static func < (left: DeliveryKey, right: DeliveryKey) -> Bool {
+            (left.tenant, left.deliveryId) < (right.tenant, right.deliveryId)
+        }
+    }
+
+    /// One delivery's totals in the batch.
+    package struct Delivery: Sendable, Hashable {
+        /// The delivery's tenant and id.
+        package var key: DeliveryKey
+        /// The tenant's name, `""` for the default tenant.
+        package var tenant: String { key.tenant }
+        /// The delivery id (`_dId`).
+        package var deliveryId: String { key.deliveryId }
         /// Impressions, opens and clicks (by ``CountDeltas/actionIndex(_:)``; the fourth lane is unused).
         package var totals: SIMD4<Int64> = .zero
         /// The earliest and latest event time, in nanoseconds since the Unix epoch.
@@ -65,21 +88,24 @@ package struct CountDeltas: Sendable {
         }
     }
 
-    /// An app on a platform: what registrations are counted by.
+    /// An app on a platform, of a tenant: what registrations are counted by.
     package struct App: Sendable, Hashable, Comparable {
+        /// The tenant's name, `""` for the default tenant.
+        package var tenant: String
         /// The integration key (`mobileAppUuid`).
         package var integrationKey: String
         /// The platform's raw value (`ios`, `android`), as stored.
         package var platform: String
 
-        /// The app `integrationKey` on `platform`.
-        package init(integrationKey: String, platform: String) {
+        /// The app `integrationKey` on `platform`, of `tenant` (`""`: the default tenant).
+        package init(tenant: String = "", integrationKey: String, platform: String) {
+            self.tenant = tenant
             self.integrationKey = integrationKey
             self.platform = platform
         }
 
         package static func < (left: App, right: App) -> Bool {
-            (left.integrationKey, left.platform) < (right.integrationKey, right.platform)
+            (left.tenant, left.integrationKey, left.platform) < (right.tenant, right.integrationKey, right.platform)
         }
     }
 
@@ -152,11 +178,11 @@ package struct CountDeltas: Sendable {
         }
     }
 
-    /// Per delivery, sorted by delivery id.
+    /// Per delivery, sorted by tenant, then delivery id.
     package private(set) var deliveries: [Delivery] = []
     /// Distinct (delivery, action, message), sorted in that order.
     package private(set) var messages: [MessageSighting] = []
-    /// Per app, sorted by app.
+    /// Per app, sorted by app (tenant, integration key, platform).
     package private(set) var registrations: [Registrations] = []
     /// Distinct (app, token), sorted in that order.
     package private(set) var tokens: [TokenSighting] = []
@@ -167,7 +193,7 @@ package struct CountDeltas: Sendable {
 
     /// Reduces `batch`.
     package init(_ batch: some Sequence<SequencedEvent>) {
-        var deliveryIndex: [String: Int] = [:]
+        var deliveryIndex: [DeliveryKey: Int] = [:]
         var deliveries: [Delivery] = []
         // The messages of each delivery's action (at `index * 3 + action`), integers and UUIDs
         // apart: sorting each bucket's integers is far cheaper than sorting every sighting.
@@ -192,10 +218,11 @@ package struct CountDeltas: Sendable {
             }
             switch event {
             case .tracking(let hit):
-                let index = deliveryIndex[hit.deliveryId] ?? deliveries.count
+                let key = DeliveryKey(tenant: hit.tenant?.text ?? "", deliveryId: hit.deliveryId)
+                let index = deliveryIndex[key] ?? deliveries.count
                 if index == deliveries.count {
-                    deliveryIndex[hit.deliveryId] = index
-                    deliveries.append(Delivery(deliveryId: hit.deliveryId))
+                    deliveryIndex[key] = index
+                    deliveries.append(Delivery(key: key))
                     integerKeys.append(contentsOf: [[], [], []])
                     uuidKeys.append(contentsOf: [[], [], []])
                 }
@@ -209,7 +236,8 @@ package struct CountDeltas: Sendable {
                 case .uuid(let text): uuidKeys[index * 3 + action].append(text)
                 }
             case .registration(let registration):
-                let app = App(integrationKey: registration.integrationKey, platform: registration.platform.rawValue)
+                let app = App(
+                    tenant: registration.tenant?.text ?? "", integrationKey: registration.integrationKey, platform: registration.platform.rawValue)
                 let index = appIndex[app] ?? registrations.count
                 if index == registrations.count {
                     appIndex[app] = index
@@ -223,7 +251,7 @@ package struct CountDeltas: Sendable {
             }
         }
         // Indexes were handed out in order of first sighting; renumber them in key order.
-        let deliveryOrder = deliveries.indices.sorted { deliveries[$0].deliveryId < deliveries[$1].deliveryId }
+        let deliveryOrder = deliveries.indices.sorted { deliveries[$0].key < deliveries[$1].key }
         self.deliveries = deliveryOrder.map { deliveries[$0] }
         var messages: [MessageSighting] = []
         messages.reserveCapacity(integerKeys.reduce(0) { $0 + $1.count } + uuidKeys.reduce(0) { $0 + $1.count })

@@ -2,7 +2,9 @@ public import RelayCore
 
 /// What the aggregates say about one delivery.
 public struct DeliveryCounts: Sendable, Hashable, Encodable {
-    /// The delivery identifier (`_dId`).
+    /// The tenant the delivery belongs to: its name, or `default` (see ``TenantName``).
+    public var tenant: String
+    /// The delivery identifier (`_dId`), unique within its tenant.
     public var deliveryId: String
     /// Every impression hit.
     public var impressions: Int64
@@ -23,9 +25,10 @@ public struct DeliveryCounts: Sendable, Hashable, Encodable {
 
     /// Creates counts.
     public init(
-        deliveryId: String, impressions: Int64, opens: Int64, clicks: Int64, uniqueImpressions: Int64, uniqueOpens: Int64,
+        tenant: String = TenantName.defaultTenantText, deliveryId: String, impressions: Int64, opens: Int64, clicks: Int64, uniqueImpressions: Int64, uniqueOpens: Int64,
         uniqueClicks: Int64, firstEvent: EventTime, lastEvent: EventTime
     ) {
+        self.tenant = tenant
         self.deliveryId = deliveryId
         self.impressions = impressions
         self.opens = opens
@@ -40,6 +43,8 @@ public struct DeliveryCounts: Sendable, Hashable, Encodable {
 
 /// What the aggregates say about the registrations of one app on one platform.
 public struct RegistrationCounts: Sendable, Hashable, Encodable {
+    /// The tenant the app belongs to: its name, or `default` (see ``TenantName``).
+    public var tenant: String
     /// The app's integration key.
     public var integrationKey: String
     /// `ios` or `android`.
@@ -54,8 +59,11 @@ public struct RegistrationCounts: Sendable, Hashable, Encodable {
     public var lastEvent: EventTime
 
     /// Creates counts.
-    public init(integrationKey: String, platform: Platform, registrations: Int64, distinctTokens: Int64, firstEvent: EventTime, lastEvent: EventTime)
-    {
+    public init(
+        tenant: String = TenantName.defaultTenantText, integrationKey: String, platform: Platform, registrations: Int64, distinctTokens: Int64,
+        firstEvent: EventTime, lastEvent: EventTime
+    ) {
+        self.tenant = tenant
         self.integrationKey = integrationKey
         self.platform = platform
         self.registrations = registrations
