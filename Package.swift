@@ -347,12 +347,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The process-level suites: the real binary, kill -9, libfiu, full disks, network
-        // namespaces, PostgreSQL, TLS, Chromium.
+        // namespaces, PostgreSQL, TLS, Chromium. (RelayPostgres too: the fleet schema's migrations
+        // and per-tenant queries are driven in-process against a throw-away PostgreSQL.)
         .testTarget(
             name: "CampaignRelayTests",
             dependencies: [
                 "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain", "RelayAggregator",
-                "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport", "CampaignRelay",
+                "RelayPostgres", "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport", "CampaignRelay",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],

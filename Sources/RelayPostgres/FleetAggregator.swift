@@ -14,6 +14,10 @@ public import RelayLog
 /// counts are fleet-wide: a message's first sighting anywhere in the fleet inserts it into
 /// `delivery_messages`, and only the relay whose insert it was counts it as unique.
 ///
+/// Everything is counted per tenant (schema version 2): a delivery is its tenant and its id, so the
+/// same delivery id under two tenants is two deliveries with a `delivery_ref` each; an app is its
+/// tenant, integration key and platform, and a token is distinct per app.
+///
 /// It also keeps the log cursor ``cursorName`` (after the commits, so it may lag), which keeps the
 /// log from deleting segments PostgreSQL has not counted yet: a log it counts with that cursor is
 /// opened with ``consumer`` among its consumers.
@@ -36,8 +40,8 @@ public actor FleetAggregator {
     /// `nil` when this aggregator does not keep a log cursor.
     private let cursor: RetentionCursor?
     private let logger: Logger
-    /// `deliveries.delivery_ref` by delivery id; refs are committed before they are used.
-    private var deliveryRefs: [String: Int64] = [:]
+    /// `deliveries.delivery_ref` by tenant and delivery id; refs are committed before they are used.
+    private var deliveryRefs: [CountDeltas.DeliveryKey: Int64] = [:]
 
     /// Migrates the schema if needed, finds (or creates) this relay's position, and positions the
     /// aggregator after the last event PostgreSQL has counted.
@@ -160,18 +164,30 @@ public actor FleetAggregator {
         }
     }
 
-    /// Delivery refs for `ids`, created in a transaction of their own (committed rows that no
-    /// count refers to yet are harmless), so counting transactions lock only message keys and
-    /// this relay's rows.
-    private func ensureDeliveryRefs(_ ids: [String]) async throws {
-        let missing = ids.filter { deliveryRefs[$0] == nil }.sorted()
+    /// Delivery refs for `keys` (a delivery is its tenant and its id), created in a transaction of
+    /// their own (committed rows that no count refers to yet are harmless), so counting
+    /// transactions lock only message keys and this relay's rows.
+    ///
+    /// Missing keys are inserted sorted by (tenant, delivery id), the order of the unique key, as
+    /// every relay does: two relays adding the same new deliveries never wait for each other in a
+    /// cycle.
+    private func ensureDeliveryRefs(_ keys: [CountDeltas.DeliveryKey]) async throws {
+        let missing = keys.filter { deliveryRefs[$0] == nil }.sorted()
         guard !missing.isEmpty else { return }
+        let tenants = missing.map(\.tenant)
+        let ids = missing.map(\.deliveryId)
         try await connection.query(
-            "INSERT INTO deliveries (delivery_id) SELECT unnest(\(missing)::text[]) ON CONFLICT (delivery_id) DO NOTHING", logger: logger)
-        for try await (reference, id) in try await connection.query(
-            "SELECT delivery_ref, delivery_id FROM deliveries WHERE delivery_id = ANY(\(missing)::text[])", logger: logger
-        ).decode((Int64, String).self) {
-            deliveryRefs[id] = reference
+            """
+            INSERT INTO deliveries (tenant, delivery_id) SELECT * FROM unnest(\(tenants)::text[], \(ids)::text[])
+            ON CONFLICT (tenant, delivery_id) DO NOTHING
+            """, logger: logger)
+        for try await (reference, tenant, id) in try await connection.query(
+            """
+            SELECT d.delivery_ref, d.tenant, d.delivery_id
+            FROM deliveries d JOIN unnest(\(tenants)::text[], \(ids)::text[]) AS k(tenant, delivery_id) USING (tenant, delivery_id)
+            """, logger: logger
+        ).decode((Int64, String, String).self) {
+            deliveryRefs[CountDeltas.DeliveryKey(tenant: tenant, deliveryId: id)] = reference
         }
     }
 
@@ -181,11 +197,13 @@ public actor FleetAggregator {
         watch.begin()
         defer { watch.end() }
         let deltas = CountDeltas(events)
-        try await ensureDeliveryRefs(deltas.deliveries.map(\.deliveryId))
+        try await ensureDeliveryRefs(deltas.deliveries.map(\.key))
         var references: [Int64] = []
         for delivery in deltas.deliveries {
-            guard let reference = deliveryRefs[delivery.deliveryId] else {
-                throw FleetError.database("deliveries has no row for \(delivery.deliveryId) after inserting it; nothing of this batch was counted")
+            guard let reference = deliveryRefs[delivery.key] else {
+                throw FleetError.database(
+                    "deliveries has no row for \(delivery.deliveryId) of tenant \(TenantName.displayName(stored: delivery.tenant)) after inserting it; nothing of this batch was counted"
+                )
             }
             references.append(reference)
         }
@@ -286,25 +304,29 @@ public actor FleetAggregator {
                 if !deltas.tokens.isEmpty {
                     let apps = deltas.tokens.map { deltas.registrations[$0.app].app }
                     let appIndex = Dictionary(deltas.registrations.enumerated().map { ($1.app, $0) }, uniquingKeysWith: { first, _ in first })
-                    for try await (key, platform) in try await connection.query(
+                    // In the primary key's order, (tenant, key, platform, token), as every relay inserts
+                    // them (CountDeltas sorts them): two relays never wait for each other in a cycle.
+                    for try await (tenant, key, platform) in try await connection.query(
                         """
-                        INSERT INTO registration_tokens (integration_key, platform, registration_token)
-                        SELECT * FROM unnest(\(apps.map(\.integrationKey))::text[], \(apps.map(\.platform))::text[], \(deltas.tokens.map(\.token))::text[])
-                        ON CONFLICT DO NOTHING RETURNING integration_key, platform
+                        INSERT INTO registration_tokens (tenant, integration_key, platform, registration_token)
+                        SELECT * FROM unnest(\(apps.map(\.tenant))::text[], \(apps.map(\.integrationKey))::text[], \(apps.map(\.platform))::text[],
+                                             \(deltas.tokens.map(\.token))::text[])
+                        ON CONFLICT DO NOTHING RETURNING tenant, integration_key, platform
                         """, logger: logger
-                    ).decode((String, String).self) {
-                        if let app = appIndex[CountDeltas.App(integrationKey: key, platform: platform)] { newTokenApps.append(app) }
+                    ).decode((String, String, String).self) {
+                        if let app = appIndex[CountDeltas.App(tenant: tenant, integrationKey: key, platform: platform)] { newTokenApps.append(app) }
                     }
                 }
                 let distinct = deltas.distinctTokens(newTokenApps: newTokenApps)
                 let apps = deltas.registrations.map(\.app)
                 try await connection.query(
                     """
-                    INSERT INTO registration_counts (integration_key, platform, relay_id, registrations, distinct_tokens, first_event_ns, last_event_ns)
-                    SELECT k, p, \(relayID)::uuid, n, d, f, l
-                    FROM unnest(\(apps.map(\.integrationKey))::text[], \(apps.map(\.platform))::text[], \(deltas.registrations.map(\.registrations))::int8[],
-                                \(distinct)::int8[], \(deltas.registrations.map(\.first))::int8[], \(deltas.registrations.map(\.last))::int8[]) AS t(k, p, n, d, f, l)
-                    ON CONFLICT (integration_key, platform, relay_id) DO UPDATE SET
+                    INSERT INTO registration_counts (tenant, integration_key, platform, relay_id, registrations, distinct_tokens, first_event_ns, last_event_ns)
+                    SELECT tn, k, p, \(relayID)::uuid, n, d, f, l
+                    FROM unnest(\(apps.map(\.tenant))::text[], \(apps.map(\.integrationKey))::text[], \(apps.map(\.platform))::text[],
+                                \(deltas.registrations.map(\.registrations))::int8[], \(distinct)::int8[], \(deltas.registrations.map(\.first))::int8[],
+                                \(deltas.registrations.map(\.last))::int8[]) AS t(tn, k, p, n, d, f, l)
+                    ON CONFLICT (tenant, integration_key, platform, relay_id) DO UPDATE SET
                         registrations = registration_counts.registrations + excluded.registrations,
                         distinct_tokens = registration_counts.distinct_tokens + excluded.distinct_tokens,
                         first_event_ns = least(registration_counts.first_event_ns, excluded.first_event_ns),

@@ -1,9 +1,9 @@
 public import Logging
 import PostgresNIO
 import RelayAggregator
-import RelayCore
+public import RelayCore
 
-/// Reads the fleet's counts: every relay's rows summed per delivery and per app.
+/// Reads the fleet's counts: every relay's rows summed per delivery and per app, each of a tenant.
 public struct FleetQueries: Sendable {
     private let location: PostgresLocation
     private let logger: Logger
@@ -16,40 +16,46 @@ public struct FleetQueries: Sendable {
         self.logger = logger
     }
 
-    /// The fleet's report; only `deliveryId` when given, at most `limit` deliveries.
+    /// The fleet's report: the deliveries and registrations of the tenants `tenant` selects (each
+    /// row naming its tenant, `default` for the default tenant), only deliveries with the id
+    /// `deliveryId` when given (of every selected tenant; registrations are then left out), at
+    /// most `limit` deliveries, most recently active first; and every relay's position.
     ///
     /// - Throws: ``FleetError``.
-    public func report(deliveryId: String? = nil, limit: Int? = nil) async throws(FleetError) -> FleetReport {
+    public func report(tenant: TenantSelection = .all, deliveryId: String? = nil, limit: Int? = nil) async throws(FleetError) -> FleetReport {
         do {
             let logger = self.logger
             return try await location.connectedSession(timeout: timeout, logger: logger) { connection, watch in
                 watch.begin()
                 defer { watch.end() }
-                return try await Self.read(connection, deliveryId: deliveryId, limit: limit, logger: logger)
+                return try await Self.read(connection, tenant: tenant.storedName, deliveryId: deliveryId, limit: limit, logger: logger)
             }
         } catch {
             throw FleetError.describe(error)
         }
     }
 
-    private static func read(_ connection: PostgresConnection, deliveryId: String?, limit: Int?, logger: Logger) async throws -> FleetReport {
+    /// `tenant`: the stored name (`""` for the default tenant), `nil` for every tenant.
+    private static func read(_ connection: PostgresConnection, tenant: String?, deliveryId: String?, limit: Int?, logger: Logger) async throws
+        -> FleetReport
+    {
         var deliveries: [DeliveryCounts] = []
         let limitValue = Int64(max(0, limit ?? Int(Int32.max)))
         let rows = try await connection.query(
             """
-            SELECT d.delivery_id, sum(c.impressions)::int8, sum(c.opens)::int8, sum(c.clicks)::int8, sum(c.unique_impressions)::int8,
+            SELECT d.tenant, d.delivery_id, sum(c.impressions)::int8, sum(c.opens)::int8, sum(c.clicks)::int8, sum(c.unique_impressions)::int8,
                    sum(c.unique_opens)::int8, sum(c.unique_clicks)::int8, min(c.first_event_ns), max(c.last_event_ns)
             FROM delivery_counts c JOIN deliveries d USING (delivery_ref)
-            WHERE \(deliveryId)::text IS NULL OR d.delivery_id = \(deliveryId)::text
-            GROUP BY d.delivery_id ORDER BY max(c.last_event_ns) DESC, d.delivery_id LIMIT \(limitValue)
+            WHERE (\(tenant)::text IS NULL OR d.tenant = \(tenant)::text) AND (\(deliveryId)::text IS NULL OR d.delivery_id = \(deliveryId)::text)
+            GROUP BY d.tenant, d.delivery_id ORDER BY max(c.last_event_ns) DESC, d.tenant, d.delivery_id LIMIT \(limitValue)
             """, logger: logger)
-        for try await (id, impressions, opens, clicks, uniqueImpressions, uniqueOpens, uniqueClicks, first, last) in rows.decode(
-            (String, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64).self)
+        for try await (storedTenant, id, impressions, opens, clicks, uniqueImpressions, uniqueOpens, uniqueClicks, first, last) in rows.decode(
+            (String, String, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64).self)
         {
             deliveries.append(
                 DeliveryCounts(
-                    deliveryId: id, impressions: impressions, opens: opens, clicks: clicks, uniqueImpressions: uniqueImpressions,
-                    uniqueOpens: uniqueOpens, uniqueClicks: uniqueClicks,
+                    tenant: TenantName.displayName(stored: storedTenant), deliveryId: id, impressions: impressions, opens: opens, clicks: clicks,
+                    uniqueImpressions: uniqueImpressions, uniqueOpens: uniqueOpens, uniqueClicks: uniqueClicks,
                     firstEvent: EventTime(nanosecondsSinceEpoch: first, fractionDigits: 3),
                     lastEvent: EventTime(nanosecondsSinceEpoch: last, fractionDigits: 3)))
         }
@@ -57,13 +63,18 @@ public struct FleetQueries: Sendable {
         if deliveryId == nil {
             let rows = try await connection.query(
                 """
-                SELECT integration_key, platform, sum(registrations)::int8, sum(distinct_tokens)::int8, min(first_event_ns), max(last_event_ns)
-                FROM registration_counts GROUP BY integration_key, platform ORDER BY max(last_event_ns) DESC, integration_key, platform
+                SELECT tenant, integration_key, platform, sum(registrations)::int8, sum(distinct_tokens)::int8, min(first_event_ns),
+                       max(last_event_ns)
+                FROM registration_counts WHERE \(tenant)::text IS NULL OR tenant = \(tenant)::text
+                GROUP BY tenant, integration_key, platform ORDER BY max(last_event_ns) DESC, tenant, integration_key, platform
                 """, logger: logger)
-            for try await (key, platform, count, tokens, first, last) in rows.decode((String, String, Int64, Int64, Int64, Int64).self) {
+            for try await (storedTenant, key, platform, count, tokens, first, last) in rows.decode(
+                (String, String, String, Int64, Int64, Int64, Int64).self)
+            {
                 registrations.append(
                     RegistrationCounts(
-                        integrationKey: key, platform: Platform(rawValue: platform) ?? .ios, registrations: count, distinctTokens: tokens,
+                        tenant: TenantName.displayName(stored: storedTenant), integrationKey: key, platform: Platform(rawValue: platform) ?? .ios,
+                        registrations: count, distinctTokens: tokens,
                         firstEvent: EventTime(nanosecondsSinceEpoch: first, fractionDigits: 3),
                         lastEvent: EventTime(nanosecondsSinceEpoch: last, fractionDigits: 3)))
             }

@@ -4,13 +4,18 @@ public import PostgresNIO
 /// The fleet's tables in PostgreSQL (documented in `docs/aggregates-postgres.md`), created and
 /// migrated by whichever relay starts first.
 public enum FleetSchema {
-    /// The version this relay writes and reads.
-    public static let version = 1
+    /// The version this relay writes and reads: 2, where deliveries, registrations and tokens are
+    /// kept per tenant.
+    public static let version = 2
 
     /// The key of the advisory lock that serializes migrations across relays starting at once.
     static let migrationLock: Int64 = 0x6361_6D70_7265_6C79  // "camprely"
 
-    /// Each migration takes the schema from `version - 1` to `version`, in one transaction.
+    /// Each migration takes the schema from `version - 1` to `version`; a relay runs every one its
+    /// database lacks in one transaction (a fresh database runs them all, in order).
+    ///
+    /// A migration's statements never change once released: a database of version 1 must come out
+    /// of migration 2 exactly as a fresh one does.
     static let migrations: [(version: Int, statements: [String])] = [
         (
             1,
@@ -92,7 +97,52 @@ public enum FleetSchema {
                     ORDER BY max(c.last_event_ns) DESC
                 """,
             ]
-        )
+        ),
+        (
+            // Tenants: the same delivery id, app or token under two tenants is two of them. Every
+            // row of version 1 belongs to the default tenant (`''`), which relays before tenants
+            // counted alone; `delivery_ref` values stay, so the tables keyed by it
+            // (`delivery_counts`, `delivery_messages`, `delivery_message_uuids`) are not touched.
+            // Each table is altered by one statement, so its old key is dropped and the new one
+            // built in one pass; the ACCESS EXCLUSIVE locks they take are held to the commit.
+            // Tables are taken in the order an aggregator's transaction writes them (tokens before
+            // registration counts), so a relay of version 1 still counting cannot deadlock with it.
+            2,
+            [
+                """
+                ALTER TABLE deliveries
+                    ADD COLUMN tenant text NOT NULL DEFAULT '',
+                    DROP CONSTRAINT deliveries_delivery_id_key,
+                    ADD CONSTRAINT deliveries_tenant_delivery_id_key UNIQUE (tenant, delivery_id)
+                """,
+                """
+                ALTER TABLE registration_tokens
+                    ADD COLUMN tenant text NOT NULL DEFAULT '',
+                    DROP CONSTRAINT registration_tokens_pkey,
+                    ADD CONSTRAINT registration_tokens_pkey PRIMARY KEY (tenant, integration_key, platform, registration_token)
+                """,
+                """
+                ALTER TABLE registration_counts
+                    ADD COLUMN tenant text NOT NULL DEFAULT '',
+                    DROP CONSTRAINT registration_counts_pkey,
+                    ADD CONSTRAINT registration_counts_pkey PRIMARY KEY (tenant, integration_key, platform, relay_id)
+                """,
+                // A view's columns cannot be inserted before its existing ones: it is made anew.
+                "DROP VIEW delivery_stats",
+                """
+                CREATE VIEW delivery_stats AS
+                    SELECT d.tenant, d.delivery_id,
+                           sum(c.impressions)::bigint AS impressions, sum(c.opens)::bigint AS opens, sum(c.clicks)::bigint AS clicks,
+                           sum(c.unique_impressions)::bigint AS unique_impressions, sum(c.unique_opens)::bigint AS unique_opens,
+                           sum(c.unique_clicks)::bigint AS unique_clicks,
+                           to_timestamp(min(c.first_event_ns) / 1e9) AS first_event, to_timestamp(max(c.last_event_ns) / 1e9) AS last_event,
+                           count(*) AS relays
+                    FROM delivery_counts c JOIN deliveries d USING (delivery_ref)
+                    GROUP BY d.tenant, d.delivery_id
+                    ORDER BY max(c.last_event_ns) DESC
+                """,
+            ]
+        ),
     ]
 
     /// Why the schema cannot be used.
@@ -110,9 +160,20 @@ public enum FleetSchema {
     /// before.
     ///
     /// - Throws: ``Mismatch`` when the database is newer than this relay; the database's error
-    ///   otherwise.
+    ///   otherwise (and then nothing of the migration is applied).
     @discardableResult
     public static func migrate(_ connection: PostgresConnection, logger: Logger) async throws -> Int {
+        try await migrate(connection, upTo: version, logger: logger)
+    }
+
+    /// Brings the database to `target` (at most ``version``): the migrations it lacks up to
+    /// `target`, in one transaction. ``migrate(_:logger:)`` is this with ``version``; a lower
+    /// `target` makes a database as an earlier release left it, for the tests of later migrations.
+    ///
+    /// - Throws: ``Mismatch`` when the database is newer than this relay; the database's error
+    ///   otherwise (and then nothing of the migration is applied).
+    @discardableResult
+    package static func migrate(_ connection: PostgresConnection, upTo target: Int, logger: Logger) async throws -> Int {
         try await connection.withTransaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
             try await connection.query(
@@ -129,7 +190,7 @@ public enum FleetSchema {
                 found = value
             }
             guard found <= version else { throw Mismatch(found: found) }
-            for migration in migrations where migration.version > found {
+            for migration in migrations where migration.version > found && migration.version <= target {
                 for statement in migration.statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }

@@ -1,5 +1,9 @@
 import Foundation
 import NIOConcurrencyHelpers
+import RelayAggregator
+import RelayCore
+import RelayLog
+import RelayPostgres
 import RelayProcessTestSupport
 import RelayTestSupport
 import Synchronization
@@ -10,7 +14,8 @@ import Testing
 #endif
 
 /// Fleet mode against a real PostgreSQL server (a throw-away cluster per test) and real
-/// `campaign-relay` processes.
+/// `campaign-relay` processes; the schema's migrations and the per-tenant counts also in-process,
+/// through RelayPostgres itself.
 @Suite("Fleet counts in PostgreSQL", .serialized, .timeLimit(.minutes(10)))
 struct FleetPostgresTests {
     /// Counts computed from the events the test wrote, independently of the relay.
@@ -73,6 +78,8 @@ struct FleetPostgresTests {
         var counted = Expected()
         var uniques: [String: [String: Int]] = [:]
         for row in report["deliveries"] as? [[String: Any]] ?? [] {
+            // These tests write events of the default tenant only.
+            #expect(row["tenant"] as? String == "default", "\(row)")
             let delivery = row["deliveryId"] as? String ?? ""
             for (action, total, unique) in [
                 ("impression", "impressions", "uniqueImpressions"), ("open", "opens", "uniqueOpens"), ("click", "clicks", "uniqueClicks"),
@@ -84,6 +91,7 @@ struct FleetPostgresTests {
         }
         var tokens: [String: Int] = [:]
         for row in report["registrations"] as? [[String: Any]] ?? [] {
+            #expect(row["tenant"] as? String == "default", "\(row)")
             let key = "\(row["integrationKey"] as? String ?? "")|\(row["platform"] as? String ?? "")"
             counted.registrations[key] = row["registrations"] as? Int
             tokens[key] = row["distinctTokens"] as? Int
@@ -177,7 +185,8 @@ struct FleetPostgresTests {
         }
         for child in children { #expect(await child.exit(within: 60), "\(child.text)") }
         #expect(children.allSatisfy { $0.process.terminationStatus == 0 }, "\(children.map(\.text))")
-        #expect(try await postgres.psql("SELECT string_agg(version::text, ',') FROM campaign_relay_schema") == "1")
+        #expect(try await postgres.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM campaign_relay_schema") == "1,2")
+        // The relay that migrates logs both migrations (1 and 2); the others log neither.
         let migrated = children.filter { $0.text.contains("migrated the fleet schema") }.count
         #expect(migrated == 1, "exactly one relay migrates; the others find it done (\(migrated))")
         let (fleet, relays) = try await Self.fleetCounts(binary, postgres.url)
@@ -299,5 +308,258 @@ struct FleetPostgresTests {
         #expect(bogus.stderr.contains("sslmode bogus is not one of disable, prefer, require, verify-ca, verify-full"), "\(bogus.stderr)")
         await postgres.destroy()
         removeTree(directory)
+    }
+
+    // MARK: - Schema version 2: counts per tenant
+
+    /// The time of every event of the in-process tests: a report's rows then come in tenant order
+    /// (the default tenant, stored `''`, first), then delivery id.
+    static let eventTime = EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)
+
+    static func hit(_ action: TrackingAction, _ message: String, _ delivery: String, _ tenant: TenantName? = nil) throws -> Event {
+        var event = Event.tracking(TrackingEvent(action: action, messageId: try MessageID(message), deliveryId: delivery, time: eventTime))
+        event.tenant = tenant
+        return event
+    }
+
+    static func registration(_ key: String, _ platform: Platform, _ token: String, _ tenant: TenantName? = nil) -> Event {
+        var event = Event.registration(Registration(platform: platform, integrationKey: key, registrationToken: token, time: eventTime))
+        event.tenant = tenant
+        return event
+    }
+
+    /// What a report should say of a delivery: totals and uniques as (impressions, opens, clicks).
+    static func delivery(_ tenant: String, _ id: String, _ totals: (Int64, Int64, Int64), unique: (Int64, Int64, Int64)) -> DeliveryCounts {
+        DeliveryCounts(
+            tenant: tenant, deliveryId: id, impressions: totals.0, opens: totals.1, clicks: totals.2, uniqueImpressions: unique.0,
+            uniqueOpens: unique.1, uniqueClicks: unique.2, firstEvent: eventTime, lastEvent: eventTime)
+    }
+
+    static func app(_ tenant: String, _ key: String, _ platform: Platform, registrations: Int64, tokens: Int64) -> RegistrationCounts {
+        RegistrationCounts(
+            tenant: tenant, integrationKey: key, platform: platform, registrations: registrations, distinctTokens: tokens, firstEvent: eventTime,
+            lastEvent: eventTime)
+    }
+
+    /// Counts what `log` holds beyond its position in the database at `url`, as a relay's
+    /// aggregator does (migrating the schema first); returns how many events it counted.
+    static func countIntoFleet(_ log: WriteAheadLog, _ url: String) async throws -> Int {
+        try await PostgresLocation(url: url).connectedSession(logger: quietLogger) { connection, watch in
+            let aggregator = try await FleetAggregator(connection: connection, watch: watch, log: log, logger: quietLogger)
+            let summary = try await aggregator.catchUp()
+            await aggregator.close()
+            return summary.events
+        }
+    }
+
+    @Test(
+        "a version-1 database, counted into as version 1 did, migrates to version 2: every count, delivery_ref and token kept under the default tenant, and counting goes on in the same rows"
+    )
+    func migrationFromVersion1() async throws {
+        let postgres = try await TestPostgres.start()
+        let directory = temporaryDirectory("fleet-v1")
+        let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [FleetAggregator.consumer], logger: quietLogger)
+        let location = try PostgresLocation(url: postgres.url)
+        // The database as the release before tenants made it: migration 1 and nothing of 2.
+        let empty = try await location.connectedSession(logger: quietLogger) { connection, _ in
+            try await FleetSchema.migrate(connection, upTo: 1, logger: quietLogger)
+        }
+        #expect(empty == 0)
+        #expect(try await postgres.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM campaign_relay_schema") == "1")
+        #expect(try await postgres.psql("SELECT count(*) FROM information_schema.columns WHERE column_name = 'tenant'") == "0")
+
+        // This relay's first 7 events, counted by a version-1 aggregator, and 4 of another relay's:
+        // their rows written as version 1 wrote them (a position per relay, counts per relay,
+        // uniques and tokens fleet-wide; an unused `deliveries` row, as a failed batch leaves).
+        let uuid = "6b6499a8-9d43-4bc5-acf0-b6aeb9680001"
+        let appended = try await log.append([
+            try Self.hit(.open, "1", "d1"), try Self.hit(.open, "1", "d1"), try Self.hit(.click, "2", "d1"), try Self.hit(.impression, uuid, "d2"),
+            Self.registration("k1", .ios, "t1"), Self.registration("k1", .ios, "t1"), Self.registration("k2", .android, "t9"),
+        ])
+        #expect(appended == 1..<8)
+        let relay = log.identity.relayID
+        let other = "0b6a1c1e-7f43-4d7e-9a51-2f1c8d3e4b5a"
+        let time = Self.eventTime.nanosecondsSinceEpoch
+        _ = try await postgres.psql("INSERT INTO deliveries (delivery_id) VALUES ('unused'), ('d1'), ('d2')")
+        /// The ref of delivery `id`; of the default tenant when the schema has tenants.
+        func reference(_ id: String, tenants: Bool = false) async throws -> Int64 {
+            try #require(
+                Int64(
+                    try await postgres.psql("SELECT delivery_ref FROM deliveries WHERE delivery_id = '\(id)'" + (tenants ? " AND tenant = ''" : ""))))
+        }
+        let (unused, d1, d2) = (try await reference("unused"), try await reference("d1"), try await reference("d2"))
+        _ = try await postgres.psql(
+            """
+            INSERT INTO relay_positions (relay_id, epoch, next_sequence, events, updated_at) VALUES ('\(relay)', 1, 8, 7, now()), ('\(other)', 1, 5, 4, now());
+            INSERT INTO delivery_counts (delivery_ref, relay_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns)
+            VALUES (\(d1), '\(relay)', 0, 2, 1, 0, 1, 1, \(time), \(time)), (\(d2), '\(relay)', 1, 0, 0, 1, 0, 0, \(time), \(time)),
+                   (\(d1), '\(other)', 0, 3, 0, 0, 1, 0, \(time), \(time));
+            INSERT INTO delivery_messages (delivery_action, message_key) VALUES (\(d1 * 4 + 1), 1), (\(d1 * 4 + 2), 2), (\(d1 * 4 + 1), 7);
+            INSERT INTO delivery_message_uuids (delivery_action, message_uuid) VALUES (\(d2 * 4), '\(uuid)');
+            INSERT INTO registration_counts (integration_key, platform, relay_id, registrations, distinct_tokens, first_event_ns, last_event_ns)
+            VALUES ('k1', 'ios', '\(relay)', 2, 1, \(time), \(time)), ('k2', 'android', '\(relay)', 1, 1, \(time), \(time)),
+                   ('k1', 'ios', '\(other)', 1, 1, \(time), \(time));
+            INSERT INTO registration_tokens (integration_key, platform, registration_token) VALUES ('k1', 'ios', 't1'), ('k2', 'android', 't9'), ('k1', 'ios', 't2')
+            """)
+        let stats = "delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, relays"
+        let registrations =
+            "SELECT integration_key, platform, sum(registrations), sum(distinct_tokens) FROM registration_counts GROUP BY 1, 2 ORDER BY 1, 2"
+        #expect(try await postgres.psql("SELECT \(stats) FROM delivery_stats ORDER BY delivery_id") == "d1|0|5|1|0|2|1|2\nd2|1|0|0|1|0|0|1")
+        #expect(try await postgres.psql(registrations) == "k1|ios|3|2\nk2|android|1|1")
+
+        let found = try await location.connectedSession(logger: quietLogger) { connection, _ in
+            try await FleetSchema.migrate(connection, logger: quietLogger)
+        }
+        #expect(found == 1)
+        #expect(try await postgres.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM campaign_relay_schema") == "1,2")
+        // Every row is the default tenant's, every delivery keeps its ref (the counts and the
+        // uniques point at it), and the keys are the tenant's.
+        #expect(
+            try await postgres.psql(
+                "SELECT string_agg(delivery_ref || '/' || tenant || '/' || delivery_id, ',' ORDER BY delivery_ref) FROM deliveries")
+                == "\(unused)//unused,\(d1)//d1,\(d2)//d2")
+        #expect(
+            try await postgres.psql(
+                """
+                SELECT string_agg(tenant || '/' || integration_key || '/' || platform || '/' || registration_token, ',' ORDER BY integration_key, registration_token)
+                FROM registration_tokens
+                """) == "/k1/ios/t1,/k1/ios/t2,/k2/android/t9")
+        #expect(try await postgres.psql("SELECT count(*) FILTER (WHERE tenant = ''), count(*) FROM registration_counts") == "3|3")
+        #expect(
+            try await postgres.psql(
+                """
+                SELECT conname || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
+                WHERE conrelid IN ('deliveries'::regclass, 'registration_counts'::regclass, 'registration_tokens'::regclass) ORDER BY conname
+                """)
+                    == """
+                    deliveries_pkey PRIMARY KEY (delivery_ref)
+                    deliveries_tenant_delivery_id_key UNIQUE (tenant, delivery_id)
+                    registration_counts_pkey PRIMARY KEY (tenant, integration_key, platform, relay_id)
+                    registration_tokens_pkey PRIMARY KEY (tenant, integration_key, platform, registration_token)
+                    """)
+        #expect(try await postgres.psql("SELECT tenant, \(stats) FROM delivery_stats ORDER BY delivery_id") == "|d1|0|5|1|0|2|1|2\n|d2|1|0|0|1|0|0|1")
+        #expect(try await postgres.psql(registrations) == "k1|ios|3|2\nk2|android|1|1")
+        let queries = FleetQueries(location: location, logger: quietLogger)
+        let migrated = try await queries.report()
+        #expect(
+            migrated.deliveries == [
+                Self.delivery("default", "d1", (0, 5, 1), unique: (0, 2, 1)), Self.delivery("default", "d2", (1, 0, 0), unique: (1, 0, 0)),
+            ])
+        #expect(
+            migrated.registrations == [
+                Self.app("default", "k1", .ios, registrations: 3, tokens: 2), Self.app("default", "k2", .android, registrations: 1, tokens: 1),
+            ])
+        let again = try await location.connectedSession(logger: quietLogger) { connection, _ in
+            try await FleetSchema.migrate(connection, logger: quietLogger)
+        }
+        #expect(again == 2, "a second start finds version 2 and changes nothing")
+
+        // The relay goes on from its position with version 2: messages and tokens seen before
+        // (by it or by the other relay) are not unique again, its rows grow, a new tenant's
+        // delivery of the same id is a delivery of its own.
+        let brandA = try TenantName(validating: "brand-a")
+        _ = try await log.append([
+            try Self.hit(.open, "1", "d1"), try Self.hit(.open, "3", "d1"), try Self.hit(.open, "7", "d1"),
+            try Self.hit(.impression, uuid.uppercased(), "d2"),
+            try Self.hit(.click, "4", "d3"), try Self.hit(.open, "1", "d1", brandA),
+            Self.registration("k1", .ios, "t1"), Self.registration("k1", .ios, "t2"), Self.registration("k1", .ios, "t3"),
+            Self.registration("k1", .ios, "t1", brandA),
+        ])
+        #expect(try await Self.countIntoFleet(log, postgres.url) == 10, "counting goes on after the 7 events version 1 counted")
+        let report = try await queries.report()
+        #expect(
+            report.deliveries == [
+                Self.delivery("default", "d1", (0, 8, 1), unique: (0, 3, 1)), Self.delivery("default", "d2", (2, 0, 0), unique: (1, 0, 0)),
+                Self.delivery("default", "d3", (0, 0, 1), unique: (0, 0, 1)), Self.delivery("brand-a", "d1", (0, 1, 0), unique: (0, 1, 0)),
+            ])
+        #expect(
+            report.registrations == [
+                Self.app("default", "k1", .ios, registrations: 6, tokens: 3), Self.app("default", "k2", .android, registrations: 1, tokens: 1),
+                Self.app("brand-a", "k1", .ios, registrations: 1, tokens: 1),
+            ])
+        #expect(
+            report.relays.map { "\($0.relayId) \($0.epoch) \($0.nextSequence) \($0.events)" }.sorted()
+                == ["\(other) 1 5 4", "\(relay) 1 18 17"].sorted())
+        #expect(try await reference("d1", tenants: true) == d1)
+        #expect(try await reference("d2", tenants: true) == d2)
+        #expect(
+            try await postgres.psql("SELECT count(*) FROM deliveries WHERE delivery_id = 'd1' AND tenant = 'brand-a' AND delivery_ref > \(d2)") == "1"
+        )
+        #expect(
+            try await postgres.psql("SELECT opens, unique_opens FROM delivery_counts WHERE delivery_ref = \(d1) AND relay_id = '\(relay)'") == "5|2")
+        #expect(try await postgres.psql("SELECT count(*) FROM delivery_counts") == "5")
+        #expect(
+            try await postgres.psql(
+                "SELECT registrations, distinct_tokens FROM registration_counts WHERE tenant = '' AND integration_key = 'k1' AND relay_id = '\(relay)'"
+            )
+                == "5|2")
+        await log.close()
+        await postgres.destroy()
+        removeTree(directory)
+    }
+
+    @Test(
+        "one delivery id under brand-a, brand-b and the default tenant, counted by two relays at once, is three deliveries; apps and tokens are per tenant too"
+    )
+    func countsPerTenant() async throws {
+        let postgres = try await TestPostgres.start()
+        let directories = [temporaryDirectory("fleet-tenants"), temporaryDirectory("fleet-tenants")]
+        let brandA = try TenantName(validating: "brand-a")
+        let brandB = try TenantName(validating: "brand-b")
+        let first = try await WriteAheadLog.open(dataDirectory: directories[0], consumers: [FleetAggregator.consumer], logger: quietLogger)
+        let second = try await WriteAheadLog.open(dataDirectory: directories[1], consumers: [FleetAggregator.consumer], logger: quietLogger)
+        // Message 1 opened under two tenants is unique in each; brand-a's, seen again by the
+        // second relay, is not unique again. Token t1 of app k1 is a distinct token of each tenant.
+        _ = try await first.append([
+            try Self.hit(.open, "1", "d1"), try Self.hit(.open, "1", "d1", brandA), try Self.hit(.open, "1", "d1", brandA),
+            try Self.hit(.click, "2", "d1", brandB), Self.registration("k1", .ios, "t1"), Self.registration("k1", .ios, "t1", brandA),
+        ])
+        _ = try await second.append([
+            try Self.hit(.open, "1", "d1", brandA), try Self.hit(.open, "5", "d1", brandA), try Self.hit(.impression, "1", "d1"),
+            Self.registration("k1", .ios, "t1", brandA), Self.registration("k1", .ios, "t2", brandA), Self.registration("k1", .ios, "t1", brandB),
+        ])
+        async let countedFirst = Self.countIntoFleet(first, postgres.url)
+        async let countedSecond = Self.countIntoFleet(second, postgres.url)
+        #expect(try await countedFirst == 6)
+        #expect(try await countedSecond == 6)
+
+        let defaultD1 = Self.delivery("default", "d1", (1, 1, 0), unique: (1, 1, 0))
+        let brandAD1 = Self.delivery("brand-a", "d1", (0, 4, 0), unique: (0, 2, 0))
+        let brandBD1 = Self.delivery("brand-b", "d1", (0, 0, 1), unique: (0, 0, 1))
+        let defaultK1 = Self.app("default", "k1", .ios, registrations: 1, tokens: 1)
+        let brandAK1 = Self.app("brand-a", "k1", .ios, registrations: 3, tokens: 2)
+        let brandBK1 = Self.app("brand-b", "k1", .ios, registrations: 1, tokens: 1)
+        let queries = FleetQueries(location: try PostgresLocation(url: postgres.url), logger: quietLogger)
+        let all = try await queries.report()
+        #expect(all.deliveries == [defaultD1, brandAD1, brandBD1])
+        #expect(all.registrations == [defaultK1, brandAK1, brandBK1])
+        #expect(all.relays.count == 2)
+        let onlyA = try await queries.report(tenant: .only(brandA))
+        #expect(onlyA.deliveries == [brandAD1])
+        #expect(onlyA.registrations == [brandAK1])
+        let onlyDefault = try await queries.report(tenant: .only(nil))
+        #expect(onlyDefault.deliveries == [defaultD1])
+        #expect(onlyDefault.registrations == [defaultK1])
+        let oneOfB = try await queries.report(tenant: .only(brandB), deliveryId: "d1")
+        #expect(oneOfB.deliveries == [brandBD1])
+        #expect(oneOfB.registrations.isEmpty, "a report of one delivery leaves registrations out")
+        #expect(try await queries.report(deliveryId: "d1").deliveries == [defaultD1, brandAD1, brandBD1])
+        #expect(try await queries.report(limit: 2).deliveries == [defaultD1, brandAD1])
+        let none = try await queries.report(tenant: .only(try TenantName(validating: "brand-c")))
+        #expect(none.deliveries.isEmpty && none.registrations.isEmpty)
+
+        #expect(try await postgres.psql("SELECT count(*) FROM deliveries WHERE delivery_id = 'd1'") == "3")
+        #expect(
+            try await postgres.psql(
+                "SELECT string_agg(tenant || '/' || registration_token, ',' ORDER BY tenant, registration_token) FROM registration_tokens")
+                == "/t1,brand-a/t1,brand-a/t2,brand-b/t1")
+        #expect(
+            try await postgres.psql(
+                "SELECT tenant, delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, relays FROM delivery_stats ORDER BY tenant"
+            ) == "|d1|1|1|0|1|1|0|2\nbrand-a|d1|0|4|0|0|2|0|2\nbrand-b|d1|0|0|1|0|0|1|1")
+        await first.close()
+        await second.close()
+        await postgres.destroy()
+        for directory in directories { removeTree(directory) }
     }
 }
