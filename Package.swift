@@ -306,6 +306,7 @@ let package = Package(
             dependencies: [
                 "RelayAggregator", "RelayLog", "RelayCore", "RelaySQLite", "RelayTestSupport", .product(name: "Logging", package: "swift-log"),
             ],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

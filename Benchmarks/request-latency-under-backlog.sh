@@ -45,7 +45,7 @@ pids+=($!)
 busy_url=$(url_of "$work/backlog")
 sleep 1  # the aggregator and the uploader are both under way by now
 busy=$(p99 "$busy_url/r/test")
-backlog=$(curl -s "$busy_url/metrics" | awk '/^relay_upload_backlog\{lane="tracking"\}/ {print $2}')
+backlog=$(curl -s "$busy_url/metrics" | awk '/^relay_upload_backlog\{lane="tracking",tenant="default"\}/ {print $2}')
 lag=$(curl -s "$busy_url/metrics" | awk '/^relay_aggregator_lag_events / {print $2}')
 
 python3 - "$idle" "$busy" "$events" "${backlog:-?}" "${lag:-?}" <<'PY'

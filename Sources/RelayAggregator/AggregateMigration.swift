@@ -8,13 +8,19 @@ import RelaySQLite
 /// - Versions 1 and 2 keep the distinct messages as one row each in `delivery_messages` (about 13
 ///   bytes a message on disk); version 3 keeps integer ids in ``MessageChunk``s and UUIDs as 16
 ///   bytes. Every row is carried over, in key order, then the old table is dropped.
+/// - Versions 1 to 3 predate tenants: every row is the default tenant's. `deliveries`,
+///   `registrations` and `registration_tokens` are rebuilt with a `tenant` column (`''`) first in
+///   their keys, every row copied with its `delivery_ref`, so the tables keyed by it (the distinct
+///   messages) stay as they are.
 enum AggregateMigration {
     /// What a migration did.
     struct Summary {
         /// The version the database had.
         var from: Int64
-        /// Distinct messages carried over.
+        /// Distinct messages carried over (from versions 1 and 2).
         var messages: Int
+        /// Deliveries given the default tenant (from versions 1 to 3).
+        var deliveries: Int
     }
 
     /// Migrates the database of `connection` (at `path`) from `version`, inside the caller's
@@ -25,9 +31,55 @@ enum AggregateMigration {
     ///   version this relay does not know how to bring up.
     static func migrate(_ connection: SQLiteConnection, path: String, from version: Int64) throws(AggregatorError) -> Summary? {
         guard version != AggregateSchema.version else { return nil }
-        guard version == 1 || version == 2 else {
+        guard (1..<AggregateSchema.version).contains(version) else {
             throw .schemaMismatch(path: path, found: version, expected: AggregateSchema.version)
         }
+        let messages = version < 3 ? try chunkMessages(connection, path: path) : 0
+        var deliveries = 0
+        do {
+            if version < AggregateSchema.firstVersionWithTenants { deliveries = try addTenants(connection) }
+            try connection.execute("UPDATE aggregator_state SET schema_version = \(AggregateSchema.version) WHERE id = 1")
+        } catch {
+            throw .database(error)
+        }
+        return Summary(from: version, messages: messages, deliveries: deliveries)
+    }
+
+    /// Rebuilds the three tables keyed by what tenants split with a `tenant` column of `''`, each
+    /// row copied as it is (`delivery_ref` included), and the view over `deliveries` with them.
+    /// Returns the number of deliveries.
+    private static func addTenants(_ connection: SQLiteConnection) throws(SQLiteError) -> Int {
+        // The view names `deliveries`: it goes first, and comes back over the new table.
+        try connection.execute("DROP VIEW IF EXISTS delivery_stats")
+        let counts = "impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns"
+        try connection.execute(AggregateSchema.deliveriesTable("deliveries_v4"))
+        try connection.execute(
+            "INSERT INTO deliveries_v4 (delivery_ref, tenant, delivery_id, \(counts)) SELECT delivery_ref, '', delivery_id, \(counts) FROM deliveries ORDER BY delivery_ref"
+        )
+        let deliveries = Int(connection.changes)
+        try connection.execute("DROP TABLE deliveries")
+        try connection.execute("ALTER TABLE deliveries_v4 RENAME TO deliveries")
+        let registrationColumns = "integration_key, platform, registrations, distinct_tokens, first_event_ns, last_event_ns"
+        try connection.execute(AggregateSchema.registrationsTable("registrations_v4"))
+        try connection.execute(
+            "INSERT INTO registrations_v4 (tenant, \(registrationColumns)) SELECT '', \(registrationColumns) FROM registrations ORDER BY integration_key, platform"
+        )
+        try connection.execute("DROP TABLE registrations")
+        try connection.execute("ALTER TABLE registrations_v4 RENAME TO registrations")
+        let tokenColumns = "integration_key, platform, registration_token"
+        try connection.execute(AggregateSchema.registrationTokensTable("registration_tokens_v4"))
+        try connection.execute(
+            "INSERT INTO registration_tokens_v4 (tenant, \(tokenColumns)) SELECT '', \(tokenColumns) FROM registration_tokens ORDER BY \(tokenColumns)"
+        )
+        try connection.execute("DROP TABLE registration_tokens")
+        try connection.execute("ALTER TABLE registration_tokens_v4 RENAME TO registration_tokens")
+        try connection.execute(AggregateSchema.deliveryStatsView)
+        return deliveries
+    }
+
+    /// Versions 1 and 2: moves `delivery_messages` into chunks and UUID rows, then drops it.
+    /// Returns the number of distinct messages carried over.
+    private static func chunkMessages(_ connection: SQLiteConnection, path: String) throws(AggregatorError) -> Int {
         let sets: MessageSets
         do { sets = try MessageSets(connection: connection, path: path) } catch { throw .database(error) }
         defer { sets.finalize() }
@@ -64,7 +116,6 @@ enum AggregateMigration {
             }
             try flush()
             try connection.execute("DROP TABLE delivery_messages")
-            try connection.execute("UPDATE aggregator_state SET schema_version = \(AggregateSchema.version) WHERE id = 1")
         } catch let error as AggregatorError {
             throw error
         } catch let error as SQLiteError {
@@ -72,6 +123,6 @@ enum AggregateMigration {
         } catch {
             throw .database(SQLiteError(code: 1, message: "\(error)", context: path))
         }
-        return Summary(from: version, messages: messages)
+        return messages
     }
 }

@@ -1,4 +1,4 @@
-import RelayCore
+public import RelayCore
 public import RelayIO
 import RelaySQLite
 
@@ -12,9 +12,12 @@ public actor AggregateQueries: BlockingActor {
     /// The thread every SQLite call runs on.
     public nonisolated let executor: BlockingExecutor
     private let connection: SQLiteConnection
-    /// The database's schema version: 1 (written before relay chains, so without origins) or the
-    /// current one.
+    /// The database's schema version: 1 (written before relay chains, so without origins), 2 or 3
+    /// (before tenants: every row is the default tenant's, with no `tenant` column) or the current one.
     private let schemaVersion: Int64
+
+    /// The `tenant` column, or the default tenant's `''` for a database from before tenants.
+    private var tenantColumn: String { schemaVersion >= AggregateSchema.firstVersionWithTenants ? "tenant" : "''" }
 
     /// Opens the database at `path` read-only.
     ///
@@ -56,14 +59,17 @@ public actor AggregateQueries: BlockingActor {
         connection.close()
     }
 
-    /// The covered positions, the deliveries (only `deliveryId` when given, at most `limit`) and,
-    /// with `everything`, the registrations and origins, all read in one read transaction: one
+    /// The covered positions, the deliveries of `tenant` (only `deliveryId` when given, at most
+    /// `limit`) and, with `everything`, its registrations and (for every tenant only, since they
+    /// count relays, not a tenant's events) the origins, all read in one read transaction: one
     /// snapshot, whatever the aggregator commits meanwhile.
     ///
     /// Read one by one, a transaction committed between two reads made the positions claim events
     /// that the counts, read first, did not hold yet (seen as 4 impressions of 8 counted "through"
     /// the last one, in a test run under AddressSanitizer).
-    public func report(deliveryId: String? = nil, limit: Int? = nil, everything: Bool = true) throws(AggregatorError) -> AggregatesReport {
+    public func report(tenant: TenantSelection = .all, deliveryId: String? = nil, limit: Int? = nil, everything: Bool = true) throws(AggregatorError)
+        -> AggregatesReport
+    {
         do {
             // A deferred BEGIN takes the snapshot at the first read and holds it to the COMMIT.
             try connection.execute("BEGIN")
@@ -72,8 +78,8 @@ public actor AggregateQueries: BlockingActor {
         }
         do throws(AggregatorError) {
             let report = AggregatesReport(
-                sequences: try coveredSequences(), deliveries: try deliveries(deliveryId: deliveryId, limit: limit),
-                registrations: everything ? try registrations() : [], origins: everything ? try origins() : [])
+                sequences: try coveredSequences(), deliveries: try deliveries(tenant: tenant, deliveryId: deliveryId, limit: limit),
+                registrations: everything ? try registrations(tenant: tenant) : [], origins: everything && tenant == .all ? try origins() : [])
             // The reads are done; a COMMIT that fails must still end the transaction, or every
             // later BEGIN on this connection would fail.
             do throws(SQLiteError) { try connection.execute("COMMIT") } catch { try? connection.execute("ROLLBACK") }
@@ -96,24 +102,25 @@ public actor AggregateQueries: BlockingActor {
         }
     }
 
-    /// Every delivery, most recently active first; only `deliveryId` when given.
-    public func deliveries(deliveryId: String? = nil, limit: Int? = nil) throws(AggregatorError) -> [DeliveryCounts] {
+    /// The deliveries of `tenant`, most recently active first; only `deliveryId` when given.
+    public func deliveries(tenant: TenantSelection = .all, deliveryId: String? = nil, limit: Int? = nil) throws(AggregatorError) -> [DeliveryCounts] {
         do {
             var sql =
-                "SELECT delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns FROM deliveries"
-            if deliveryId != nil { sql += " WHERE delivery_id = ?" }
-            sql += " ORDER BY last_event_ns DESC, delivery_id"
+                "SELECT \(tenantColumn), delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns FROM deliveries WHERE (?1 IS NULL OR \(tenantColumn) = ?1) AND (?2 IS NULL OR delivery_id = ?2)"
+            sql += " ORDER BY last_event_ns DESC, \(tenantColumn), delivery_id"
             if let limit { sql += " LIMIT \(max(0, limit))" }
             let statement = try connection.prepare(sql)
-            if let deliveryId { try statement.bind(1, deliveryId) }
+            if let stored = tenant.storedName { try statement.bind(1, stored) }
+            if let deliveryId { try statement.bind(2, deliveryId) }
             var rows: [DeliveryCounts] = []
             while try statement.step() {
                 rows.append(
                     DeliveryCounts(
-                        deliveryId: statement.text(0) ?? "", impressions: statement.int64(1), opens: statement.int64(2), clicks: statement.int64(3),
-                        uniqueImpressions: statement.int64(4), uniqueOpens: statement.int64(5), uniqueClicks: statement.int64(6),
-                        firstEvent: EventTime(nanosecondsSinceEpoch: statement.int64(7), fractionDigits: 3),
-                        lastEvent: EventTime(nanosecondsSinceEpoch: statement.int64(8), fractionDigits: 3)
+                        tenant: TenantName.displayName(stored: statement.text(0) ?? ""), deliveryId: statement.text(1) ?? "",
+                        impressions: statement.int64(2), opens: statement.int64(3), clicks: statement.int64(4),
+                        uniqueImpressions: statement.int64(5), uniqueOpens: statement.int64(6), uniqueClicks: statement.int64(7),
+                        firstEvent: EventTime(nanosecondsSinceEpoch: statement.int64(8), fractionDigits: 3),
+                        lastEvent: EventTime(nanosecondsSinceEpoch: statement.int64(9), fractionDigits: 3)
                     )
                 )
             }
@@ -123,20 +130,21 @@ public actor AggregateQueries: BlockingActor {
         }
     }
 
-    /// Registrations per integration key and platform, most recently active first.
-    public func registrations() throws(AggregatorError) -> [RegistrationCounts] {
+    /// Registrations of `tenant` per integration key and platform, most recently active first.
+    public func registrations(tenant: TenantSelection = .all) throws(AggregatorError) -> [RegistrationCounts] {
         do {
             let statement = try connection.prepare(
-                "SELECT integration_key, platform, registrations, distinct_tokens, first_event_ns, last_event_ns FROM registrations ORDER BY last_event_ns DESC, integration_key, platform"
+                "SELECT \(tenantColumn), integration_key, platform, registrations, distinct_tokens, first_event_ns, last_event_ns FROM registrations WHERE ?1 IS NULL OR \(tenantColumn) = ?1 ORDER BY last_event_ns DESC, \(tenantColumn), integration_key, platform"
             )
+            if let stored = tenant.storedName { try statement.bind(1, stored) }
             var rows: [RegistrationCounts] = []
             while try statement.step() {
                 rows.append(
                     RegistrationCounts(
-                        integrationKey: statement.text(0) ?? "", platform: Platform(rawValue: statement.text(1) ?? "") ?? .ios,
-                        registrations: statement.int64(2), distinctTokens: statement.int64(3),
-                        firstEvent: EventTime(nanosecondsSinceEpoch: statement.int64(4), fractionDigits: 3),
-                        lastEvent: EventTime(nanosecondsSinceEpoch: statement.int64(5), fractionDigits: 3)
+                        tenant: TenantName.displayName(stored: statement.text(0) ?? ""), integrationKey: statement.text(1) ?? "",
+                        platform: Platform(rawValue: statement.text(2) ?? "") ?? .ios, registrations: statement.int64(3),
+                        distinctTokens: statement.int64(4), firstEvent: EventTime(nanosecondsSinceEpoch: statement.int64(5), fractionDigits: 3),
+                        lastEvent: EventTime(nanosecondsSinceEpoch: statement.int64(6), fractionDigits: 3)
                     )
                 )
             }

@@ -1,13 +1,79 @@
 /// The tables of `<data-dir>/aggregates.sqlite` (documented in `docs/aggregates.md`).
 enum AggregateSchema {
-    /// Bumped when the tables change. A database of version 1 or 2 is brought to 3 in place (see
+    /// Bumped when the tables change. A database of version 1, 2 or 3 is brought to 4 in place (see
     /// ``AggregateMigration``); one of any other version must be rebuilt from the log.
-    static let version: Int64 = 3
+    static let version: Int64 = 4
 
-    /// The versions a reader of the counts (``AggregateQueries``) understands: their `deliveries`
-    /// and `registrations` read the same; version 1 has no `relay_origins`.
-    static let readableVersions: ClosedRange<Int64> = 1...3
+    /// The versions a reader of the counts (``AggregateQueries``) understands: versions before 4
+    /// have no `tenant` columns (every row is the default tenant's) and version 1 has no
+    /// `relay_origins`.
+    static let readableVersions: ClosedRange<Int64> = 1...4
 
+    /// The first version whose deliveries, registrations and tokens carry their tenant.
+    static let firstVersionWithTenants: Int64 = 4
+
+    /// `deliveries` under `name`: one row per (tenant, delivery id), the default tenant's as `''`.
+    /// Named so that the migration from version 3 builds its copy from the same text.
+    static func deliveriesTable(_ name: String) -> String {
+        """
+        CREATE TABLE IF NOT EXISTS \(name) (
+            delivery_ref INTEGER PRIMARY KEY,
+            tenant TEXT NOT NULL DEFAULT '',
+            delivery_id TEXT NOT NULL,
+            impressions INTEGER NOT NULL,
+            opens INTEGER NOT NULL,
+            clicks INTEGER NOT NULL,
+            unique_impressions INTEGER NOT NULL,
+            unique_opens INTEGER NOT NULL,
+            unique_clicks INTEGER NOT NULL,
+            first_event_ns INTEGER NOT NULL,
+            last_event_ns INTEGER NOT NULL,
+            UNIQUE (tenant, delivery_id)
+        );
+        """
+    }
+
+    /// `registrations` under `name`: one row per (tenant, integration key, platform).
+    static func registrationsTable(_ name: String) -> String {
+        """
+        CREATE TABLE IF NOT EXISTS \(name) (
+            tenant TEXT NOT NULL DEFAULT '',
+            integration_key TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            registrations INTEGER NOT NULL,
+            distinct_tokens INTEGER NOT NULL,
+            first_event_ns INTEGER NOT NULL,
+            last_event_ns INTEGER NOT NULL,
+            PRIMARY KEY (tenant, integration_key, platform)
+        ) WITHOUT ROWID;
+        """
+    }
+
+    /// `registration_tokens` under `name`: the distinct tokens of each tenant's app.
+    static func registrationTokensTable(_ name: String) -> String {
+        """
+        CREATE TABLE IF NOT EXISTS \(name) (
+            tenant TEXT NOT NULL DEFAULT '',
+            integration_key TEXT NOT NULL,
+            platform TEXT NOT NULL,
+            registration_token TEXT NOT NULL,
+            PRIMARY KEY (tenant, integration_key, platform, registration_token)
+        ) WITHOUT ROWID;
+        """
+    }
+
+    /// The readable view of the deliveries, most recently active first.
+    static let deliveryStatsView = """
+        CREATE VIEW IF NOT EXISTS delivery_stats AS
+            SELECT tenant, delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks,
+                   strftime('%Y-%m-%dT%H:%M:%fZ', first_event_ns / 1e9, 'unixepoch') AS first_event,
+                   strftime('%Y-%m-%dT%H:%M:%fZ', last_event_ns / 1e9, 'unixepoch') AS last_event
+            FROM deliveries ORDER BY last_event_ns DESC;
+        """
+
+    /// Every table and view, each created only when missing: on a database of an earlier version
+    /// this leaves its tables as they are for ``AggregateMigration`` (so nothing here may name a
+    /// column an earlier version lacks outside the tables' own definitions).
     static let create = """
         CREATE TABLE IF NOT EXISTS aggregator_state (
             id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -16,18 +82,7 @@ enum AggregateSchema {
             first_sequence INTEGER NOT NULL,
             updated_at TEXT NOT NULL
         );
-        CREATE TABLE IF NOT EXISTS deliveries (
-            delivery_ref INTEGER PRIMARY KEY,
-            delivery_id TEXT NOT NULL UNIQUE,
-            impressions INTEGER NOT NULL,
-            opens INTEGER NOT NULL,
-            clicks INTEGER NOT NULL,
-            unique_impressions INTEGER NOT NULL,
-            unique_opens INTEGER NOT NULL,
-            unique_clicks INTEGER NOT NULL,
-            first_event_ns INTEGER NOT NULL,
-            last_event_ns INTEGER NOT NULL
-        );
+        \(deliveriesTable("deliveries"))
         CREATE TABLE IF NOT EXISTS delivery_message_chunks (
             delivery_action INTEGER NOT NULL,
             chunk INTEGER NOT NULL,
@@ -39,21 +94,8 @@ enum AggregateSchema {
             message_uuid BLOB NOT NULL,
             PRIMARY KEY (delivery_action, message_uuid)
         ) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS registrations (
-            integration_key TEXT NOT NULL,
-            platform TEXT NOT NULL,
-            registrations INTEGER NOT NULL,
-            distinct_tokens INTEGER NOT NULL,
-            first_event_ns INTEGER NOT NULL,
-            last_event_ns INTEGER NOT NULL,
-            PRIMARY KEY (integration_key, platform)
-        ) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS registration_tokens (
-            integration_key TEXT NOT NULL,
-            platform TEXT NOT NULL,
-            registration_token TEXT NOT NULL,
-            PRIMARY KEY (integration_key, platform, registration_token)
-        ) WITHOUT ROWID;
+        \(registrationsTable("registrations"))
+        \(registrationTokensTable("registration_tokens"))
         CREATE TABLE IF NOT EXISTS relay_origins (
             relay_id TEXT NOT NULL,
             via_relay_id TEXT NOT NULL,
@@ -66,16 +108,12 @@ enum AggregateSchema {
             last_event_ns INTEGER NOT NULL,
             PRIMARY KEY (relay_id, via_relay_id)
         ) WITHOUT ROWID;
-        CREATE VIEW IF NOT EXISTS delivery_stats AS
-            SELECT delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks,
-                   strftime('%Y-%m-%dT%H:%M:%fZ', first_event_ns / 1e9, 'unixepoch') AS first_event,
-                   strftime('%Y-%m-%dT%H:%M:%fZ', last_event_ns / 1e9, 'unixepoch') AS last_event
-            FROM deliveries ORDER BY last_event_ns DESC;
+        \(deliveryStatsView)
         """
 
     static let insertDelivery = """
-        INSERT INTO deliveries (delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns)
-        VALUES (?, 0, 0, 0, 0, 0, 0, ?, ?)
+        INSERT INTO deliveries (tenant, delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns)
+        VALUES (?, ?, 0, 0, 0, 0, 0, 0, ?, ?)
         """
 
     static let addToDelivery = """
@@ -92,9 +130,9 @@ enum AggregateSchema {
         """
 
     static let upsertRegistration = """
-        INSERT INTO registrations (integration_key, platform, registrations, distinct_tokens, first_event_ns, last_event_ns)
-        VALUES (?, ?, ?, ?, ?, ?)
-        ON CONFLICT (integration_key, platform) DO UPDATE SET
+        INSERT INTO registrations (tenant, integration_key, platform, registrations, distinct_tokens, first_event_ns, last_event_ns)
+        VALUES (?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (tenant, integration_key, platform) DO UPDATE SET
             registrations = registrations + excluded.registrations,
             distinct_tokens = distinct_tokens + excluded.distinct_tokens,
             first_event_ns = min(first_event_ns, excluded.first_event_ns),

@@ -17,8 +17,8 @@ final class AggregateStore {
     private let upsertOrigin: SQLiteStatement
     private let readState: SQLiteStatement
     private let writePosition: SQLiteStatement
-    /// `deliveries.delivery_ref` by delivery id; only holds refs of committed rows.
-    private var deliveryRefs: [String: Int64] = [:]
+    /// `deliveries.delivery_ref` by tenant and delivery id; only holds refs of committed rows.
+    private var deliveryRefs: [CountDeltas.DeliveryKey: Int64] = [:]
 
     /// Opens (creating if needed) the database at `path`; a new database starts at `firstSequence`.
     /// Its page cache holds up to `pageCacheBytes`. A database of an earlier schema version is
@@ -42,44 +42,68 @@ final class AggregateStore {
                     "INSERT OR IGNORE INTO aggregator_state (id, schema_version, next_sequence, first_sequence, updated_at) VALUES (1, \(AggregateSchema.version), \(firstSequence), \(firstSequence), '\(EventTime.now().rfc3339)')"
                 )
             }
+            // Statements are prepared against the current tables: an earlier version's are
+            // migrated first (`create` above left them as they were).
+            let version = try Self.schemaVersion(opened, path: path)
+            if version != AggregateSchema.version {
+                try Self.migrate(opened, path: path, from: version, logger: logger)
+            }
             messageSets = try MessageSets(connection: opened, path: path)
             insertToken = try connection.prepare(
-                "INSERT OR IGNORE INTO registration_tokens (integration_key, platform, registration_token) VALUES (?, ?, ?)")
-            findDelivery = try connection.prepare("SELECT delivery_ref FROM deliveries WHERE delivery_id = ?")
+                "INSERT OR IGNORE INTO registration_tokens (tenant, integration_key, platform, registration_token) VALUES (?, ?, ?, ?)")
+            findDelivery = try connection.prepare("SELECT delivery_ref FROM deliveries WHERE tenant = ? AND delivery_id = ?")
             insertDelivery = try connection.prepare(AggregateSchema.insertDelivery)
             addToDelivery = try connection.prepare(AggregateSchema.addToDelivery)
             upsertRegistration = try connection.prepare(AggregateSchema.upsertRegistration)
             upsertOrigin = try connection.prepare(AggregateSchema.upsertOrigin)
             readState = try connection.prepare("SELECT schema_version, next_sequence, first_sequence FROM aggregator_state WHERE id = 1")
             writePosition = try connection.prepare("UPDATE aggregator_state SET next_sequence = ?, updated_at = ? WHERE id = 1")
-        } catch {
+        } catch let error as AggregatorError {
+            throw error
+        } catch let error as SQLiteError {
             throw Self.openingFailure(path: path, error)
+        } catch {
+            throw .database(SQLiteError(code: 1, message: "\(error)", context: path))
         }
-        let version = try state().schemaVersion
-        if version != AggregateSchema.version {
-            do {
-                try migrate(from: version, logger: logger)
-            } catch {
-                close()
-                throw error
+    }
+
+    /// The schema version the file says it has.
+    private static func schemaVersion(_ connection: SQLiteConnection, path: String) throws(AggregatorError) -> Int64 {
+        do {
+            let statement = try connection.prepare("SELECT schema_version FROM aggregator_state WHERE id = 1")
+            defer { statement.finalize() }
+            guard try statement.step() else {
+                throw AggregatorError.unreadableDatabase(path: path, SQLiteError(code: 1, message: "aggregator_state has no row", context: path))
             }
+            return statement.int64(0)
+        } catch let error as AggregatorError {
+            throw error
+        } catch let error as SQLiteError {
+            throw .unreadableDatabase(path: path, error)
+        } catch {
+            throw .unreadableDatabase(path: path, SQLiteError(code: 1, message: "\(error)", context: path))
         }
     }
 
     /// Brings the database from `version` to the current one in one transaction, then gives the
-    /// old table's pages back to the file system.
-    private func migrate(from version: Int64, logger: Logger?) throws(AggregatorError) {
+    /// old table's pages back to the file system. On failure the connection is closed.
+    private static func migrate(_ connection: SQLiteConnection, path: String, from version: Int64, logger: Logger?) throws(AggregatorError) {
         logger?.notice(
-            "bringing the aggregates database to the current schema; this reads every distinct message once",
+            "bringing the aggregates database to the current schema; this copies every delivery and registration once",
             metadata: ["path": "\(path)", "from": "\(version)", "to": "\(AggregateSchema.version)"])
         let started = SystemClock.monotonicNanoseconds()
-        do { try connection.execute("BEGIN IMMEDIATE") } catch { throw .database(error) }
         let summary: AggregateMigration.Summary?
         do throws(AggregatorError) {
-            summary = try AggregateMigration.migrate(connection, path: path, from: version)
-            do { try connection.execute("COMMIT") } catch { throw AggregatorError.database(error) }
+            do { try connection.execute("BEGIN IMMEDIATE") } catch { throw AggregatorError.database(error) }
+            do throws(AggregatorError) {
+                summary = try AggregateMigration.migrate(connection, path: path, from: version)
+                do { try connection.execute("COMMIT") } catch { throw AggregatorError.database(error) }
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
         } catch {
-            rollBack()
+            connection.close()
             throw error
         }
         guard let summary else { return }
@@ -94,6 +118,7 @@ final class AggregateStore {
             "aggregates database migrated",
             metadata: [
                 "path": "\(path)", "from": "\(summary.from)", "to": "\(AggregateSchema.version)", "messages": "\(summary.messages)",
+                "deliveries": "\(summary.deliveries)",
                 "seconds": "\(Double(SystemClock.monotonicNanoseconds() - started) / 1e9)",
             ])
     }
@@ -141,7 +166,7 @@ final class AggregateStore {
             rollBack()
             throw .positionMoved(expected: start, found: stored)
         }
-        var created: [String: Int64] = [:]
+        var created: [CountDeltas.DeliveryKey: Int64] = [:]
         do throws(AggregatorError) {
             try count(deltas, created: &created)
             do throws(SQLiteError) {
@@ -165,12 +190,12 @@ final class AggregateStore {
     }
 
     /// Applies `deltas` to the tables.
-    private func count(_ deltas: CountDeltas, created: inout [String: Int64]) throws(AggregatorError) {
+    private func count(_ deltas: CountDeltas, created: inout [CountDeltas.DeliveryKey: Int64]) throws(AggregatorError) {
         var references: [Int64] = []
         references.reserveCapacity(deltas.deliveries.count)
         do throws(SQLiteError) {
             for delivery in deltas.deliveries {
-                references.append(try deliveryRef(delivery.deliveryId, time: delivery.first, created: &created))
+                references.append(try deliveryRef(delivery.key, time: delivery.first, created: &created))
             }
         } catch {
             throw .database(error)
@@ -201,21 +226,23 @@ final class AggregateStore {
         for sighting in deltas.tokens {
             let app = deltas.registrations[sighting.app].app
             insertToken.reset()
-            try insertToken.bind(1, app.integrationKey)
-            try insertToken.bind(2, app.platform)
-            try insertToken.bind(3, sighting.token)
+            try insertToken.bind(1, app.tenant)
+            try insertToken.bind(2, app.integrationKey)
+            try insertToken.bind(3, app.platform)
+            try insertToken.bind(4, sighting.token)
             try insertToken.step()
             if connection.changes > 0 { newTokenApps.append(sighting.app) }
         }
         let distinctTokens = deltas.distinctTokens(newTokenApps: newTokenApps)
         for (index, delta) in deltas.registrations.enumerated() {
             upsertRegistration.reset()
-            try upsertRegistration.bind(1, delta.app.integrationKey)
-            try upsertRegistration.bind(2, delta.app.platform)
-            try upsertRegistration.bind(3, delta.registrations)
-            try upsertRegistration.bind(4, distinctTokens[index])
-            try upsertRegistration.bind(5, delta.first)
-            try upsertRegistration.bind(6, delta.last)
+            try upsertRegistration.bind(1, delta.app.tenant)
+            try upsertRegistration.bind(2, delta.app.integrationKey)
+            try upsertRegistration.bind(3, delta.app.platform)
+            try upsertRegistration.bind(4, delta.registrations)
+            try upsertRegistration.bind(5, distinctTokens[index])
+            try upsertRegistration.bind(6, delta.first)
+            try upsertRegistration.bind(7, delta.last)
             try upsertRegistration.step()
         }
         for origin in deltas.origins {
@@ -234,25 +261,29 @@ final class AggregateStore {
     }
 
     /// The row of a delivery, created (with zero counts) inside the current transaction when new.
-    private func deliveryRef(_ deliveryId: String, time: Int64, created: inout [String: Int64]) throws(SQLiteError) -> Int64 {
-        if let known = deliveryRefs[deliveryId] ?? created[deliveryId] { return known }
+    private func deliveryRef(_ key: CountDeltas.DeliveryKey, time: Int64, created: inout [CountDeltas.DeliveryKey: Int64]) throws(SQLiteError)
+        -> Int64
+    {
+        if let known = deliveryRefs[key] ?? created[key] { return known }
         findDelivery.reset()
-        try findDelivery.bind(1, deliveryId)
+        try findDelivery.bind(1, key.tenant)
+        try findDelivery.bind(2, key.deliveryId)
         if try findDelivery.step() {
             let reference = findDelivery.int64(0)
             findDelivery.reset()
-            deliveryRefs[deliveryId] = reference
+            deliveryRefs[key] = reference
             return reference
         }
         findDelivery.reset()
         insertDelivery.reset()
-        try insertDelivery.bind(1, deliveryId)
-        try insertDelivery.bind(2, time)
+        try insertDelivery.bind(1, key.tenant)
+        try insertDelivery.bind(2, key.deliveryId)
         try insertDelivery.bind(3, time)
+        try insertDelivery.bind(4, time)
         try insertDelivery.step()
         // Remembered only once the transaction commits: a rolled-back row id must not be reused.
         let reference = insertDelivery.lastInsertedRowID
-        created[deliveryId] = reference
+        created[key] = reference
         return reference
     }
 

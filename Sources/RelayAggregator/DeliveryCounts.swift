@@ -25,7 +25,8 @@ public struct DeliveryCounts: Sendable, Hashable, Encodable {
 
     /// Creates counts.
     public init(
-        tenant: String = TenantName.defaultTenantText, deliveryId: String, impressions: Int64, opens: Int64, clicks: Int64, uniqueImpressions: Int64, uniqueOpens: Int64,
+        tenant: String = TenantName.defaultTenantText, deliveryId: String, impressions: Int64, opens: Int64, clicks: Int64, uniqueImpressions: Int64,
+        uniqueOpens: Int64,
         uniqueClicks: Int64, firstEvent: EventTime, lastEvent: EventTime
     ) {
         self.tenant = tenant

@@ -6,29 +6,42 @@
 /// `campaign-relay ingest` refuse the same keys with the same words, and a refused event is
 /// reported as a problem of its line or index like any other.
 public struct EventAdmission: Sendable, Hashable {
-    /// The integration keys whose events are taken; empty: any key.
+    /// The integration keys whose events of the default tenant are taken; empty: any key.
     public var integrationKeys: Set<String>
     /// Whether a request identity (`request`) or a relay origin (`relayOrigin`) is refused: they
     /// are set by the relay for keyed requests and by relays handing events to one another, never
     /// by a producer posting events.
     public var refusesRelaySetFields: Bool
-    /// The tenants an event may name in its `tenant` field; `nil`: any. An event of another tenant
-    /// is refused, so nothing is stored for a tenant this relay has no hosts, keys or counts for.
-    public var declaredTenants: Set<TenantName>?
+    /// The tenants an event may name in its `tenant` field, each with the integration keys its
+    /// events may carry (empty: any); `nil`: any tenant, any key. An event of another tenant is
+    /// refused, so nothing is stored for a tenant this relay has no hosts, keys or counts for.
+    public var tenantKeys: [TenantName: Set<String>]?
 
-    /// Takes events of `integrationKeys` (empty: any key) and of `declaredTenants` (none by default:
-    /// only the default tenant's), refusing the fields only relays set when `refusesRelaySetFields`.
-    public init(integrationKeys: Set<String> = [], refusesRelaySetFields: Bool = false, declaredTenants: Set<TenantName>? = []) {
+    /// The tenants an event may name (`nil`: any).
+    public var declaredTenants: Set<TenantName>? { tenantKeys.map { Set($0.keys) } }
+
+    /// Takes the default tenant's events of `integrationKeys` (empty: any key) and the events of
+    /// the tenants of `tenantKeys` with their keys (none by default: only the default tenant's),
+    /// refusing the fields only relays set when `refusesRelaySetFields`.
+    public init(integrationKeys: Set<String> = [], refusesRelaySetFields: Bool = false, tenantKeys: [TenantName: Set<String>]? = [:]) {
         self.integrationKeys = integrationKeys
         self.refusesRelaySetFields = refusesRelaySetFields
-        self.declaredTenants = declaredTenants
+        self.tenantKeys = tenantKeys
+    }
+
+    /// Takes the default tenant's events of `integrationKeys` and the events of
+    /// `declaredTenants` (any key).
+    public init(integrationKeys: Set<String> = [], refusesRelaySetFields: Bool = false, declaredTenants: Set<TenantName>?) {
+        self.init(
+            integrationKeys: integrationKeys, refusesRelaySetFields: refusesRelaySetFields,
+            tenantKeys: declaredTenants.map { Dictionary(uniqueKeysWithValues: $0.map { ($0, []) }) })
     }
 
     /// Takes every event that decodes, whatever tenant it names.
-    public static let anyEvent = EventAdmission(declaredTenants: nil)
+    public static let anyEvent = EventAdmission(tenantKeys: nil)
 
     /// Whether every event that decodes is taken (nothing to check).
-    public var takesEveryEvent: Bool { integrationKeys.isEmpty && !refusesRelaySetFields && declaredTenants == nil }
+    public var takesEveryEvent: Bool { integrationKeys.isEmpty && !refusesRelaySetFields && tenantKeys == nil }
 
     /// Why `event` is not taken, in field order (integration key, tenant, request, relay origin);
     /// empty when it is.
@@ -39,7 +52,7 @@ public struct EventAdmission: Sendable, Hashable {
         if let tenant = event.tenant {
             if refusesRelaySetFields {
                 problems.append(EventInputError(field: "tenant", "tenant is given by the path (/{tenant}/v1/events); leave it out"))
-            } else if let declaredTenants, !declaredTenants.contains(tenant) {
+            } else if let tenantKeys, tenantKeys[tenant] == nil {
                 problems.append(EventInputError(field: "tenant", "tenant \(tenant.text.quotedForMessage) is not declared on this relay"))
             }
         }
@@ -55,8 +68,10 @@ public struct EventAdmission: Sendable, Hashable {
         return problems
     }
 
-    /// The integration-key rule alone; `nil` when the event's key is allowed (or it has none).
+    /// The integration-key rule alone (the event's tenant's keys); `nil` when the event's key is
+    /// allowed (or it has none).
     public func keyProblem(of event: Event) -> EventInputError? {
+        let integrationKeys = event.tenant.map { tenantKeys?[$0] ?? [] } ?? self.integrationKeys
         guard !integrationKeys.isEmpty else { return nil }
         let key: String?
         switch event {

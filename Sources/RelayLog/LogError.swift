@@ -20,7 +20,7 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     case locked(path: String)
     /// The log was closed.
     case closed
-    /// A cursor name that is not 1 to 64 letters, digits, `-` or `_`.
+    /// A cursor name that is not 1 to 96 letters, digits, `-` or `_`.
     case invalidCursorName(String)
     /// A consumer that was not declared when the log was opened asked for its position or moved
     /// it (``WriteAheadLog/open(dataDirectory:configuration:consumers:fileSystem:logger:wallClock:)``).
@@ -46,7 +46,7 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
         case .closed:
             "the log is closed"
         case .invalidCursorName(let name):
-            "invalid cursor name \(name) (use 1 to 64 letters, digits, '-' or '_')"
+            "invalid cursor name \(name) (use 1 to 96 letters, digits, '-' or '_')"
         case .undeclaredConsumer(let name, let declared):
             "the log was opened without declaring the consumer \(name) (declared: \(declared.isEmpty ? "none" : declared.joined(separator: ", "))); declare every consumer when the log opens, so that retention knows it from the start"
         case .archiveConflict(let segment, let directory):

@@ -1,6 +1,7 @@
 import CoreMetrics
 import NIOConcurrencyHelpers
 import Prometheus
+public import RelayCore
 public import RelayForwarding
 
 extension RelayMetrics {
@@ -14,34 +15,49 @@ extension RelayMetrics {
         let ages: [AgeGauge]
     }
 
-    static let backlogHelp = "Events of the log the uploader has not finished, by lane."
+    static let backlogHelp = "Events of the log the uploader has not finished, by lane (tracking, marketing, relay) and tenant."
     static let oldestUnsentHelp =
         "Age in seconds (by its event time) of the oldest event the destination is still owed: read for it and not delivered, dead-lettered or handed on yet; 0 when none is."
+    static let breakerOpenHelp =
+        "1 while the destination is failing (its circuit breaker is open or half-open: sends pause, then probe), 0 while it answers; by lane and tenant."
+    static let deliveredHelp = "Events Campaign accepted (HTTP 200), by tenant."
+    static let retriesHelp = "Retries after retryable failures of forwarding to Campaign, by tenant."
 
-    /// The handles the lane named `name` records through (`tracking`, `marketing`, `relay`:
-    /// `docs/metrics.md`), made the first time and the same ones after.
+    /// The `tenant` label of a lane's series: the tenant's name, `default`, or `*` for the relay
+    /// lane, which hands every tenant's events to the central relay.
+    static func tenantLabel(lane kind: String, tenant: TenantName?) -> String {
+        kind == CentralRelaySink.laneName ? "*" : tenant.displayName
+    }
+
+    /// The handles the lane of `kind` (`tracking`, `marketing`, `relay`: `docs/metrics.md`) for
+    /// `tenant` (`nil`: the default tenant's, or the relay lane) records through, made the first
+    /// time and the same ones after.
     ///
-    /// The Campaign lanes count into the one `relay_upload_delivered_total` and
-    /// `relay_upload_retries_total` series (the relay lane's hand-offs are not Campaign's
-    /// acceptances, and never counted there); a lane's backlog is `relay_upload_backlog{lane=name}` and its oldest owed event
-    /// `relay_upload_oldest_unsent_seconds{destination=name}`, shown as an age as of each scrape. The
-    /// relay lane's oldest owed event shows in `relay_upstream_oldest_waiting_seconds` too (the same
-    /// value), and it has `relay_upstream_unreachable_seconds`.
+    /// Every series carries `tenant` (``tenantLabel(lane:tenant:)``). The Campaign lanes count
+    /// into `relay_upload_delivered_total{tenant}` and `relay_upload_retries_total{tenant}` (the
+    /// relay lane's hand-offs are not Campaign's acceptances, and never counted there); a lane's
+    /// backlog is `relay_upload_backlog{lane,tenant}`, its oldest owed event
+    /// `relay_upload_oldest_unsent_seconds{destination,tenant}`, shown as an age as of each
+    /// scrape, and its breaker `relay_upload_breaker_open{lane,tenant}`. The relay lane's oldest
+    /// owed event shows in `relay_upstream_oldest_waiting_seconds` too (the same value), and it has
+    /// `relay_upstream_unreachable_seconds`.
     ///
     /// The handles are swift-metrics' own, with this registry's series as their handlers (made here
     /// with their HELP texts, which `PrometheusMetricsFactory` would register empty) and a
     /// `PrometheusMetricsFactory` over this registry as their factory; nothing is bootstrapped
     /// globally. No lane destroys its handles: the series live as long as the registry.
-    public func laneMetrics(for name: String) -> LaneMetrics {
-        lanes.withLockedValue { lanes in
+    public func laneMetrics(for kind: String, tenant: TenantName? = nil) -> LaneMetrics {
+        let name = tenant.map { "\(kind)_\($0.text)" } ?? kind
+        return lanes.withLockedValue { lanes in
             if let made = lanes[name] { return made.metrics }
-            let made = makeLane(name)
+            let made = makeLane(kind, tenant: tenant)
             lanes[name] = made
             return made.metrics
         }
     }
 
-    /// Each lane's deliveries so far, by lane name (for the status page's rates).
+    /// Each lane's deliveries so far, by lane name (`tracking`, `tracking_brand-a`; for the status
+    /// page's rates).
     func deliveredByLane() -> [String: Int] {
         lanes.withLockedValue { lanes in lanes.compactMapValues { $0.delivered.map { Int($0.total) } } }
     }
@@ -51,32 +67,58 @@ extension RelayMetrics {
         for age in lanes.withLockedValue({ $0.values.flatMap(\.ages) }) { age.show(now: now) }
     }
 
-    private func makeLane(_ name: String) -> LaneHandles {
+    /// `relay_dead_letters{tenant}`: the dead letters of `tenant` (`nil`: the default tenant) not
+    /// re-queued, set by the sampler.
+    func deadLetters(tenant: TenantName?) -> Prometheus.Gauge {
+        deadLetters(tenantLabel: tenant.displayName)
+    }
+
+    /// `relay_dead_letters{tenant}` by its label.
+    func deadLetters(tenantLabel: String) -> Prometheus.Gauge {
+        registry.makeGauge(
+            descriptor: .named("relay_dead_letters", "Dead letters waiting in the store (not re-queued), by the tenant whose host refused them."),
+            labels: [("tenant", tenantLabel)])
+    }
+
+    private func makeLane(_ kind: String, tenant: TenantName?) -> LaneHandles {
         let factory = PrometheusMetricsFactory(registry: registry)
-        let isRelay = name == CentralRelaySink.laneName
+        let isRelay = kind == CentralRelaySink.laneName
+        let tenantLabel = Self.tenantLabel(lane: kind, tenant: tenant)
         // The relay lane counts neither deliveries nor retries in the uploader's families.
-        let delivered = isRelay ? nil : TalliedCounter(countingInto: uploadDelivered)
+        let delivered =
+            isRelay
+            ? nil
+            : TalliedCounter(
+                countingInto: registry.makeCounter(
+                    descriptor: .named("relay_upload_delivered_total", Self.deliveredHelp), labels: [("tenant", tenantLabel)]))
         let noop = NOOPMetricsHandler.instance
-        let backlog = registry.makeGauge(descriptor: .named("relay_upload_backlog", Self.backlogHelp), labels: [("lane", name)])
+        let backlog = registry.makeGauge(
+            descriptor: .named("relay_upload_backlog", Self.backlogHelp), labels: [("lane", kind), ("tenant", tenantLabel)])
         let oldestSeries = registry.makeGauge(
-            descriptor: .named("relay_upload_oldest_unsent_seconds", Self.oldestUnsentHelp), labels: [("destination", name)])
+            descriptor: .named("relay_upload_oldest_unsent_seconds", Self.oldestUnsentHelp), labels: [("destination", kind), ("tenant", tenantLabel)])
+        let breakerOpen = registry.makeGauge(
+            descriptor: .named("relay_upload_breaker_open", Self.breakerOpenHelp), labels: [("lane", kind), ("tenant", tenantLabel)])
         // The relay's oldest owed event is `relay_upstream_oldest_waiting_seconds` too, the same value.
         let oldestUnsent = AgeGauge(showingIn: isRelay ? [oldestSeries, upstreamOldestWaiting] : [oldestSeries])
         let unreachable = isRelay ? AgeGauge(showingIn: [upstreamUnreachable]) : nil
+        let retries =
+            isRelay
+            ? nil : registry.makeCounter(descriptor: .named("relay_upload_retries_total", Self.retriesHelp), labels: [("tenant", tenantLabel)])
         let metrics = LaneMetrics(
             delivered: delivered.map { CoreMetrics.Counter(label: "relay_upload_delivered_total", dimensions: [], handler: $0, factory: factory) }
                 ?? CoreMetrics.Counter(label: "relay_upload_delivered_total", dimensions: [], handler: noop, factory: noop),
-            retries: isRelay
-                ? CoreMetrics.Counter(label: "relay_upload_retries_total", dimensions: [], handler: noop, factory: noop)
-                : CoreMetrics.Counter(label: "relay_upload_retries_total", dimensions: [], handler: uploadRetries, factory: factory),
+            retries: retries.map { CoreMetrics.Counter(label: "relay_upload_retries_total", dimensions: [], handler: $0, factory: factory) }
+                ?? CoreMetrics.Counter(label: "relay_upload_retries_total", dimensions: [], handler: noop, factory: noop),
             backlog: CoreMetrics.Gauge(
-                label: "relay_upload_backlog", dimensions: [("lane", name)], aggregate: false, handler: backlog, factory: factory),
+                label: "relay_upload_backlog", dimensions: [("lane", kind)], aggregate: false, handler: backlog, factory: factory),
             oldestUnsent: CoreMetrics.Gauge(
-                label: "relay_upload_oldest_unsent_seconds", dimensions: [("destination", name)], aggregate: false, handler: oldestUnsent,
+                label: "relay_upload_oldest_unsent_seconds", dimensions: [("destination", kind)], aggregate: false, handler: oldestUnsent,
                 factory: factory),
             unreachable: unreachable.map {
                 CoreMetrics.Gauge(label: "relay_upstream_unreachable_seconds", dimensions: [], aggregate: false, handler: $0, factory: factory)
-            }
+            },
+            breakerOpen: CoreMetrics.Gauge(
+                label: "relay_upload_breaker_open", dimensions: [("lane", kind)], aggregate: false, handler: breakerOpen, factory: factory)
         )
         return LaneHandles(metrics: metrics, delivered: delivered, ages: [oldestUnsent] + (unreachable.map { [$0] } ?? []))
     }

@@ -20,15 +20,10 @@ public final class RelayMetrics: Sendable {
     let fsyncDuration: DurationHistogram
     let frameBytes: ValueHistogram
     let commitEvents: ValueHistogram
-    /// `relay_upload_retries_total` and `relay_upload_delivered_total`: one series each, which
-    /// every lane counts into (``laneMetrics(for:)``).
-    let uploadRetries: Counter
-    let uploadDelivered: Counter
     /// `relay_upstream_unreachable_seconds` and `relay_upstream_oldest_waiting_seconds`, which the
     /// relay lane's handles show (``laneMetrics(for:)``).
     let upstreamUnreachable: Gauge
     let upstreamOldestWaiting: Gauge
-    let deadLetters: Gauge
     let aggregatorLag: Gauge
     /// Durable events not counted in the fleet's PostgreSQL yet (`serve --postgres-url`).
     let postgresLag: Gauge
@@ -39,7 +34,8 @@ public final class RelayMetrics: Sendable {
     let segmentBytesRemoved: [SegmentRemoval.Reason: Counter]
     let segmentsArchived: Counter
     let process = ProcessMetrics()
-    /// Each lane's handles by lane name, made once (``laneMetrics(for:)``).
+    /// Each lane's handles by lane name (`tracking`, `tracking_brand-a`, `relay`), made once
+    /// (``laneMetrics(for:tenant:)``).
     let lanes = NIOLockedValueBox<[String: LaneHandles]>([:])
     /// The series of `relay_http_requests_total` and `relay_http_request_duration_seconds` made so
     /// far; bounded like their labels (matched route patterns, methods, statuses).
@@ -82,9 +78,6 @@ public final class RelayMetrics: Sendable {
         upstreamOldestWaiting = registry.makeGauge(
             descriptor: .named(
                 "relay_upstream_oldest_waiting_seconds", "Age of the oldest event not handed to the central relay yet; 0 when none waits."))
-        uploadRetries = registry.makeCounter(descriptor: .named("relay_upload_retries_total", "Retries after retryable failures of forwarding."))
-        uploadDelivered = registry.makeCounter(descriptor: .named("relay_upload_delivered_total", "Events Campaign accepted (HTTP 200)."))
-        deadLetters = registry.makeGauge(descriptor: .named("relay_dead_letters", "Dead letters waiting in the store (not re-queued)."))
         aggregatorLag = registry.makeGauge(descriptor: .named("relay_aggregator_lag_events", "Durable events not counted in the aggregates yet."))
         postgresLag = registry.makeGauge(
             descriptor: .named("relay_postgres_lag_events", "Durable events not counted in the fleet's PostgreSQL yet (serve --postgres-url)."))
@@ -116,6 +109,7 @@ public final class RelayMetrics: Sendable {
         for lane in [UploadLane.Kind.tracking.rawValue, UploadLane.Kind.marketing.rawValue, CentralRelaySink.laneName] {
             _ = laneMetrics(for: lane)
         }
+        deadLetters(tenant: nil).set(Int64(0))
     }
 
     /// Seconds from `time` to `now` (nanoseconds since the epoch); 0 without a time, or for an

@@ -52,7 +52,7 @@ public struct RelayServer: Sendable {
         let recordFiles = BlockingExecutor(name: "server-record")
         let application = RelayApplication.make(
             configuration: configuration, routes: components.routeGroups(), metrics: components.metrics, certificates: certificates,
-            recordFiles: recordFiles, ingestor: components.ingestor, logger: logger, onRunning: onRunning)
+            recordFiles: recordFiles, ingestor: components.ingestor, tenants: components.tenants, logger: logger, onRunning: onRunning)
         let services = components.services(
             application: application, certificates: certificates.map { CertificateReloadService(certificates: $0, logger: logger) })
         var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)

@@ -12,6 +12,8 @@ extension RelayServerConfiguration {
         if postgres != nil { consumers.append(FleetAggregator.consumer) }
         if trackingHost != nil { consumers.append(UploadLane.Kind.tracking.consumer) }
         if marketingHost != nil { consumers.append(UploadLane.Kind.marketing.consumer) }
+        // A relay handing every event on to a central relay forwards no tenant to Campaign itself.
+        if upstreamRelay == nil { consumers += tenants.flatMap(\.destinations.consumers) }
         if upstreamRelay != nil { consumers.append(CentralRelaySink.consumer) }
         return consumers
     }

@@ -22,6 +22,8 @@ public struct RelayServerConfiguration: Sendable {
     public var upload = UploadConfiguration()
     /// Integration keys accepted; empty: any.
     public var integrationKeys: Set<String> = []
+    /// The tenants served besides the default one, each with its own hosts, keys and counts.
+    public var tenants: [TenantConfiguration] = []
     /// The bearer token the admin endpoints require; `nil`: none (loopback only).
     public var adminToken: String?
     /// A central relay to hand every event to (`POST /v1/relay/batches`) instead of forwarding

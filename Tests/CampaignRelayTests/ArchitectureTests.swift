@@ -62,7 +62,9 @@ struct ArchitectureTests {
         "Sources/CampaignRelay/Support/CommonOptions.swift": "checks --data-dir while parsing arguments, before any task runs",
         "Sources/CampaignRelay/Support/StandardOutput.swift": "the command-line tool's own standard output",
         "Sources/CampaignRelay/Commands/StatsCommand.swift": "one existence check in the command-line tool, before it reads",
-        "Sources/CampaignRelay/Support/ConfigurationFile.swift": "reads the --config file before the command line is parsed, before any task runs",
+        "Sources/CampaignRelay/Support/ConfigurationFile.swift":
+            "reads the --config file before the command line is parsed, before any task runs, and on the config-read executor when a command reads its tenants",
+        "Sources/CampaignRelay/Support/TenantTable.swift": "checks each tenant's ca-file as ConfigurationFile reads the file, on its threads",
     ]
 
     /// Files that import the system's C library or Foundation for something else, and make no

@@ -170,7 +170,7 @@ struct ServerHandoffTests {
         #expect(stats.stdout == answer + "\n", "stats --json: \(stats.stdout)\nGET /v1/deliveries: \(answer)")
         #expect(
             one.body
-                == #"{"clicks":1,"deliveryId":"env","firstEvent":"2026-11-21T09:00:01.500Z","impressions":1,"lastEvent":"2026-11-21T10:00:00.000Z","opens":0,"uniqueClicks":1,"uniqueImpressions":1,"uniqueOpens":0}"#,
+                == #"{"clicks":1,"deliveryId":"env","firstEvent":"2026-11-21T09:00:01.500Z","impressions":1,"lastEvent":"2026-11-21T10:00:00.000Z","opens":0,"tenant":"default","uniqueClicks":1,"uniqueImpressions":1,"uniqueOpens":0}"#,
             "\(one.body)")
         #expect(answer.hasSuffix(#""sequences":{"first":1,"next":4}}"#), "\(answer)")
     }

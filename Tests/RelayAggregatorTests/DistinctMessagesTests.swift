@@ -92,6 +92,7 @@ struct DistinctMessagesTests {
         try await Self.sql(path) { connection throws(SQLiteError) in
             try connection.execute(
                 """
+                \(VersionThreeTables.downgrade)
                 DROP TABLE delivery_message_chunks; DROP TABLE delivery_message_uuids;
                 \(Self.versionTwoTable);
                 INSERT INTO delivery_messages VALUES
@@ -103,7 +104,8 @@ struct DistinctMessagesTests {
         #expect(try await AggregateQueries(path: path).deliveries().first?.uniqueImpressions == 3, "readers take a version 2 file as it is")
 
         let aggregator = try await Aggregator(log: log, dataDirectory: directory, logger: quietLogger)
-        #expect(try await Self.integer(path, "SELECT schema_version FROM aggregator_state") == 3)
+        #expect(try await Self.integer(path, "SELECT schema_version FROM aggregator_state") == 4)
+        #expect(try await Self.integer(path, "SELECT count(*) FROM deliveries WHERE tenant = '' AND delivery_ref = \(reference)") == 1)
         #expect(try await Self.integer(path, "SELECT count(*) FROM sqlite_master WHERE name = 'delivery_messages'") == 0)
         #expect(try await Self.integer(path, "SELECT count(*) FROM delivery_message_chunks") == 5)
         #expect(try await Self.integer(path, "SELECT length(message_uuid) FROM delivery_message_uuids") == 16)
@@ -133,7 +135,7 @@ struct DistinctMessagesTests {
         await #expect {
             _ = try await Aggregator(log: log, dataDirectory: directory, logger: quietLogger)
         } throws: { error in
-            guard case .schemaMismatch(_, 9, 3)? = error as? AggregatorError else { return false }
+            guard case .schemaMismatch(_, 9, 4)? = error as? AggregatorError else { return false }
             return "\(error)".contains("stats --rebuild")
         }
         await log.close()

@@ -108,6 +108,7 @@ struct OriginCountsTests {
             let connection = try SQLiteConnection(path: path)
             try connection.execute(
                 """
+                \(VersionThreeTables.downgrade)
                 DROP TABLE relay_origins; DROP TABLE delivery_message_chunks; DROP TABLE delivery_message_uuids;
                 \(DistinctMessagesTests.versionTwoTable);
                 INSERT INTO delivery_messages SELECT delivery_ref * 4 + 1, 1 FROM deliveries;
@@ -135,7 +136,7 @@ struct OriginCountsTests {
             connection.close()
             return value
         }
-        #expect(version == 3)
+        #expect(version == 4)
         #expect(try await Self.origins(directory) == Self.expected)
         let row = try #require(try await AggregateQueries(path: path).deliveries().first)
         #expect(row.opens == 2 + 14, "14 hits of the mix count; the re-queued copy does not")

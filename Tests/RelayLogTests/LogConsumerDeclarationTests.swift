@@ -83,6 +83,15 @@ struct LogConsumerDeclarationTests {
         await #expect(throws: LogError.invalidCursorName("no/slash")) {
             _ = try await WriteAheadLog.open(dataDirectory: directory, consumers: [.cursorFile("no/slash")], logger: quietLogger)
         }
+        // A tenant's lane names its cursor after the tenant: 96 bytes fit (the longest is 80), 97 do not.
+        let longest = "upload-marketing_" + String(repeating: "t", count: 79)
+        let tooLong = longest + "t"
+        await #expect(throws: LogError.invalidCursorName(tooLong)) {
+            _ = try await WriteAheadLog.open(dataDirectory: directory, consumers: [.cursorFile(tooLong)], logger: quietLogger)
+        }
+        let tenantLog = try await WriteAheadLog.open(dataDirectory: directory, consumers: [.cursorFile(longest)], logger: quietLogger)
+        #expect(await tenantLog.cursorPosition(longest) != nil)
+        await tenantLog.close()
         // The failed open released the lock: the log opens again.
         let again = try await WriteAheadLog.open(dataDirectory: directory, logger: quietLogger)
         await again.close()

@@ -44,25 +44,26 @@ struct LaneMetricsTests {
         _ = try await log.append(hits + registrations)
         let store = try await ForwardingStore(dataDirectory: directory)
         let metrics = RelayMetrics(version: "test")
-        #expect(Self.value("relay_upload_delivered_total", in: metrics) == 0)
+        #expect(Self.value(#"relay_upload_delivered_total{tenant="default"}"#, in: metrics) == 0)
         let host = try CampaignHost(parsing: running.url, role: "test")
         let uploader = try Uploader(
             log: log, trackingHost: host, marketingHost: host, store: store,
             configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(2), cap: .milliseconds(20)), maximumAttempts: 1000),
-            logger: quietLogger, metrics: { metrics.laneMetrics(for: $0) })
+            logger: quietLogger, metrics: { metrics.laneMetrics(for: $0, tenant: $1) })
         try await uploader.run(until: await log.durableSequence)
         let statistics = await uploader.statistics()
         await log.close()
         await running.stop()
 
-        #expect(statistics.values.map(\.delivered).reduce(0, +) == 320)
-        #expect(Self.value("relay_upload_delivered_total", in: metrics) == 320)
-        let retries = statistics.values.map(\.retries).reduce(0, +)
+        #expect(statistics.values.map { $0.delivered }.reduce(0, +) == 320)
+        #expect(Self.value(#"relay_upload_delivered_total{tenant="default"}"#, in: metrics) == 320)
+        let retries = statistics.values.map { $0.retries }.reduce(0, +)
         #expect(retries > 0, "one answer in five was a 503")
-        #expect(Self.value("relay_upload_retries_total", in: metrics) == Double(retries))
+        #expect(Self.value(#"relay_upload_retries_total{tenant="default"}"#, in: metrics) == Double(retries))
         for lane in ["tracking", "marketing"] {
-            #expect(Self.value(#"relay_upload_backlog{lane="\#(lane)"}"#, in: metrics) == 0)
-            #expect(Self.value(#"relay_upload_oldest_unsent_seconds{destination="\#(lane)"}"#, in: metrics) == 0)
+            #expect(Self.value(#"relay_upload_backlog{lane="\#(lane)",tenant="default"}"#, in: metrics) == 0)
+            #expect(Self.value(#"relay_upload_oldest_unsent_seconds{destination="\#(lane)",tenant="default"}"#, in: metrics) == 0)
+            #expect(Self.value(#"relay_upload_breaker_open{lane="\#(lane)",tenant="default"}"#, in: metrics) == 0, "it answered last")
         }
     }
 
@@ -86,9 +87,9 @@ struct LaneMetricsTests {
         await central.stop()
 
         #expect(statistics.delivered == 700)
-        #expect(Self.value("relay_upload_delivered_total", in: metrics) == 0, "events Campaign accepted: none here")
-        #expect(Self.value(#"relay_upload_backlog{lane="relay"}"#, in: metrics) == 0)
-        #expect(Self.value(#"relay_upload_oldest_unsent_seconds{destination="relay"}"#, in: metrics) == 0)
+        #expect(Self.value(#"relay_upload_delivered_total{tenant="default"}"#, in: metrics) == 0, "events Campaign accepted: none here")
+        #expect(Self.value(#"relay_upload_backlog{lane="relay",tenant="*"}"#, in: metrics) == 0)
+        #expect(Self.value(#"relay_upload_oldest_unsent_seconds{destination="relay",tenant="*"}"#, in: metrics) == 0)
         #expect(Self.value("relay_upstream_oldest_waiting_seconds", in: metrics) == 0)
         #expect(Self.value("relay_upstream_unreachable_seconds", in: metrics) == 0)
     }
@@ -101,18 +102,18 @@ struct LaneMetricsTests {
         relay.oldestUnsent.record(since)
         try #require(relay.unreachable != nil, "the relay lane has the unreachable gauge")
         relay.unreachable?.record(since)
-        let first = try #require(Self.value(#"relay_upload_oldest_unsent_seconds{destination="relay"}"#, in: metrics))
+        let first = try #require(Self.value(#"relay_upload_oldest_unsent_seconds{destination="relay",tenant="*"}"#, in: metrics))
         #expect(first >= 60 && first < 120, "\(first)")
         try await Task.sleep(for: .milliseconds(1100))
         let scrape = String(decoding: metrics.render(), as: UTF8.self)
         let value = { (series: String) in
             scrape.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.dropFirst(series.count + 1)) }
         }
-        let later = try #require(value(#"relay_upload_oldest_unsent_seconds{destination="relay"}"#))
+        let later = try #require(value(#"relay_upload_oldest_unsent_seconds{destination="relay",tenant="*"}"#))
         #expect(later >= first + 1, "the age grew with no lane recording: \(first) then \(later)")
         #expect(value("relay_upstream_oldest_waiting_seconds") == later, "the same value as the relay destination's oldest unsent")
         #expect(value("relay_upstream_unreachable_seconds") == later)
-        #expect(value(#"relay_upload_oldest_unsent_seconds{destination="tracking"}"#) == 0, "a destination owed nothing shows 0")
+        #expect(value(#"relay_upload_oldest_unsent_seconds{destination="tracking",tenant="default"}"#) == 0, "a destination owed nothing shows 0")
         #expect(metrics.laneMetrics(for: "tracking").unreachable == nil)
         relay.oldestUnsent.record(0)
         #expect(Self.value("relay_upstream_oldest_waiting_seconds", in: metrics) == 0)

@@ -91,15 +91,15 @@ struct MetricsTests {
         var tracking: Double?
         for _ in 0..<100 {
             scrape = try await http.get(server.url + "/metrics").body
-            tracking = Self.value(#"relay_upload_oldest_unsent_seconds{destination="tracking"}"#, in: scrape)
+            tracking = Self.value(#"relay_upload_oldest_unsent_seconds{destination="tracking",tenant="default"}"#, in: scrape)
             if let tracking, tracking > 0 { break }
             try await Task.sleep(for: .milliseconds(100))
         }
         let age = try #require(tracking, "\(scrape)")
         #expect(age >= 30 && age < 60, "the owed event at the lane's position is 30 s old: \(age)")
-        #expect(Self.value(#"relay_upload_oldest_unsent_seconds{destination="marketing"}"#, in: scrape) == 0)
-        #expect(Self.value(#"relay_upload_oldest_unsent_seconds{destination="relay"}"#, in: scrape) == 0)
-        #expect(Self.value(#"relay_upload_backlog{lane="tracking"}"#, in: scrape) == 2)
+        #expect(Self.value(#"relay_upload_oldest_unsent_seconds{destination="marketing",tenant="default"}"#, in: scrape) == 0)
+        #expect(Self.value(#"relay_upload_oldest_unsent_seconds{destination="relay",tenant="*"}"#, in: scrape) == 0)
+        #expect(Self.value(#"relay_upload_backlog{lane="tracking",tenant="default"}"#, in: scrape) == 2)
         #expect(scrape.contains("# TYPE relay_upload_oldest_unsent_seconds gauge"))
         await http.shutdown()
         await server.stop()

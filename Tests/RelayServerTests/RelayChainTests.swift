@@ -159,7 +159,7 @@ struct RelayChainTests {
         #expect(try await http.get(edge.url + "/healthz").status == 200)
         let metrics = try await http.get(edge.url + "/metrics").body
         #expect(
-            metrics.contains(#"relay_upload_backlog{lane="relay"} 5.0"#),
+            metrics.contains(#"relay_upload_backlog{lane="relay",tenant="*"} 5.0"#),
             "\(metrics.split(separator: "\n").filter { $0.contains("relay_upload_backlog") })")
         let unreachable = metrics.split(separator: "\n").first { $0.hasPrefix("relay_upstream_unreachable_seconds ") }
         #expect((unreachable?.split(separator: " ").last).flatMap { Double($0) }.map { $0 > 0 } == true, "\(unreachable ?? "none")")

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RelayCore
 import RelayServer
 
 /// `campaign-relay config`: configuration files.
@@ -23,6 +24,12 @@ struct ConfigCheckCommand: AsyncParsableCommand {
             command only. Flags win over environment variables (CAMPAIGN_RELAY_ADMIN_TOKEN, …),
             which win over the file. The values come from this shell's environment; tokens and
             the PostgreSQL URL are shown as (hidden).
+
+            Tenants are tables [tenant.NAME] (NAME: 1 to 63 of a-z, 0-9 and -) with
+            tracking-host, marketing-host, ca-file, integration-key and admin-token; they are
+            listed after the options. Where serve forwards the default tenant's hits or
+            registrations to Campaign, each tenant needs its own host of that kind; a relay with
+            upstream-relay names no tenant hosts (its central relay does).
 
             Exit status: 0 when the file is valid, 1 with the file, line and key otherwise.
             """
@@ -56,12 +63,25 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         var variable: String?
     }
 
+    /// One tenant of the file, as `--json` prints it.
+    struct Tenant: Encodable {
+        var name: String
+        var line: Int
+        var trackingHost: String?
+        var marketingHost: String?
+        var caFile: String?
+        var integrationKeys: [String]
+        /// `(hidden)` when set.
+        var adminToken: String?
+    }
+
     /// What `--json` prints.
     struct Report: Encodable {
         var file: String
         var command: String
         var valid: Bool
         var options: [Effective]
+        var tenants: [Tenant]
     }
 
     func run() async throws {
@@ -93,10 +113,27 @@ struct ConfigCheckCommand: AsyncParsableCommand {
                 options.append(Effective(key: entry.name, value: nil, source: "unset"))
             }
         }
+        // Tenants need the hosts of the kinds serve forwards for the default tenant.
+        let effective = { (key: String) in options.first { $0.key == key }?.value != nil }
+        do {
+            try TenantTable.check(
+                parsed.tenants, path: file, forwardsTracking: effective("tracking-host"), forwardsMarketing: effective("marketing-host"),
+                handsOnToRelay: effective("upstream-relay"),
+                adminToken: environment[ConfigurationFile.environmentVariable("admin-token")].flatMap { $0.isEmpty ? nil : $0 }
+                    ?? parsed.settings.first { $0.key == "admin-token" && ($0.table == nil || $0.table == "serve") }?.arguments.last)
+        } catch {
+            throw RuntimeFailure(error.description)
+        }
+        let tenants = parsed.tenants.map { tenant in
+            Tenant(
+                name: tenant.name.text, line: tenant.line, trackingHost: tenant.trackingHost?.description,
+                marketingHost: tenant.marketingHost?.description,
+                caFile: tenant.caFile, integrationKeys: tenant.integrationKeys, adminToken: tenant.adminToken.map { _ in "(hidden)" })
+        }
         var output = StandardOutput.output()
         defer { output.flush() }
         if json {
-            output.line(APIJSON.text(Report(file: file, command: command, valid: true, options: options)))
+            output.line(APIJSON.text(Report(file: file, command: command, valid: true, options: options, tenants: tenants)))
             return
         }
         output.line("\(file) is valid. The configuration of `campaign-relay \(command) --config \(file)`, without other flags:")
@@ -110,6 +147,22 @@ struct ConfigCheckCommand: AsyncParsableCommand {
             default: origin = option.source
             }
             output.line("  " + assignment + String(repeating: " ", count: max(0, width - assignment.count)) + "  # " + origin)
+        }
+        guard !tenants.isEmpty else { return }
+        output.line("")
+        output.line("Tenants (SDK and backend paths /NAME/r/…, /NAME/nms/…, /NAME/v1/events):")
+        for tenant in tenants {
+            output.line("  [tenant.\(tenant.name)]  # file, line \(tenant.line)")
+            for (key, value) in [
+                ("tracking-host", tenant.trackingHost), ("marketing-host", tenant.marketingHost), ("ca-file", tenant.caFile),
+                (
+                    "integration-key",
+                    tenant.integrationKeys.isEmpty ? nil : "[" + tenant.integrationKeys.map { JSONText.quoted($0) }.joined(separator: ", ") + "]"
+                ),
+                ("admin-token", tenant.adminToken),
+            ] {
+                output.line("    \(key) = \(value ?? "(unset)")")
+            }
         }
     }
 }

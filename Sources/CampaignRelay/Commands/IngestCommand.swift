@@ -74,7 +74,9 @@ struct IngestCommand: AsyncParsableCommand {
         }
         // The one ingest path: the same appends and counters as serve's endpoints, and the same
         // key rule, applied where the lines are decoded.
-        let admission = EventAdmission(integrationKeys: Set(integrationKey))
+        let tenants = try await configFile.tenants()
+        let admission = EventAdmission(
+            integrationKeys: Set(integrationKey), tenantKeys: Dictionary(uniqueKeysWithValues: tenants.map { ($0.name, Set($0.integrationKeys)) }))
         let ingestor = wal.map { EventIngestor(log: $0, metrics: RelayMetrics(version: RelayVersion.current)) }
         var summary = IngestSummary()
         var progress = ProgressLine(enabled: !common.json)
@@ -93,6 +95,21 @@ struct IngestCommand: AsyncParsableCommand {
             guard failure == nil, !decoded.events.isEmpty else { return }
             var events = decoded.events
             var lines = decoded.eventLines
+            if let handoff, events.contains(where: { $0.tenant != nil }) {
+                // The server's `POST /v1/events` is the default tenant's: a tenant's events go to
+                // its own path, which one batch of mixed tenants cannot take at once.
+                for (index, event) in events.enumerated() {
+                    guard let tenant = event.tenant else { continue }
+                    let message =
+                        "\(handoff.name) holds the log: post tenant \(tenant.text)'s events to its /\(tenant.text)/v1/events, or stop the server to ingest them here"
+                    summary.reject(EventLines.Rejection(line: lines[index], error: EventInputError(field: "tenant", message)))
+                    if !common.json { errors.line("line \(lines[index]): \(message)") }
+                }
+                lines = zip(events, lines).filter { $0.0.tenant == nil }.map(\.1)
+                events.removeAll { $0.tenant != nil }
+                errors.flush()
+                guard !events.isEmpty else { return }
+            }
             while !events.isEmpty {
                 let range: Range<UInt64>
                 if let ingestor {

@@ -148,6 +148,17 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.aggregatorPageCacheBytes = aggregatorCacheMib << 20
         configuration.tls = try tls.files()
         configuration.postgres = try postgres.location()
+        let tenants = try await configFile.tenants()
+        if let path = configFile.path, !tenants.isEmpty {
+            do {
+                try TenantTable.check(
+                    tenants, path: path, forwardsTracking: configuration.trackingHost != nil, forwardsMarketing: configuration.marketingHost != nil,
+                    handsOnToRelay: configuration.upstreamRelay != nil, adminToken: configuration.adminToken)
+            } catch {
+                throw RuntimeFailure(error.description)
+            }
+        }
+        configuration.tenants = tenants.map(\.configuration)
         let server = RelayServer(configuration: configuration, logger: common.logger("campaign-relay"))
         do {
             try await server.run()

@@ -21,6 +21,11 @@ struct StatsCommand: AsyncParsableCommand {
             serve --relay-token) also lists the events per origin relay: the relay that took them \
             from the SDKs, and in a chain of three or more the relay they came through.
 
+            Counts are kept per tenant: the same delivery id under two tenants is two deliveries, \
+            each row names its tenant (`default` for the hosts of the relay's own options), and \
+            --tenant NAME shows one tenant alone (`--tenant default` the default one). Events per \
+            origin relay are shown only without --tenant: they count relays, not a tenant's events.
+
             --rebuild drops the aggregates and recomputes them from the log, with progress; it \
             refuses when the log no longer starts at sequence 1 (older segments deleted) unless \
             --allow-partial is given, or --from-archive names an archive holding the older \
@@ -40,6 +45,24 @@ struct StatsCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("Show at most this many deliveries.", valueName: "n"))
     var limit: Int?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Only this tenant's deliveries and registrations (`default`: the tenant without a path prefix).", valueName: "name"))
+    var tenant: String?
+
+    /// `--tenant`, read.
+    private var selection: TenantSelection {
+        get throws {
+            guard let tenant else { return .all }
+            do {
+                return try TenantSelection(parsing: tenant)
+            } catch {
+                throw ValidationError(
+                    "--tenant: \(error.message.replacing("tenant ", with: "", maxReplacements: 1)); `default` names the default tenant")
+            }
+        }
+    }
 
     @Flag(name: .long, help: "Recompute the aggregates from the log first.")
     var rebuild = false
@@ -66,6 +89,7 @@ struct StatsCommand: AsyncParsableCommand {
         if fromArchive != nil, !rebuild { throw ValidationError("--from-archive only applies with --rebuild") }
         if noCatchUp, rebuild { throw ValidationError("--no-catch-up and --rebuild contradict each other: give one") }
         if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }
+        _ = try selection
     }
 
     func run() async throws {
@@ -134,7 +158,7 @@ struct StatsCommand: AsyncParsableCommand {
             errors.flush()
             throw ExitCode(1)
         }
-        let snapshot = try await queries.report(deliveryId: delivery, limit: limit, everything: delivery == nil)
+        let snapshot = try await queries.report(tenant: try selection, deliveryId: delivery, limit: limit, everything: delivery == nil)
         let (covered, deliveries, registrations, origins) = (snapshot.sequences, snapshot.deliveries, snapshot.registrations, snapshot.origins)
         var lag: (server: ServerRecord, lastDurable: UInt64)?
         if let server {
@@ -169,8 +193,9 @@ struct StatsCommand: AsyncParsableCommand {
         let delivery = self.delivery
         let limit = self.limit
         let report: FleetReport
+        let selection = try self.selection
         do {
-            report = try await FleetQueries(location: database, logger: logger).report(deliveryId: delivery, limit: limit)
+            report = try await FleetQueries(location: database, logger: logger).report(tenant: selection, deliveryId: delivery, limit: limit)
         } catch {
             throw RuntimeFailure(
                 "reading the fleet's counts from \(database): \(error); check that PostgreSQL runs and that a relay has counted into it")
@@ -199,28 +224,36 @@ struct StatsCommand: AsyncParsableCommand {
 
     static func table(covered: Range<UInt64>?, deliveries: [DeliveryCounts], registrations: [RegistrationCounts], origins: [OriginCounts]) -> String {
         var text = covered.map { "aggregated log sequences \($0.lowerBound) to \($0.upperBound - 1)\n\n" } ?? ""
+        // A relay of the default tenant alone prints what it always printed; with tenants, each
+        // row's comes first.
+        let showsTenants =
+            deliveries.contains { $0.tenant != TenantName.defaultTenantText } || registrations.contains { $0.tenant != TenantName.defaultTenantText }
         let deliveryRows = deliveries.map { row in
-            [
+            (showsTenants ? [row.tenant] : []) + [
                 row.deliveryId, "\(row.impressions)", "\(row.opens)", "\(row.clicks)", "\(row.uniqueImpressions)", "\(row.uniqueOpens)",
                 "\(row.uniqueClicks)", row.firstEvent.rfc3339, row.lastEvent.rfc3339,
             ]
         }
+        let shift = showsTenants ? 1 : 0
         text += TextTable.render(
-            header: ["delivery", "impressions", "opens", "clicks", "unique impr.", "unique opens", "unique clicks", "first event", "last event"],
-            rows: deliveryRows, rightAligned: Set(1...6)
+            header: (showsTenants ? ["tenant"] : [])
+                + ["delivery", "impressions", "opens", "clicks", "unique impr.", "unique opens", "unique clicks", "first event", "last event"],
+            rows: deliveryRows, rightAligned: Set((1 + shift)...(6 + shift))
         )
         if deliveries.isEmpty { text += "(no tracking events counted)\n" }
         if !registrations.isEmpty {
             text += "\n"
             text += TextTable.render(
-                header: ["integration key", "platform", "registrations", "distinct tokens", "first event", "last event"],
+                header: (showsTenants ? ["tenant"] : []) + [
+                    "integration key", "platform", "registrations", "distinct tokens", "first event", "last event",
+                ],
                 rows: registrations.map {
-                    [
+                    (showsTenants ? [$0.tenant] : []) + [
                         $0.integrationKey, $0.platform.rawValue, "\($0.registrations)", "\($0.distinctTokens)", $0.firstEvent.rfc3339,
                         $0.lastEvent.rfc3339,
                     ]
                 },
-                rightAligned: [2, 3]
+                rightAligned: [2 + shift, 3 + shift]
             )
         }
         if !origins.isEmpty {

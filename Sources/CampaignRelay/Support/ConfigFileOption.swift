@@ -1,4 +1,5 @@
 import ArgumentParser
+import RelayIO
 
 /// `--config FILE` of the commands that take a configuration file (``ConfigurationFile``). The
 /// file is read before the command line is parsed; the option is declared here so that the
@@ -7,7 +8,22 @@ struct ConfigFileOption: ParsableArguments {
     @Option(
         name: .customLong("config"),
         help: ArgumentHelp(
-            "TOML file of options, keys named like the long options (see campaign-relay config check); flags and environment variables win over it.",
+            "TOML file of options, keys named like the long options, and tenants as [tenant.NAME] tables (see campaign-relay config check); flags and environment variables win over it.",
             valueName: "file"))
     var path: String?
+
+    /// The tenants the file declares (`[tenant.NAME]`); none without `--config`. The file is read
+    /// again, on an executor of its own (a command runs on the cooperative pool by then).
+    ///
+    /// - Throws: ``RuntimeFailure`` naming the file, the line and the key when the file is not valid.
+    func tenants() async throws -> [TenantTable] {
+        guard let path else { return [] }
+        let read = await BlockingExecutor(name: "config-read").run { () -> Result<[TenantTable], ConfigurationFile.Failure> in
+            do throws(ConfigurationFile.Failure) { return .success(try ConfigurationFile(path: path).tenants) } catch { return .failure(error) }
+        }
+        switch read {
+        case .success(let tenants): return tenants
+        case .failure(let failure): throw RuntimeFailure(failure.description)
+        }
+    }
 }

@@ -83,6 +83,8 @@ struct ConfigurationFile: Sendable {
     let path: String
     /// Every setting of the file, checked against the commands that could take it.
     let settings: [Setting]
+    /// The file's tenants (`[tenant.NAME]`), in the file's order.
+    let tenants: [TenantTable]
 
     /// Reads and checks the file at `path`.
     ///
@@ -108,15 +110,18 @@ struct ConfigurationFile: Sendable {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let catalogs = Self.commands.mapValues { CommandOptionCatalog($0) }
         var settings: [Setting] = []
+        var tenants: [TenantTable] = []
         // In the file's order, so the first mistake reported is the first one in the file.
         for key in table.keys.sorted(by: { Self.order($0, $1, table: nil, lines: lines) }) {
             guard let value = table[key] else { continue }
-            if let section = value.table {
+            if key == "tenant" {
+                tenants = try TenantTable.tables(value, path: path, lines: lines)
+            } else if let section = value.table {
                 guard let catalog = catalogs[key] else {
                     let line = Self.line(ofTable: key, in: lines)
                     throw Failure(
                         description:
-                            "\(path):\(line): unknown table [\(key)]: tables are named after the commands that take --config (\(Self.commands.keys.sorted().joined(separator: ", ")))"
+                            "\(path):\(line): unknown table [\(key)]: tables are named after the commands that take --config (\(Self.commands.keys.sorted().joined(separator: ", "))), or are tenants ([tenant.NAME])"
                     )
                 }
                 for option in section.keys.sorted(by: { Self.order($0, $1, table: key, lines: lines) }) {
@@ -141,6 +146,7 @@ struct ConfigurationFile: Sendable {
             }
         }
         self.settings = settings
+        self.tenants = tenants
     }
 
     /// Orders keys of `table` by the line that defines them (tables by their header), then by name.
@@ -230,7 +236,7 @@ struct ConfigurationFile: Sendable {
     }
 
     /// Levenshtein distance, for suggestions.
-    private static func distance(_ a: String, _ b: String) -> Int {
+    static func distance(_ a: String, _ b: String) -> Int {
         let a = Array(a)
         let b = Array(b)
         var previous = Array(0...b.count)
@@ -270,9 +276,13 @@ struct ConfigurationFile: Sendable {
         return 0
     }
 
-    /// The table a trimmed line opens (`[serve]`, `["serve"]`), or `nil` for any other line.
+    /// The table a trimmed line opens (`[serve]`, `["serve"]`, `[tenant.brand-a]`,
+    /// `[tenant . "brand-a"]`: each dotted part without its quotes and spaces), or `nil` for any
+    /// other line.
     private static func tableName(ofHeader line: String) -> String? {
         guard line.hasPrefix("[") else { return nil }
-        return line.dropFirst().prefix { $0 != "]" }.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
+        return line.dropFirst().prefix { $0 != "]" }.split(separator: ".", omittingEmptySubsequences: false)
+            .map { $0.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\"'")) }
+            .joined(separator: ".")
     }
 }

@@ -1,4 +1,4 @@
-import RelayCore
+public import RelayCore
 
 /// An event a Campaign host permanently rejected, kept with the reason.
 public struct DeadLetter: Sendable, Hashable {
@@ -6,6 +6,8 @@ public struct DeadLetter: Sendable, Hashable {
     public var id: Int64
     /// The event's sequence number in the log.
     public var sequence: UInt64
+    /// The tenant of the event, whose host rejected it: its name, or `default`.
+    public var tenant: String
     /// The event, in the relay's JSON event format.
     public var eventJSON: String
     /// The URL it was sent to.
@@ -25,9 +27,10 @@ public struct DeadLetter: Sendable, Hashable {
     /// A dead letter as stored.
     public init(
         id: Int64, sequence: UInt64, eventJSON: String, url: String, status: Int, responseBody: String, deadLetteredAt: String,
-        requeued: (at: String, sequence: UInt64)?, reason: String
+        requeued: (at: String, sequence: UInt64)?, reason: String, tenant: String = TenantName.defaultTenantText
     ) {
         self.id = id
+        self.tenant = tenant
         self.sequence = sequence
         self.eventJSON = eventJSON
         self.url = url
@@ -44,7 +47,7 @@ public struct DeadLetter: Sendable, Hashable {
 
 extension DeadLetter: Encodable {
     private enum CodingKeys: String, CodingKey {
-        case id, sequence, status, url, deadLetteredAt, responseBody, reason, event, requeuedAt, requeuedSequence
+        case id, sequence, tenant, status, url, deadLetteredAt, responseBody, reason, event, requeuedAt, requeuedSequence
     }
 
     /// The dead letter as the HTTP API and `deadletter list --json` show it; `requeuedAt` and
@@ -53,6 +56,7 @@ extension DeadLetter: Encodable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
         try container.encode(sequence, forKey: .sequence)
+        try container.encode(tenant, forKey: .tenant)
         try container.encode(status, forKey: .status)
         try container.encode(url, forKey: .url)
         try container.encode(deadLetteredAt, forKey: .deadLetteredAt)

@@ -5,7 +5,7 @@ public import RelayIO
 public import RelaySQLite
 
 /// `<data-dir>/forwarding.sqlite`: the dead-letter store and the last registration delivered per
-/// device token (for the SDKs' "skip an unchanged registration" rule).
+/// tenant's device token (for the SDKs' "skip an unchanged registration" rule).
 public actor ForwardingStore: BlockingActor {
     /// The database file of a data directory.
     public static func path(dataDirectory: String) -> String { "\(dataDirectory)/forwarding.sqlite" }
@@ -53,32 +53,62 @@ public actor ForwardingStore: BlockingActor {
                 requeued_sequence INTEGER,
                 reason TEXT
             );
-            CREATE TABLE IF NOT EXISTS delivered_registrations (
-                platform TEXT NOT NULL,
-                integration_key TEXT NOT NULL,
-                registration_token TEXT NOT NULL,
-                fingerprint TEXT NOT NULL,
-                delivered_at TEXT NOT NULL,
-                PRIMARY KEY (platform, integration_key, registration_token)
-            ) WITHOUT ROWID;
+            \(deliveredRegistrationsTable("delivered_registrations"))
             """
         )
-        // Stores made before `reason` existed get the column (empty for their letters).
-        let columns = try connection.prepare("SELECT count(*) FROM pragma_table_info('dead_letters') WHERE name = 'reason'")
-        _ = try columns.step()
-        if columns.int64(0) == 0 { try connection.execute("ALTER TABLE dead_letters ADD COLUMN reason TEXT") }
+        // Stores made before `reason` existed get the column (empty for their letters), and
+        // before tenants `tenant` (the default tenant's, '').
+        if try !hasColumn("reason", of: "dead_letters", connection) { try connection.execute("ALTER TABLE dead_letters ADD COLUMN reason TEXT") }
+        if try !hasColumn("tenant", of: "dead_letters", connection) {
+            try connection.execute("ALTER TABLE dead_letters ADD COLUMN tenant TEXT NOT NULL DEFAULT ''")
+        }
+        if try !hasColumn("tenant", of: "delivered_registrations", connection) {
+            // Two tenants may have an app key and a token in common: each tenant's delivery is
+            // remembered apart, so one tenant's never makes another's look unchanged.
+            try connection.transaction { () throws(SQLiteError) in
+                try connection.execute(deliveredRegistrationsTable("delivered_registrations_by_tenant"))
+                try connection.execute(
+                    "INSERT INTO delivered_registrations_by_tenant (tenant, platform, integration_key, registration_token, fingerprint, delivered_at) SELECT '', platform, integration_key, registration_token, fingerprint, delivered_at FROM delivered_registrations"
+                )
+                try connection.execute("DROP TABLE delivered_registrations")
+                try connection.execute("ALTER TABLE delivered_registrations_by_tenant RENAME TO delivered_registrations")
+            }
+        }
         let insertDeadLetter = try connection.prepare(
-            "INSERT INTO dead_letters (sequence, event_json, url, status, response_body, dead_lettered_at, reason) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            "INSERT INTO dead_letters (sequence, event_json, url, status, response_body, dead_lettered_at, reason, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
         )
         let findDelivered = try connection.prepare(
-            "SELECT fingerprint, delivered_at FROM delivered_registrations WHERE platform = ? AND integration_key = ? AND registration_token = ?"
+            "SELECT fingerprint, delivered_at FROM delivered_registrations WHERE tenant = ? AND platform = ? AND integration_key = ? AND registration_token = ?"
         )
         let upsertDelivered = try connection.prepare(
-            "INSERT INTO delivered_registrations (platform, integration_key, registration_token, fingerprint, delivered_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET fingerprint = excluded.fingerprint, delivered_at = excluded.delivered_at"
+            "INSERT INTO delivered_registrations (tenant, platform, integration_key, registration_token, fingerprint, delivered_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET fingerprint = excluded.fingerprint, delivered_at = excluded.delivered_at"
         )
         return Opened(
             connection: connection, insertDeadLetter: insertDeadLetter, findDelivered: findDelivered, upsertDelivered: upsertDelivered
         )
+    }
+
+    /// `delivered_registrations` under `name`: the last registration delivered per tenant
+    /// (`''`: the default tenant) and device token.
+    private static func deliveredRegistrationsTable(_ name: String) -> String {
+        """
+        CREATE TABLE IF NOT EXISTS \(name) (
+            tenant TEXT NOT NULL DEFAULT '',
+            platform TEXT NOT NULL,
+            integration_key TEXT NOT NULL,
+            registration_token TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            delivered_at TEXT NOT NULL,
+            PRIMARY KEY (tenant, platform, integration_key, registration_token)
+        ) WITHOUT ROWID;
+        """
+    }
+
+    private static func hasColumn(_ column: String, of table: String, _ connection: SQLiteConnection) throws(SQLiteError) -> Bool {
+        let statement = try connection.prepare("SELECT count(*) FROM pragma_table_info('\(table)') WHERE name = '\(column)'")
+        defer { statement.finalize() }
+        _ = try statement.step()
+        return statement.int64(0) > 0
     }
 
     /// Durably records an event given up on: `status` and `body` are the host's last answer (status
@@ -92,17 +122,19 @@ public actor ForwardingStore: BlockingActor {
         try insertDeadLetter.bind(5, body)
         try insertDeadLetter.bind(6, EventTime.now().rfc3339)
         try insertDeadLetter.bind(7, reason)
+        try insertDeadLetter.bind(8, event.tenant?.text ?? "")
         try insertDeadLetter.step()
     }
 
-    /// Dead letters, oldest first; re-queued ones too when `includeRequeued`.
-    public func deadLetters(includeRequeued: Bool = false, limit: Int? = nil) throws(SQLiteError) -> [DeadLetter] {
+    /// Dead letters of `tenant`, oldest first; re-queued ones too when `includeRequeued`.
+    public func deadLetters(tenant: TenantSelection = .all, includeRequeued: Bool = false, limit: Int? = nil) throws(SQLiteError) -> [DeadLetter] {
         var sql =
-            "SELECT id, sequence, event_json, url, status, response_body, dead_lettered_at, requeued_at, requeued_sequence, reason FROM dead_letters"
-        if !includeRequeued { sql += " WHERE requeued_at IS NULL" }
+            "SELECT id, sequence, event_json, url, status, response_body, dead_lettered_at, requeued_at, requeued_sequence, reason, tenant FROM dead_letters WHERE (?1 IS NULL OR tenant = ?1)"
+        if !includeRequeued { sql += " AND requeued_at IS NULL" }
         sql += " ORDER BY id"
         if let limit { sql += " LIMIT \(max(0, limit))" }
         let statement = try connection.prepare(sql)
+        if let stored = tenant.storedName { try statement.bind(1, stored) }
         var letters: [DeadLetter] = []
         while try statement.step() {
             let requeuedAt = statement.text(7)
@@ -111,7 +143,7 @@ public actor ForwardingStore: BlockingActor {
                     id: statement.int64(0), sequence: UInt64(bitPattern: statement.int64(1)), eventJSON: statement.text(2) ?? "",
                     url: statement.text(3) ?? "", status: Int(statement.int64(4)), responseBody: statement.text(5) ?? "",
                     deadLetteredAt: statement.text(6) ?? "", requeued: requeuedAt.map { ($0, UInt64(bitPattern: statement.int64(8))) },
-                    reason: statement.text(9) ?? ""
+                    reason: statement.text(9) ?? "", tenant: TenantName.displayName(stored: statement.text(10) ?? "")
                 )
             )
         }
@@ -127,20 +159,30 @@ public actor ForwardingStore: BlockingActor {
         try statement.step()
     }
 
-    /// Dead letters not re-queued.
-    public func pendingDeadLetterCount() throws(SQLiteError) -> Int {
-        let statement = try connection.prepare("SELECT count(*) FROM dead_letters WHERE requeued_at IS NULL")
+    /// Dead letters of `tenant` not re-queued.
+    public func pendingDeadLetterCount(tenant: TenantSelection = .all) throws(SQLiteError) -> Int {
+        let statement = try connection.prepare("SELECT count(*) FROM dead_letters WHERE requeued_at IS NULL AND (?1 IS NULL OR tenant = ?1)")
+        if let stored = tenant.storedName { try statement.bind(1, stored) }
         _ = try statement.step()
         return Int(statement.int64(0))
+    }
+
+    /// Dead letters not re-queued, by tenant (`''`: the default tenant); a tenant with none is absent.
+    public func pendingDeadLetterCountsByTenant() throws(SQLiteError) -> [String: Int] {
+        let statement = try connection.prepare("SELECT tenant, count(*) FROM dead_letters WHERE requeued_at IS NULL GROUP BY tenant")
+        var counts: [String: Int] = [:]
+        while try statement.step() { counts[statement.text(0) ?? ""] = Int(statement.int64(1)) }
+        return counts
     }
 
     /// Whether `registration` equals the last one delivered for its device token, delivered less
     /// than `window` ago (so an opt-out followed by an opt-in still reaches Campaign in time).
     public func isUnchanged(_ registration: Registration, within window: Duration) throws(SQLiteError) -> Bool {
         findDelivered.reset()
-        try findDelivered.bind(1, registration.platform.rawValue)
-        try findDelivered.bind(2, registration.integrationKey)
-        try findDelivered.bind(3, registration.registrationToken)
+        try findDelivered.bind(1, registration.tenant?.text ?? "")
+        try findDelivered.bind(2, registration.platform.rawValue)
+        try findDelivered.bind(3, registration.integrationKey)
+        try findDelivered.bind(4, registration.registrationToken)
         defer { findDelivered.reset() }
         guard try findDelivered.step(), findDelivered.text(0) == Self.fingerprint(registration) else { return false }
         guard let text = findDelivered.text(1), let delivered = try? EventTime(rfc3339: text, field: "delivered_at") else { return false }
@@ -150,11 +192,12 @@ public actor ForwardingStore: BlockingActor {
     /// Remembers `registration` as the last one delivered for its device token.
     public func recordDelivered(_ registration: Registration) throws(SQLiteError) {
         upsertDelivered.reset()
-        try upsertDelivered.bind(1, registration.platform.rawValue)
-        try upsertDelivered.bind(2, registration.integrationKey)
-        try upsertDelivered.bind(3, registration.registrationToken)
-        try upsertDelivered.bind(4, Self.fingerprint(registration))
-        try upsertDelivered.bind(5, EventTime.now().rfc3339)
+        try upsertDelivered.bind(1, registration.tenant?.text ?? "")
+        try upsertDelivered.bind(2, registration.platform.rawValue)
+        try upsertDelivered.bind(3, registration.integrationKey)
+        try upsertDelivered.bind(4, registration.registrationToken)
+        try upsertDelivered.bind(5, Self.fingerprint(registration))
+        try upsertDelivered.bind(6, EventTime.now().rfc3339)
         try upsertDelivered.step()
     }
 

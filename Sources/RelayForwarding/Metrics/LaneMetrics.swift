@@ -32,14 +32,18 @@ public struct LaneMetrics: Sendable {
     /// Since when the destination has not answered, in nanoseconds since the Unix epoch; 0 while
     /// it answers. `nil` when the lane's destination has no such gauge (the Campaign hosts').
     public let unreachable: Gauge?
+    /// 1 while the destination is failing (the circuit breaker is not closed), 0 while it answers;
+    /// `nil` when nothing records it.
+    public let breakerOpen: Gauge?
 
     /// Handles for a lane; `unreachable` only for a lane that reports it (the relay lane).
-    public init(delivered: Counter, retries: Counter, backlog: Gauge, oldestUnsent: Gauge, unreachable: Gauge? = nil) {
+    public init(delivered: Counter, retries: Counter, backlog: Gauge, oldestUnsent: Gauge, unreachable: Gauge? = nil, breakerOpen: Gauge? = nil) {
         self.delivered = delivered
         self.retries = retries
         self.backlog = backlog
         self.oldestUnsent = oldestUnsent
         self.unreachable = unreachable
+        self.breakerOpen = breakerOpen
     }
 
     /// Handles that record nothing: swift-metrics' no-op handler, made once. Recording through them

@@ -16,6 +16,9 @@ public protocol EventSink: Sink {
 }
 
 extension EventSink {
-    /// "<name> host".
-    public var destinationName: String { "\(name) host" }
+    /// "tracking host", "tracking host of brand-a".
+    public var destinationName: String {
+        let host = "\(kind?.rawValue ?? name) host"
+        return tenant.map { "\(host) of \($0.text)" } ?? host
+    }
 }

@@ -1,4 +1,5 @@
 public import CampaignProtocol
+public import RelayCore
 public import RelayLog
 
 /// A destination of the log's events, as the one sink driver (``UploadLane``) sees it: a name,
@@ -16,9 +17,16 @@ public protocol Sink: Sendable {
     var host: CampaignHost { get }
     /// How log lines name it ("tracking host", "central relay").
     var destinationName: String { get }
+    /// The tenant whose events it takes alone; `nil` for the default tenant's or every tenant's.
+    var tenant: TenantName? { get }
+    /// The Campaign host's kind of events it takes; `nil` for another destination.
+    var kind: UploadLane.Kind? { get }
 }
 
 extension Sink {
+    public var tenant: TenantName? { nil }
+    public var kind: UploadLane.Kind? { nil }
+
     /// The log cursor of the lane that sends to this destination.
     public var cursorName: String { "upload-\(name)" }
     /// The lane as a consumer of the log: its cursor is its position.

@@ -1,4 +1,4 @@
-import CampaignProtocol
+public import CampaignProtocol
 public import Logging
 public import RelayCore
 public import RelayIO
@@ -29,15 +29,19 @@ public actor UploadLane: BlockingActor, BreakerGate {
         /// Registrations, to the marketing host.
         case marketing
 
-        /// Whether `event` is of this kind and of the default tenant, whose hosts are the relay's
-        /// own options: another tenant's events go to its own hosts, never to these.
-        public func carries(_ event: Event) -> Bool {
+        /// Whether `event` is of this kind and of `tenant` (`nil`: the default tenant, whose hosts
+        /// are the relay's own options): a tenant's events go to its own hosts, never to another's.
+        public func carries(_ event: Event, of tenant: TenantName? = nil) -> Bool {
             switch (self, event) {
-            case (.tracking, .tracking(let hit)): hit.tenant == nil
-            case (.marketing, .registration(let registration)): registration.tenant == nil
+            case (.tracking, .tracking(let hit)): hit.tenant == tenant
+            case (.marketing, .registration(let registration)): registration.tenant == tenant
             default: false
             }
         }
+
+        /// The name of this kind's lane for `tenant`: `tracking`, or `tracking_brand-a` for a
+        /// tenant's (`_` is never in a tenant's name, so no two lanes' names collide).
+        public func laneName(of tenant: TenantName?) -> String { tenant.map { "\(rawValue)_\($0.text)" } ?? rawValue }
 
         /// The log cursor of the normal uploader for this lane.
         public var cursorName: String { "upload-\(rawValue)" }
@@ -65,15 +69,22 @@ public actor UploadLane: BlockingActor, BreakerGate {
         case orderedBatches(any BatchSink)
     }
 
-    /// The lane's name (`tracking`, `marketing`, `relay`): its cursor is `upload-<name>`.
+    /// The lane's name (`tracking`, `marketing`, `relay`; `tracking_<tenant>`, `marketing_<tenant>`
+    /// for a tenant's): its cursor is `upload-<name>`.
     public nonisolated let name: String
+    /// The tenant whose events the lane carries; `nil` for the default tenant's lanes and the relay
+    /// lane (which carries every tenant's).
+    public nonisolated let tenant: TenantName?
+    /// The Campaign host's kind of events the lane carries; `nil` for another destination.
+    public nonisolated let kind: Kind?
     /// The lane's thread: it reads and decodes the log (blocking `pread`s and inflating), at
     /// ``UploadConfiguration/threadPriority``.
     public nonisolated let executor: BlockingExecutor
     let destination: Destination
     /// How log lines name the destination ("tracking host", "central relay").
     let destinationName: String
-    let host: CampaignHost
+    /// Where the lane sends.
+    public nonisolated let host: CampaignHost
     let transport: any CampaignTransport
     /// Where given-up events go (the event sinks'); a batch sink's refusals wait in the log instead.
     let store: ForwardingStore?
@@ -101,9 +112,9 @@ public actor UploadLane: BlockingActor, BreakerGate {
         deduplicates: Bool, logger: Logger, pipeline: TrackingHitPipeline? = nil, metrics: LaneMetrics = .none
     ) {
         self.init(
-            destination: .eachEvent(sink), name: sink.name, host: sink.host, destinationName: sink.destinationName, transport: transport,
-            store: store, source: source, configuration: configuration, deduplicates: deduplicates, logger: logger, pipeline: pipeline,
-            metrics: metrics)
+            destination: .eachEvent(sink), name: sink.name, tenant: sink.tenant, kind: sink.kind, host: sink.host,
+            destinationName: sink.destinationName, transport: transport, store: store, source: source, configuration: configuration,
+            deduplicates: deduplicates, logger: logger, pipeline: pipeline, metrics: metrics)
     }
 
     /// A lane handing every event of `log` to `sink` in ordered batches, from the lane's cursor
@@ -113,17 +124,21 @@ public actor UploadLane: BlockingActor, BreakerGate {
         metrics: LaneMetrics = .none
     ) {
         self.init(
-            destination: .orderedBatches(sink), name: sink.name, host: sink.host, destinationName: sink.destinationName, transport: transport,
-            store: nil, source: .cursor(log), configuration: configuration, deduplicates: false, logger: logger, pipeline: nil, metrics: metrics)
+            destination: .orderedBatches(sink), name: sink.name, tenant: nil, kind: nil, host: sink.host, destinationName: sink.destinationName,
+            transport: transport, store: nil, source: .cursor(log), configuration: configuration, deduplicates: false, logger: logger,
+            pipeline: nil, metrics: metrics)
     }
 
     private init(
-        destination: Destination, name: String, host: CampaignHost, destinationName: String, transport: any CampaignTransport,
+        destination: Destination, name: String, tenant: TenantName?, kind: Kind?, host: CampaignHost, destinationName: String,
+        transport: any CampaignTransport,
         store: ForwardingStore?, source: Source, configuration: UploadConfiguration, deduplicates: Bool, logger: Logger,
         pipeline: TrackingHitPipeline?, metrics: LaneMetrics
     ) {
         self.destination = destination
         self.name = name
+        self.tenant = tenant
+        self.kind = kind
         self.host = host
         self.destinationName = destinationName
         self.pipeline = pipeline
@@ -137,9 +152,6 @@ public actor UploadLane: BlockingActor, BreakerGate {
         self.logger = logger
         self.breaker = CircuitBreakerStateMachine(threshold: configuration.breakerThreshold, backoff: configuration.backoff)
     }
-
-    /// The Campaign host's kind of events the lane carries; `nil` for another destination.
-    public nonisolated var kind: Kind? { Kind(rawValue: name) }
 
     /// The lane's log cursor, `upload-<name>`.
     nonisolated var cursorName: String { "upload-\(name)" }
@@ -221,6 +233,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
         let wasUp = breaker.failingSince == nil
         let firstFailure = statistics.lastFailure == nil
         let openedUntil = breaker.recordFailure(now: .now, retryAfter: retryAfter, using: &random)
+        if case .closed = breaker.state {} else { metrics.breakerOpen?.record(1) }
         return (openedUntil, firstFailure, wasUp)
     }
 
@@ -248,6 +261,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
             logger.notice("\(destinationName) answers again", metadata: ["host": "\(host)", "was-down-for": "\(ContinuousClock.now - since)"])
         }
         breaker.recordAnswer()
+        metrics.breakerOpen?.record(0)
         statistics.lastFailure = nil
         if unreachableSince != nil {
             unreachableSince = nil

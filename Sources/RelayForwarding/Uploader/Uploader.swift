@@ -1,5 +1,7 @@
 public import CampaignProtocol
 public import Logging
+import NIOSSL
+public import RelayCore
 public import RelayLog
 
 /// The uploader: one ``UploadLane`` per configured destination (the Campaign tracking host, the
@@ -12,50 +14,69 @@ public import RelayLog
 /// sends registrations, redirected hits and retries use the same configuration); a central relay
 /// has its own, with the client certificate it may ask for.
 public actor Uploader {
-    /// The lanes: tracking, marketing, then the central relay, as configured.
-    public let lanes: [UploadLane]
+    /// The lanes: the default tenant's tracking and marketing, each tenant's, then the central
+    /// relay, as configured.
+    public nonisolated let lanes: [UploadLane]
     let transports: [HTTPClientTransport]
     let pipelines: [TrackingHitPipeline]
     /// The thread the connections upstream run on, apart from request handling.
     let upstream: UpstreamEventLoop
 
     /// An uploader for the open `log`, sending to whichever destinations are given from the lanes'
-    /// durable cursors, and skipping registrations unchanged since their last delivery. Each lane
-    /// records through `metrics(name)` (none by default); the log was opened with every lane's
-    /// consumer (``UploadLane/Kind/consumer``, ``CentralRelaySink/consumer``).
+    /// durable cursors, and skipping registrations unchanged since their last delivery: the
+    /// default tenant's Campaign hosts, each of `tenants`' own hosts, and a central relay. Each lane
+    /// records through `metrics(kind, tenant)` (none by default; `kind` is `tracking`, `marketing`
+    /// or `relay`); the log was opened with every lane's consumer (``UploadLane/Kind/consumer``,
+    /// ``TenantDestinations/consumers``, ``CentralRelaySink/consumer``).
     ///
-    /// - Throws: ``UpstreamTLS/Failure`` when the configured CA file or client certificate cannot be used.
+    /// - Throws: ``UpstreamTLS/Failure`` when a configured CA file or client certificate cannot be used.
     public init(
-        log: WriteAheadLog, trackingHost: CampaignHost?, marketingHost: CampaignHost?, upstreamRelay: CentralRelaySink? = nil,
-        store: ForwardingStore, configuration: UploadConfiguration, logger: Logger, metrics: (String) -> LaneMetrics = { _ in .none }
+        log: WriteAheadLog, trackingHost: CampaignHost?, marketingHost: CampaignHost?, tenants: [TenantDestinations] = [],
+        upstreamRelay: CentralRelaySink? = nil, store: ForwardingStore, configuration: UploadConfiguration, logger: Logger,
+        metrics: (String, TenantName?) -> LaneMetrics = { _, _ in .none }
     ) throws(UpstreamTLS.Failure) {
         try self.init(
-            source: .cursor(log), trackingHost: trackingHost, marketingHost: marketingHost, upstreamRelay: upstreamRelay, store: store,
-            configuration: configuration, deduplicates: true, logger: logger, metrics: metrics
+            source: .cursor(log), trackingHost: trackingHost, marketingHost: marketingHost, tenants: tenants, upstreamRelay: upstreamRelay,
+            store: store, configuration: configuration, deduplicates: true, logger: logger, metrics: metrics
         )
     }
 
     /// An uploader whose Campaign lanes read `source`: the open log from their cursors, or a range
     /// of a log for a replay (which resends everything: `deduplicates` false). Either way, tracking
     /// hits go through the pipeline while the host is healthy. Each lane records through
-    /// `metrics(name)` (none by default).
+    /// `metrics(kind, tenant)` (none by default). It forwards the default tenant's events only.
     ///
     /// - Throws: ``UpstreamTLS/Failure`` when the configured CA file cannot be used.
     public init(
         source: UploadLane.Source, trackingHost: CampaignHost?, marketingHost: CampaignHost?, store: ForwardingStore,
-        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger, metrics: (String) -> LaneMetrics = { _ in .none }
+        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger, metrics: (String, TenantName?) -> LaneMetrics = { _, _ in .none }
     ) throws(UpstreamTLS.Failure) {
         try self.init(
-            source: source, trackingHost: trackingHost, marketingHost: marketingHost, upstreamRelay: nil, store: store,
+            source: source, trackingHost: trackingHost, marketingHost: marketingHost, tenants: [], upstreamRelay: nil, store: store,
             configuration: configuration, deduplicates: deduplicates, logger: logger, metrics: metrics)
     }
 
     private init(
-        source: UploadLane.Source, trackingHost: CampaignHost?, marketingHost: CampaignHost?, upstreamRelay: CentralRelaySink?,
-        store: ForwardingStore, configuration: UploadConfiguration, deduplicates: Bool, logger: Logger, metrics: (String) -> LaneMetrics
+        source: UploadLane.Source, trackingHost: CampaignHost?, marketingHost: CampaignHost?, tenants: [TenantDestinations],
+        upstreamRelay: CentralRelaySink?, store: ForwardingStore, configuration: UploadConfiguration, deduplicates: Bool, logger: Logger,
+        metrics: (String, TenantName?) -> LaneMetrics
     ) throws(UpstreamTLS.Failure) {
-        // Checked before the event loop starts, so a bad CA file or certificate leaves no thread behind.
-        let tls = try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities)
+        // Checked before the event loop starts, so a bad CA file or certificate leaves no thread
+        // behind: the default tenant's, then each tenant's that names its own.
+        let defaultTLS = try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities)
+        let groups = [TenantDestinations?.none] + tenants.map { Optional($0) }
+        var tlsByGroup: [TLSConfiguration] = []
+        for group in groups {
+            guard let caFile = group?.trustedCertificateAuthorities else {
+                tlsByGroup.append(defaultTLS)
+                continue
+            }
+            do {
+                tlsByGroup.append(try UpstreamTLS.clientConfiguration(trusting: caFile))
+            } catch {
+                throw UpstreamTLS.Failure(description: "[tenant.\(group?.tenant.text ?? "")] ca-file: \(error.description)")
+            }
+        }
         let relayTLS = try upstreamRelay.map { _ throws(UpstreamTLS.Failure) in
             try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities, presenting: configuration.clientCertificate)
         }
@@ -63,8 +84,13 @@ public actor Uploader {
         var lanes: [UploadLane] = []
         var pipelines: [TrackingHitPipeline?] = []
         var transports: [HTTPClientTransport] = []
-        if trackingHost != nil || marketingHost != nil {
-            // One TLS set-up for both clients of the Campaign hosts: the pipeline's and this one.
+        for (group, tls) in zip(groups, tlsByGroup) {
+            let tenant = group?.tenant
+            let trackingHost = group.map(\.trackingHost) ?? trackingHost
+            let marketingHost = group.map(\.marketingHost) ?? marketingHost
+            guard trackingHost != nil || marketingHost != nil else { continue }
+            // One TLS set-up and one client for a tenant's two hosts: the pipeline's and this one.
+            // Tenants share none, so one tenant's slow host never holds another's connections.
             let transport = HTTPClientTransport(
                 connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses,
                 maximumRedirects: configuration.maximumRedirects, tls: tls, eventLoopGroup: upstream.group
@@ -78,14 +104,16 @@ public actor Uploader {
                         retryStatuses: configuration.retryStatuses, tls: tls, eventLoop: upstream.group.next()
                     )
                 } catch {
-                    logger.warning("tracking hits go one request at a time: TLS setup failed", metadata: ["error": "\(error)"])
+                    logger.warning(
+                        "tracking hits go one request at a time: TLS setup failed",
+                        metadata: ["error": "\(error)", "tenant": "\(tenant.displayName)"])
                     pipeline = nil
                 }
                 lanes.append(
                     UploadLane(
-                        sink: TrackingHostSink(host: trackingHost), transport: transport, store: store, source: source,
+                        sink: TrackingHostSink(host: trackingHost, tenant: tenant), transport: transport, store: store, source: source,
                         configuration: configuration, deduplicates: deduplicates, logger: logger, pipeline: pipeline,
-                        metrics: metrics(TrackingHostSink.laneName)
+                        metrics: metrics(UploadLane.Kind.tracking.rawValue, tenant)
                     )
                 )
                 pipelines.append(pipeline)
@@ -95,8 +123,9 @@ public actor Uploader {
                 // keeps "skip if unchanged since the last delivery" exact.
                 lanes.append(
                     UploadLane(
-                        sink: MarketingHostSink(host: marketingHost), transport: transport, store: store, source: source,
-                        configuration: configuration, deduplicates: deduplicates, logger: logger, metrics: metrics(MarketingHostSink.laneName)
+                        sink: MarketingHostSink(host: marketingHost, tenant: tenant), transport: transport, store: store, source: source,
+                        configuration: configuration, deduplicates: deduplicates, logger: logger,
+                        metrics: metrics(UploadLane.Kind.marketing.rawValue, tenant)
                     )
                 )
             }
@@ -110,7 +139,7 @@ public actor Uploader {
             lanes.append(
                 UploadLane(
                     sink: upstreamRelay, log: log, transport: transport, configuration: configuration, logger: logger,
-                    metrics: metrics(upstreamRelay.name)))
+                    metrics: metrics(upstreamRelay.name, nil)))
         }
         self.lanes = lanes
         self.transports = transports

@@ -17,7 +17,7 @@ public struct LogConsumerDeclaration: Sendable, Hashable {
         case ownStore
     }
 
-    /// The consumer's name: its cursor is `wal/cursors/<name>.cursor` (1 to 64 letters, digits,
+    /// The consumer's name: its cursor is `wal/cursors/<name>.cursor` (1 to 96 letters, digits,
     /// `-` or `_`).
     public var name: String
     /// Where it keeps its exact position.

@@ -18,10 +18,10 @@ public struct CursorStore: Sendable {
         self.quarantine = quarantine
     }
 
-    /// Checks a cursor name: 1 to 64 letters, digits, `-` or `_`.
+    /// Checks a cursor name: 1 to 96 letters, digits, `-` or `_`.
     public static func validate(_ name: String) throws(LogError) {
         let ok =
-            !name.isEmpty && name.utf8.count <= 64
+            !name.isEmpty && name.utf8.count <= 96
             && name.utf8.allSatisfy {
                 ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D || $0 == 0x5F
             }

@@ -18,7 +18,8 @@ enum RelayApplication {
     /// the thread that writes server.json, `onRunning` hears the bound port.
     static func make(
         configuration: RelayServerConfiguration, routes groups: [any RouteGroup], metrics: RelayMetrics, certificates: TLSCertificateStore?,
-        recordFiles: BlockingExecutor, ingestor: EventIngestor, logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void
+        recordFiles: BlockingExecutor, ingestor: EventIngestor, tenants: TenantDirectory, logger: Logger,
+        onRunning: @escaping @Sendable (Int) async -> Void
     ) -> some Service {
         let router = Router()
         router.add(middleware: RouteMetricsMiddleware(metrics: metrics))
@@ -41,7 +42,8 @@ enum RelayApplication {
         let server = HTTPServerBuilder { responder in
             let http = HTTP1Channel(responder: responder, configuration: http1)
             guard answersHits else { return secured(http) }
-            return secured(TrackingHitChannel(base: http) { TrackingHitHandler(ingestor: ingestor, serverName: serverName, date: date) })
+            return secured(
+                TrackingHitChannel(base: http) { TrackingHitHandler(ingestor: ingestor, tenants: tenants, serverName: serverName, date: date) })
         }
         return Application(
             router: router,

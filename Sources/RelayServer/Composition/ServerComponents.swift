@@ -29,6 +29,8 @@ struct ServerComponents {
     /// `nil` without `--postgres-url`.
     let fleet: (location: PostgresLocation, status: FleetStatus)?
     let ingestor: EventIngestor
+    /// The tenants requests are served as, by their path's first segment.
+    let tenants: TenantDirectory
     let logger: Logger
 
     /// Opens the log with every consumer `configuration` declares, then builds the parts around
@@ -73,11 +75,16 @@ struct ServerComponents {
             }
         }
         var uploader: Uploader?
-        if configuration.trackingHost != nil || configuration.marketingHost != nil || configuration.upstreamRelay != nil {
+        let tenantDestinations =
+            configuration.upstreamRelay == nil
+            ? configuration.tenants.map(\.destinations).filter { $0.trackingHost != nil || $0.marketingHost != nil } : []
+        if configuration.trackingHost != nil || configuration.marketingHost != nil || configuration.upstreamRelay != nil
+            || !tenantDestinations.isEmpty
+        {
             uploader = try Uploader(
-                log: log, trackingHost: configuration.trackingHost, marketingHost: configuration.marketingHost,
+                log: log, trackingHost: configuration.trackingHost, marketingHost: configuration.marketingHost, tenants: tenantDestinations,
                 upstreamRelay: configuration.upstreamRelay.map { CentralRelaySink(host: $0, token: configuration.upstreamToken ?? "") },
-                store: store, configuration: upload, logger: logger, metrics: { metrics.laneMetrics(for: $0) })
+                store: store, configuration: upload, logger: logger, metrics: { metrics.laneMetrics(for: $0, tenant: $1) })
         } else {
             logger.notice("no --tracking-host or --marketing-host: events are stored and counted, not forwarded")
         }
@@ -89,34 +96,31 @@ struct ServerComponents {
         return ServerComponents(
             configuration: configuration, log: log, metrics: metrics, history: history, store: store, idempotency: idempotency,
             aggregator: aggregator, uploader: uploader, fleet: fleet,
-            ingestor: EventIngestor(log: log, metrics: metrics), logger: logger)
+            ingestor: EventIngestor(log: log, metrics: metrics),
+            tenants: TenantDirectory(integrationKeys: configuration.integrationKeys, tenants: configuration.tenants), logger: logger)
     }
 
     /// The routes `serve` answers, in the order they are added (the admin token and route rules
     /// are middleware of their groups).
     func routeGroups() -> [any RouteGroup] {
-        var hosts: [String: String] = [:]
-        if let host = configuration.trackingHost { hosts[UploadLane.Kind.tracking.rawValue] = host.description }
-        if let host = configuration.marketingHost { hosts[UploadLane.Kind.marketing.rawValue] = host.description }
         var groups: [any RouteGroup] = [
             SDKRoutes(
                 ingestor: ingestor, maximumFormBytes: configuration.maximumFormBytes,
-                unknownFields: UnknownFormFields(metrics: metrics, logger: logger),
-                admission: EventAdmission(integrationKeys: configuration.integrationKeys)),
+                unknownFields: UnknownFormFields(metrics: metrics, logger: logger), tenants: tenants),
             EventsRoute(
                 ingestor: ingestor, idempotency: idempotency, maximumBytes: configuration.maximumBatchBytes,
-                maximumEvents: configuration.maximumBatchEvents,
-                admission: EventAdmission(integrationKeys: configuration.integrationKeys, refusesRelaySetFields: true)),
+                maximumEvents: configuration.maximumBatchEvents, tenants: tenants),
             AdminRoutes(
-                dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, metrics: metrics, store: store, log: log,
+                dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants, metrics: metrics, store: store,
+                log: log,
                 fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }, aggregator: aggregator),
             HealthRoutes(ingestor: ingestor, upstream: relayLane, fleet: fleet?.status),
             StatusRoutes(
-                adminToken: configuration.adminToken, log: log, store: store, history: history, uploader: uploader, hosts: hosts,
+                adminToken: configuration.adminToken, tenants: tenants, log: log, store: store, history: history, uploader: uploader,
                 relayLane: relayLane, relayURL: configuration.upstreamRelay?.description, aggregator: aggregator, fleet: fleet?.status),
         ]
         if let relayToken = configuration.relayToken {
-            groups.append(RelayBatchRoute(receiver: RelayBatchReceiver(ingestor: ingestor, logger: logger), token: relayToken))
+            groups.append(RelayBatchRoute(receiver: RelayBatchReceiver(ingestor: ingestor, logger: logger), token: relayToken, tenants: tenants))
         }
         return groups
     }
@@ -131,7 +135,9 @@ struct ServerComponents {
             services.append(FleetAggregationService(location: fleet.location, log: log, status: fleet.status, metrics: metrics, logger: logger))
         }
         services.append(
-            MetricsSampler(metrics: metrics, history: history, log: log, fleet: fleet?.status, aggregator: aggregator, store: store))
+            MetricsSampler(
+                metrics: metrics, history: history, log: log, fleet: fleet?.status, aggregator: aggregator, store: store,
+                tenantLabels: [TenantName.defaultTenantText] + configuration.tenants.map(\.name.text)))
         if let certificates { services.append(certificates) }
         services.append(application)
         services.append(ShutdownNotifier(ingestor: ingestor, delay: configuration.shutdownDelay, systemd: configuration.systemd, logger: logger))

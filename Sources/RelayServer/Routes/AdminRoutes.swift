@@ -6,10 +6,13 @@ import RelayLog
 import RelayPostgres
 
 /// The admin endpoints: counts, dead letters and metrics, behind ``AdminAuthentication`` when an
-/// admin token is set.
+/// admin token is set. Counts and dead letters are there twice: `/v1/…` for every tenant (each row
+/// names its own; `/v1/deliveries/{id}` is the default tenant's delivery) and `/{tenant}/v1/…` for
+/// one tenant alone, which that tenant's admin token may read.
 struct AdminRoutes: RouteGroup, Sendable {
     let dataDirectory: String
     let adminToken: String?
+    let tenants: TenantDirectory
     let metrics: RelayMetrics
     let store: ForwardingStore
     let log: WriteAheadLog
@@ -22,23 +25,30 @@ struct AdminRoutes: RouteGroup, Sendable {
     let queries = OpenedOnce<AggregateQueries>()
 
     func add(to table: RouteTable) {
-        let routes = adminToken.map { table.group(AdminAuthentication(token: $0)) } ?? table
-        routes.get("v1/deliveries") { request, _ in
-            switch request.nonNegativeIntegerParameter("limit") {
-            case .success(let limit): return await deliveries(nil, limit: limit)
-            case .failure(let error): return error.response
+        table.addForEachTenant(tenants) { group, prefix, scope in
+            let routes = group.group(AdminAuthentication(token: adminToken, tenants: tenants))
+            // Without a prefix the lists show every tenant; a delivery id names the default tenant's.
+            let whose = { @Sendable (context: BasicRequestContext, list: Bool) -> TenantSelection in
+                prefix.isEmpty && list ? .all : .only(scope(context).name)
+            }
+            routes.get(prefix + "v1/deliveries") { request, context in
+                switch request.nonNegativeIntegerParameter("limit") {
+                case .success(let limit): return await deliveries(nil, tenant: whose(context, true), limit: limit)
+                case .failure(let error): return error.response
+                }
+            }
+            routes.get(prefix + "v1/deliveries/:id") { _, context in
+                let id = context.parameters.get("id") ?? ""
+                return await deliveries(id, tenant: whose(context, false), limit: nil)
+            }
+            routes.get(prefix + "v1/deadletters") { request, context in
+                switch request.nonNegativeIntegerParameter("limit") {
+                case .success(let limit): return await deadLetters(tenant: whose(context, true), limit: limit)
+                case .failure(let error): return error.response
+                }
             }
         }
-        routes.get("v1/deliveries/:id") { _, context in
-            let id = context.parameters.get("id") ?? ""
-            return await deliveries(id, limit: nil)
-        }
-        routes.get("v1/deadletters") { request, _ in
-            switch request.nonNegativeIntegerParameter("limit") {
-            case .success(let limit): return await deadLetters(limit: limit)
-            case .failure(let error): return error.response
-            }
-        }
+        let routes = table.group(AdminAuthentication(token: adminToken, tenants: tenants))
         routes.get("metrics") { _, _ in
             // What a scrape must see as of now (the lanes' ages are computed as it renders, the
             // aggregator's lag here, so that a benchmark sampling it every 100 ms sees it move);
@@ -54,17 +64,18 @@ struct AdminRoutes: RouteGroup, Sendable {
         }
     }
 
-    func deliveries(_ id: String?, limit: Int?) async -> Response {
+    func deliveries(_ id: String?, tenant: TenantSelection, limit: Int?) async -> Response {
+        let of = tenant == .all ? "" : " of tenant \(tenant.storedName.map { TenantName.displayName(stored: $0) } ?? "")"
         if let fleet {
             let report: FleetReport
             do {
-                report = try await fleet.report(deliveryId: id, limit: limit)
+                report = try await fleet.report(tenant: tenant, deliveryId: id, limit: limit)
             } catch {
                 return Responses.error(.serviceUnavailable, "the fleet's counts cannot be read from PostgreSQL now: \(error)")
             }
             if let id {
                 guard let row = report.deliveries.first else {
-                    return Responses.error(.notFound, "no events counted for delivery \(id) in the fleet")
+                    return Responses.error(.notFound, "no events counted for delivery \(id)\(of) in the fleet")
                 }
                 return Responses.json(.ok, APIJSON.text(row))
             }
@@ -79,19 +90,19 @@ struct AdminRoutes: RouteGroup, Sendable {
         }
         do {
             if let id {
-                let rows = try await queries.deliveries(deliveryId: id, limit: limit)
-                guard let row = rows.first else { return Responses.error(.notFound, "no events counted for delivery \(id)") }
+                let rows = try await queries.deliveries(tenant: tenant, deliveryId: id, limit: limit)
+                guard let row = rows.first else { return Responses.error(.notFound, "no events counted for delivery \(id)\(of)") }
                 return Responses.json(.ok, APIJSON.text(row))
             }
-            return Responses.json(.ok, APIJSON.text(try await queries.report(limit: limit)))
+            return Responses.json(.ok, APIJSON.text(try await queries.report(tenant: tenant, limit: limit)))
         } catch {
             return Responses.error(.internalServerError, "reading the aggregates failed: \(error)")
         }
     }
 
-    func deadLetters(limit: Int?) async -> Response {
+    func deadLetters(tenant: TenantSelection, limit: Int?) async -> Response {
         do {
-            let letters = try await store.deadLetters(limit: limit)
+            let letters = try await store.deadLetters(tenant: tenant, limit: limit)
             return Responses.json(.ok, APIJSON.text(DeadLetterList(letters)))
         } catch {
             return Responses.error(.internalServerError, "reading the dead letters failed: \(error)")

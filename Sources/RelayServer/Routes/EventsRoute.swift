@@ -5,23 +5,36 @@ import RelayEventJSON
 import RelayIO
 import RelayLog
 
-/// `POST /v1/events`: a batch of events in the relay's JSON format, all or nothing, optionally
-/// idempotent (`Idempotency-Key`).
+/// `POST /v1/events` and `POST /{tenant}/v1/events`: a batch of events in the relay's JSON format,
+/// all or nothing, optionally idempotent (`Idempotency-Key`, remembered per tenant), stored as the
+/// default tenant's or as the path's tenant's.
 struct EventsRoute: RouteGroup, Sendable {
     let ingestor: EventIngestor
     let idempotency: IdempotencyStore
     let maximumBytes: Int
     let maximumEvents: Int
-    /// The integration-key rule, and the fields only relays set, refused where the batch is decoded.
-    let admission: EventAdmission
+    /// The tenants, each with its integration-key rule; the fields only relays set (and `tenant`)
+    /// are refused where the batch is decoded.
+    let tenants: TenantDirectory
     /// Where the log is read back for a request retried after a crash (blocking reads).
     let logReads = BlockingExecutor(name: "idempotency-log")
 
     static let idempotencyKey = HTTPField.Name.relay("Idempotency-Key")
     static let replayed = HTTPField.Name.relay("Idempotent-Replayed")
 
-    func add(to routes: RouteTable) {
-        routes.ingest(ingestor, maximumBodyBytes: maximumBytes, json: true).post("v1/events") { request, _ in await handle(request) }
+    func add(to table: RouteTable) {
+        table.addForEachTenant(tenants) { routes, prefix, scope in
+            routes.ingest(ingestor, maximumBodyBytes: maximumBytes, json: true).post(prefix + "v1/events") { request, context in
+                await handle(request, scope: scope(context))
+            }
+        }
+    }
+
+    /// The name `key` is remembered under: the tenant's name and the key, so that two tenants
+    /// using the same key are two requests. A header value cannot hold 0x1F, so no key of the
+    /// default tenant (remembered as it is) can be taken for a tenant's.
+    static func storedKey(_ key: String, scope: TenantScope) -> String {
+        scope.name.map { "\($0.text)\u{1F}\(key)" } ?? key
     }
 
     /// The body media types taken: a JSON array, or NDJSON (one event per line).
@@ -29,7 +42,7 @@ struct EventsRoute: RouteGroup, Sendable {
         "application/json", "application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines",
     ]
 
-    func handle(_ request: Request) async -> Response {
+    func handle(_ request: Request, scope: TenantScope) async -> Response {
         if let type = request.mediaType, !Self.mediaTypes.contains(type) {
             return Responses.error(
                 .unsupportedMediaType, "Content-Type \(type) is not taken; send a JSON array as application/json or NDJSON as application/x-ndjson"
@@ -37,16 +50,17 @@ struct EventsRoute: RouteGroup, Sendable {
         }
         guard let body = await request.collectedBody() else { return Responses.tooLarge(maximumBytes, json: true) }
         guard let key = request.headers[Self.idempotencyKey] else {
-            return await ingest(body, defaultTime: .now()).response
+            return await ingest(body, scope: scope, defaultTime: .now()).response
         }
         guard !key.isEmpty, key.utf8.count <= 255 else { return Responses.error(.badRequest, "Idempotency-Key must be 1 to 255 characters") }
-        guard await idempotency.claim(key) else {
+        let stored = Self.storedKey(key, scope: scope)
+        guard await idempotency.claim(stored) else {
             return Responses.error(.conflict, "a request with this Idempotency-Key is under way; retry when it is answered")
         }
-        defer { Task { await idempotency.release(key) } }
+        defer { Task { await idempotency.release(stored) } }
         let digest = IdempotencyStore.digest(body)
         do {
-            switch try await idempotency.entry(key) {
+            switch try await idempotency.entry(stored) {
             case .completed(let recorded, let status, let answer):
                 guard recorded == digest else {
                     return Responses.error(.unprocessableContent, "Idempotency-Key was used for a different request body")
@@ -59,11 +73,11 @@ struct EventsRoute: RouteGroup, Sendable {
                     return Responses.error(.unprocessableContent, "Idempotency-Key was used for a different request body")
                 }
                 let time = EventTime(nanosecondsSinceEpoch: timeNanoseconds, fractionDigits: 3)
-                return await finish(key, ingest(body, defaultTime: time, key: key, resumingAfterCrashFrom: start))
+                return await finish(stored, ingest(body, scope: scope, defaultTime: time, key: key, resumingAfterCrashFrom: start))
             case nil:
                 let time = EventTime.now()
-                try await idempotency.recordPending(key, digest: digest, startSequence: await ingestor.log.durableSequence, defaultTime: time)
-                return await finish(key, ingest(body, defaultTime: time, key: key))
+                try await idempotency.recordPending(stored, digest: digest, startSequence: await ingestor.log.durableSequence, defaultTime: time)
+                return await finish(stored, ingest(body, scope: scope, defaultTime: time, key: key))
             }
         } catch {
             return Responses.unavailable("could not record the Idempotency-Key: \(error)", retryAfterSeconds: 5, json: true)
@@ -91,20 +105,23 @@ struct EventsRoute: RouteGroup, Sendable {
     /// Stores the batch in `body`. With a `key`, every event carries the request's identity (the
     /// key and its index); resuming after a crash, the events of the request already in the log
     /// from `start` on are found by that identity and not stored again.
-    private func ingest(_ body: [UInt8], defaultTime: EventTime, key: String? = nil, resumingAfterCrashFrom start: UInt64? = nil) async -> Outcome {
+    private func ingest(
+        _ body: [UInt8], scope: TenantScope, defaultTime: EventTime, key: String? = nil, resumingAfterCrashFrom start: UInt64? = nil
+    ) async -> Outcome {
         var events: [Event]
-        switch EventBatchDecoder.decode(body, defaultTime: defaultTime, maximumEvents: maximumEvents, admission: admission) {
+        switch EventBatchDecoder.decode(body, defaultTime: defaultTime, maximumEvents: maximumEvents, admission: scope.eventsAdmission) {
         case .failure(let problems):
             return refused(problems.list)
         case .success(let decoded):
             events = decoded
         }
+        scope.claim(&events)
         let total = events.count
         // After a crash between the append and the answer, some or all of the events may be in the log.
         var stored: [Int: UInt64] = [:]
         if let key {
             for index in events.indices { events[index].request = RequestIdentity(key: key, index: index) }
-            if let start { stored = await storedEvents(of: key, count: total, from: start) }
+            if let start { stored = await storedEvents(of: key, tenant: scope.name, count: total, from: start) }
         }
         let missing = stored.isEmpty ? events : events.filter { event in event.request.map { stored[$0.index] == nil } ?? true }
         do {
@@ -140,24 +157,24 @@ struct EventsRoute: RouteGroup, Sendable {
         return (sequences[0] ?? 0, sequences[total - 1] ?? 0)
     }
 
-    /// The sequence numbers, by index in the request, of the events stored for the request with
-    /// `key` (of `count` events) at or after `start`; the log is read on ``logReads``.
-    private func storedEvents(of key: String, count: Int, from start: UInt64) async -> [Int: UInt64] {
+    /// The sequence numbers, by index in the request, of the events stored for the request of
+    /// `tenant` with `key` (of `count` events) at or after `start`; the log is read on ``logReads``.
+    private func storedEvents(of key: String, tenant: TenantName?, count: Int, from start: UInt64) async -> [Int: UInt64] {
         let reader = ingestor.log.reader(from: start)
         let end = await ingestor.log.durableSequence
-        return await logReads.run { () -> [Int: UInt64] in Self.find(key, count: count, reader: reader, below: end) }
+        return await logReads.run { () -> [Int: UInt64] in Self.find(key, tenant: tenant, count: count, reader: reader, below: end) }
     }
 
     /// Reads to the end of the log unless every index is found first: a request resumed after one
     /// crash stores its missing events in another append, further on, and a second crash can
     /// leave both parts for the next retry to find.
-    private static func find(_ key: String, count: Int, reader: LogReader, below end: UInt64) -> [Int: UInt64] {
+    private static func find(_ key: String, tenant: TenantName?, count: Int, reader: LogReader, below end: UInt64) -> [Int: UInt64] {
         var reader = reader
         defer { reader.close() }
         var found: [Int: UInt64] = [:]
         while found.count < count, let batch = try? reader.read(maximumEvents: 4096, below: end), !batch.events.isEmpty {
             for logged in batch.events {
-                if let request = logged.event.request, request.key == key, found[request.index] == nil {
+                if let request = logged.event.request, request.key == key, logged.event.tenant == tenant, found[request.index] == nil {
                     found[request.index] = logged.sequence
                 }
             }

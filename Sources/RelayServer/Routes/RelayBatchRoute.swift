@@ -6,6 +6,9 @@ import RelayCore
 struct RelayBatchRoute: RouteGroup, Sendable {
     let receiver: RelayBatchReceiver
     let token: String
+    /// The tenants this relay forwards: a batch holding another tenant's event is refused, and
+    /// waits at the sender until this relay declares that tenant.
+    let tenants: TenantDirectory
 
     /// The largest body taken, compressed.
     static let maximumBodyBytes = RelayBatchBody.maximumPlainBytes
@@ -29,6 +32,14 @@ struct RelayBatchRoute: RouteGroup, Sendable {
             events = try RelayBatchBody.decode(body, sequences: origin.sequences)
         } catch {
             return Responses.error(.badRequest, "the batch body is malformed: \(error)")
+        }
+        // Stored, such an event would have no lane to leave by, and retention could drop it
+        // before the tenant is declared: it is refused, and the sender keeps it and tries again.
+        if let undeclared = events.lazy.compactMap({ $0.event.tenant }).first(where: { tenants.scope(named: Substring($0.text)) == nil }) {
+            return Responses.error(
+                .unprocessableContent,
+                "tenant \(undeclared.text) of relay \(origin.relayID)'s events is not declared on this relay: declare [tenant.\(undeclared.text)] with its hosts in serve --config here; the sender keeps the batch and sends it again"
+            )
         }
         do {
             switch try await receiver.receive(events, origin: origin, sender: sender) {

@@ -16,7 +16,12 @@ final class RouteTable {
     private final class MethodRecord {
         var paths: [String] = []
         var methods: [String: [HTTPRequest.Method]] = [:]
+        /// The tenants of the `:tenant/` paths, whose other methods answer 404 for an unknown tenant.
+        var tenants: TenantDirectory?
     }
+
+    /// The prefix of a tenant's routes: its name is the first path segment.
+    static let tenantPrefix = ":tenant/"
 
     init(router: Router<BasicRequestContext>) {
         self.router = router
@@ -34,6 +39,19 @@ final class RouteTable {
     /// after the middleware of this table.
     func group(_ middleware: any MiddlewareProtocol<Request, Response, BasicRequestContext>) -> RouteTable {
         RouteTable(router: router, target: target.group().add(middleware: middleware), record: record)
+    }
+
+    /// Adds a group's routes twice through `add`: as they are, served as the default tenant, and
+    /// under `/{tenant}/`, behind ``TenantMiddleware`` (404 for a tenant this relay does not have),
+    /// served as the tenant the path names. `add` gets the table, the prefix of its paths and how
+    /// a handler finds its request's scope.
+    func addForEachTenant(
+        _ directory: TenantDirectory, _ add: (RouteTable, String, @escaping @Sendable (BasicRequestContext) -> TenantScope) -> Void
+    ) {
+        add(self, "", { _ in directory.defaultScope })
+        record.tenants = directory
+        // The middleware let only a known tenant through: the lookup finds it.
+        add(group(TenantMiddleware(directory: directory)), Self.tenantPrefix, { directory.scope(of: $0) ?? directory.defaultScope })
     }
 
     /// `GET path`.
@@ -54,9 +72,12 @@ final class RouteTable {
         for path in record.paths {
             let allowed = record.methods[path] ?? []
             let allowHeader = allowed.map(\.rawValue).joined(separator: ", ")
-            let shown = "/" + path.replacing(":id", with: "{id}")
+            let shown = "/" + path.replacing(":id", with: "{id}").replacing(":tenant", with: "{tenant}")
+            let tenants = path.hasPrefix(Self.tenantPrefix) ? record.tenants : nil
             for method in candidates where !allowed.contains(method) {
-                router.on(RouterPath(path), method: method) { request, _ in
+                router.on(RouterPath(path), method: method) { request, context in
+                    // A path of no tenant is not there at all, whatever the method.
+                    if let tenants, tenants.scope(of: context) == nil { return tenants.unknownTenant(context.parameters.get("tenant") ?? "") }
                     var response = Responses.error(
                         .methodNotAllowed, "\(request.method.rawValue) is not allowed on \(shown); allowed: \(allowHeader)")
                     response.headers[.allow] = allowHeader

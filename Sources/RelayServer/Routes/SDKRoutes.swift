@@ -7,26 +7,34 @@ import RelayCore
 /// The endpoints of a Campaign marketing and tracking host, so an SDK can point at the relay.
 ///
 /// The SDKs never retry, so these refuse only what is unusable (see ``SDKRegistrationForm``); what
-/// they accept leaves for Campaign in the wire form it arrived in.
+/// they accept leaves for Campaign in the wire form it arrived in. Each endpoint is there twice:
+/// for the default tenant (`/r/`) and under each tenant's prefix (`/brand-a/r/`), where what is
+/// stored belongs to that tenant.
 struct SDKRoutes: RouteGroup, Sendable {
     let ingestor: EventIngestor
     let maximumFormBytes: Int
     let unknownFields: UnknownFormFields
-    /// The integration-key rule (`--integration-key`), applied to each registration as it is decoded.
-    let admission: EventAdmission
+    /// The tenants, each with its integration-key rule, applied to each registration as it is decoded.
+    let tenants: TenantDirectory
 
-    func add(to routes: RouteTable) {
-        let registrations = routes.ingest(ingestor, maximumBodyBytes: maximumFormBytes, json: false)
-        for platform in [Platform.ios, .android] {
-            registrations.post(CampaignEndpoint.registration(platform)) { request, _ in await register(request, platform: platform) }
+    func add(to table: RouteTable) {
+        table.addForEachTenant(tenants) { routes, prefix, scope in
+            let registrations = routes.ingest(ingestor, maximumBodyBytes: maximumFormBytes, json: false)
+            for platform in [Platform.ios, .android] {
+                registrations.post(prefix + CampaignEndpoint.registration(platform)) { request, context in
+                    await register(request, platform: platform, scope: scope(context))
+                }
+            }
+            routes.get(prefix + CampaignEndpoint.trackingTest) { _, _ in
+                Responses.text(.ok, "campaign-relay \(RelayVersion.current) (Campaign redirection server compatible)\n")
+            }
+            routes.ingest(ingestor, json: false).get(prefix + CampaignEndpoint.tracking) { request, context in
+                await track(request, scope: scope(context))
+            }
         }
-        routes.get(CampaignEndpoint.trackingTest) { _, _ in
-            Responses.text(.ok, "campaign-relay \(RelayVersion.current) (Campaign redirection server compatible)\n")
-        }
-        routes.ingest(ingestor, json: false).get(CampaignEndpoint.tracking) { request, _ in await track(request) }
     }
 
-    func register(_ request: Request, platform: Platform) async -> Response {
+    func register(_ request: Request, platform: Platform, scope: TenantScope) async -> Response {
         // The SDKs always send form data; a body declared as anything else is not a registration.
         if let type = request.mediaType, type != CampaignEndpoint.formMediaType {
             return Responses.text(
@@ -41,14 +49,15 @@ struct SDKRoutes: RouteGroup, Sendable {
         } catch {
             return rejected(error.message)
         }
-        let event = Event.registration(form.registration)
-        if let problem = admission.problems(of: event).first { return rejected(problem.message) }
+        var event = Event.registration(form.registration)
+        if let problem = scope.sdkAdmission.problems(of: event).first { return rejected(problem.message) }
         if !form.unknownFields.isEmpty { unknownFields.saw(form.unknownFields, platform: platform) }
+        if let tenant = scope.name { event.tenant = tenant }
         return await store(event)
     }
 
-    func track(_ request: Request) async -> Response {
-        switch Self.trackingHit(uri: request.uri) {
+    func track(_ request: Request, scope: TenantScope) async -> Response {
+        switch Self.trackingHit(uri: request.uri, scope: scope) {
         case .success(let event): return await store(event)
         case .failure(let rejection): return rejected(rejection.message)
         }
@@ -59,12 +68,14 @@ struct SDKRoutes: RouteGroup, Sendable {
         let message: String
     }
 
-    /// The event a `GET /r/` asks to store, or why it is refused: one rule for this route and
-    /// for ``TrackingHitHandler``, which answers most hits before they reach the router.
-    static func trackingHit(uri: URI) -> Result<Event, Rejection> {
+    /// The event a `GET /r/` of `scope` asks to store, or why it is refused: one rule for this
+    /// route and for ``TrackingHitHandler``, which answers most hits before they reach the router.
+    static func trackingHit(uri: URI, scope: TenantScope) -> Result<Event, Rejection> {
         guard let id = uri.queryParameters.get("id") else { return .failure(Rejection(message: "missing ?id=\(TrackingHitID.syntax)")) }
         do {
-            return .success(.tracking(try SDKTrackingHit.event(id: String(id), time: .now())))
+            var hit = try SDKTrackingHit.event(id: String(id), time: .now())
+            if let tenant = scope.name { hit.tenant = tenant }
+            return .success(.tracking(hit))
         } catch {
             return .failure(Rejection(message: error.message))
         }

@@ -7,15 +7,15 @@ import RelayIO
 import RelayLog
 
 /// `GET /status` (the page, open to all: it holds no figure) and `GET /v1/status` (its figures,
-/// behind ``AdminAuthentication`` when an admin token is set, like the other admin endpoints).
+/// behind ``AdminAuthentication`` when an admin token is set, like the other admin endpoints), and
+/// both again under `/{tenant}/`, showing that tenant's destinations and dead letters alone.
 struct StatusRoutes: RouteGroup, Sendable {
     let adminToken: String?
+    let tenants: TenantDirectory
     let log: WriteAheadLog
     let store: ForwardingStore
     let history: StatusHistory
     var uploader: Uploader?
-    /// Where each upload lane sends, by lane name.
-    var hosts: [String: String] = [:]
     var relayLane: UploadLane?
     var relayURL: String?
     var aggregator: Aggregator?
@@ -26,7 +26,18 @@ struct StatusRoutes: RouteGroup, Sendable {
     let logReads = BlockingExecutor(name: "status-read", priority: .background)
 
     func add(to table: RouteTable) {
-        table.get("status") { _, _ in
+        table.addForEachTenant(tenants) { group, prefix, scope in
+            addPage(to: group, prefix: prefix)
+            let routes = group.group(AdminAuthentication(token: adminToken, tenants: tenants))
+            routes.get(prefix + "v1/status") { _, context in
+                // Without a prefix: every tenant's destinations.
+                Responses.json(.ok, APIJSON.text(await report(tenant: prefix.isEmpty ? .all : .only(scope(context).name))))
+            }
+        }
+    }
+
+    private func addPage(to table: RouteTable, prefix: String) {
+        table.get(prefix + "status") { _, _ in
             Response(
                 status: .ok,
                 headers: [
@@ -37,11 +48,11 @@ struct StatusRoutes: RouteGroup, Sendable {
                 ],
                 body: .init(byteBuffer: .init(string: StatusPage.html)))
         }
-        let routes = adminToken.map { table.group(AdminAuthentication(token: $0)) } ?? table
-        routes.get("v1/status") { _, _ in Responses.json(.ok, APIJSON.text(await report())) }
     }
 
-    func report() async -> StatusReport {
+    /// The figures of `tenant`'s destinations and dead letters (`all`: every tenant's, and the
+    /// central relay's); the log's and the counting's figures are the relay's.
+    func report(tenant: TenantSelection = .all) async -> StatusReport {
         let now = EventTime.now()
         let durable = await log.durableSequence
         let (intake, delivered) = history.rates()
@@ -53,21 +64,26 @@ struct StatusRoutes: RouteGroup, Sendable {
         let statistics = await log.stats
         var destinations: [StatusReport.Destination] = []
         if let uploader {
-            for (kind, lane) in await uploader.statistics().sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            // The default tenant's lanes first, then each tenant's, each tracking before marketing.
+            let campaignLanes = uploader.lanes.compactMap { lane in lane.kind.map { (kind: $0, lane: lane) } }
+                .filter { tenant == .all || tenant == .only($0.lane.tenant) }
+                .sorted { ($0.lane.tenant?.text ?? "", $0.kind.rawValue) < ($1.lane.tenant?.text ?? "", $1.kind.rawValue) }
+            for (kind, lane) in campaignLanes {
+                let stats = await lane.stats
                 destinations.append(
                     StatusReport.Destination(
-                        name: kind.rawValue, url: hosts[kind.rawValue] ?? "", backlog: lane.backlog,
-                        oldestUnsentEvent: lane.oldestUnsentEvent?.rfc3339,
-                        oldestUnsentSeconds: lane.oldestUnsentEvent.map { RelayMetrics.age(of: $0, now: now.nanosecondsSinceEpoch) },
-                        breaker: lane.breaker, lastError: lane.lastError, lastErrorAt: lane.lastErrorAt?.rfc3339,
-                        deliveredPerSecond: delivered[kind.rawValue], delivered: lane.delivered))
+                        name: kind.rawValue, tenant: lane.tenant.displayName, url: lane.host.description, backlog: stats.backlog,
+                        oldestUnsentEvent: stats.oldestUnsentEvent?.rfc3339,
+                        oldestUnsentSeconds: stats.oldestUnsentEvent.map { RelayMetrics.age(of: $0, now: now.nanosecondsSinceEpoch) },
+                        breaker: stats.breaker, lastError: stats.lastError, lastErrorAt: stats.lastErrorAt?.rfc3339,
+                        deliveredPerSecond: delivered[lane.name], delivered: stats.delivered))
             }
         }
-        if let relayLane {
+        if let relayLane, tenant == .all {
             let state = await relayLane.state()
             destinations.append(
                 StatusReport.Destination(
-                    name: "relay", url: relayURL ?? "", backlog: state.backlog, oldestUnsentEvent: state.oldestWaitingEvent?.rfc3339,
+                    name: "relay", tenant: "*", url: relayURL ?? "", backlog: state.backlog, oldestUnsentEvent: state.oldestWaitingEvent?.rfc3339,
                     oldestUnsentSeconds: state.oldestWaitingEvent.map { RelayMetrics.age(of: $0, now: now.nanosecondsSinceEpoch) },
                     breaker: state.unreachableSince == nil ? "reachable" : "unreachable", lastError: state.lastFailure,
                     lastErrorAt: state.unreachableSince?.rfc3339, deliveredPerSecond: nil, delivered: nil))
@@ -92,7 +108,7 @@ struct StatusRoutes: RouteGroup, Sendable {
                 oldestSequence: oldest, firstEventTime: firstEventTime?.rfc3339,
                 retainSeconds: Double(log.configuration.retention.age.components.seconds), retainBytes: log.configuration.retention.bytes,
                 archiveDirectory: log.configuration.archiveDirectory, segmentsRemoved: statistics.segmentsExpired + statistics.segmentsRemovedForRoom),
-            destinations: destinations, deadLetters: try? await store.pendingDeadLetterCount(), counting: counting,
+            destinations: destinations, deadLetters: try? await store.pendingDeadLetterCount(tenant: tenant), counting: counting,
             fsync: .init(p50Seconds: fsync.p50, p99Seconds: fsync.p99, commits: fsync.count))
     }
 

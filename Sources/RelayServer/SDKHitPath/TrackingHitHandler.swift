@@ -5,8 +5,9 @@ import NIOCore
 import NIOHTTPTypes
 import RelayCore
 
-/// Answers the SDKs' tracking hits (`GET /r/?id=…`) on the connection's event loop, where they
-/// were read, and hands every other request on to the router.
+/// Answers the SDKs' tracking hits (`GET /r/?id=…`, and `GET /{tenant}/r/?id=…` of a tenant this
+/// relay has) on the connection's event loop, where they were read, and hands every other request
+/// (an unknown tenant's included, which the router answers 404) on to the router.
 ///
 /// Through the router a durable hit crossed four threads and came back across them (event loop,
 /// task pool, the log's actor, its I/O thread): scheduler switches and wake-ups were most of what
@@ -32,8 +33,11 @@ final class TrackingHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The route's label in `relay_http_requests_total`, as the router names it.
     static let route = "/" + CampaignEndpoint.tracking
+    /// The label of a tenant's hits, as the router names `:tenant/r`.
+    static let tenantRoute = "/{tenant}/" + CampaignEndpoint.tracking
 
     private let ingestor: EventIngestor
+    private let tenants: TenantDirectory
     private let serverName: String
     private let date: HTTPDateHeader
     /// Requests handed to the router and not yet answered.
@@ -48,20 +52,37 @@ final class TrackingHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var readDeferred = false
     /// Set when the handler leaves the pipeline (the connection closed): a late answer is dropped.
     private var removed = false
+    /// The route label of the hit being answered (``route`` or ``tenantRoute``).
+    private var route = TrackingHitHandler.route
 
-    /// A handler storing hits through `ingestor`, naming itself `serverName` in answers.
-    init(ingestor: EventIngestor, serverName: String, date: HTTPDateHeader) {
+    /// A handler storing hits through `ingestor` for the default tenant and `tenants`, naming
+    /// itself `serverName` in answers.
+    init(ingestor: EventIngestor, tenants: TenantDirectory, serverName: String, date: HTTPDateHeader) {
         self.ingestor = ingestor
+        self.tenants = tenants
         self.serverName = serverName
         self.date = date
     }
 
-    /// Whether `request` is a hit answered here: `GET /r/?…`, the form every SDK sends, without a
-    /// wish to close the connection. Anything else goes to the router.
-    static func answersHere(_ request: HTTPRequest) -> Bool {
-        guard request.method == .get, let path = request.path, path.hasPrefix("/\(CampaignEndpoint.tracking)/?") else { return false }
-        if let connection = request.headerFields[.connection], connection.lowercased().contains("close") { return false }
-        return true
+    /// The scope of a hit answered here: `GET /r/?…`, the form every SDK sends (the default
+    /// tenant), or `GET /{tenant}/r/?…` of a tenant of `tenants`, without a wish to close the
+    /// connection; `nil` for anything else, which goes to the router.
+    static func scope(answeringHere request: HTTPRequest, tenants: TenantDirectory) -> TenantScope? {
+        guard request.method == .get, let path = request.path?.utf8, path.first == UInt8(ascii: "/") else { return nil }
+        let hit = "/\(CampaignEndpoint.tracking)/?".utf8
+        let scope: TenantScope
+        if path.starts(with: hit) {
+            scope = tenants.defaultScope
+        } else {
+            // `/{tenant}/r/?`: the segment up to the next slash must name a tenant.
+            let rest = path.dropFirst()
+            guard let slash = rest.firstIndex(of: UInt8(ascii: "/")), path[slash...].starts(with: hit),
+                let named = tenants.scope(named: Substring(rest[..<slash]))
+            else { return nil }
+            scope = named
+        }
+        if let connection = request.headerFields[.connection], connection.lowercased().contains("close") { return nil }
+        return scope
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -96,9 +117,14 @@ final class TrackingHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         switch part {
-        case .head(let request) where routed == 0 && Self.answersHere(request):
+        case .head(let request) where routed == 0:
+            guard let scope = Self.scope(answeringHere: request, tenants: tenants) else {
+                routed += 1
+                context.fireChannelRead(wrapInboundOut(part))
+                return
+            }
             discardingRequest = true
-            answer(request, context: context)
+            answer(request, scope: scope, context: context)
         case .head:
             routed += 1
             context.fireChannelRead(wrapInboundOut(part))
@@ -107,9 +133,10 @@ final class TrackingHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    private func answer(_ request: HTTPRequest, context: ChannelHandlerContext) {
+    private func answer(_ request: HTTPRequest, scope: TenantScope, context: ChannelHandlerContext) {
         let arrived = ContinuousClock.now
-        switch SDKRoutes.trackingHit(uri: URI(request.path ?? "")) {
+        route = scope.name == nil ? Self.route : Self.tenantRoute
+        switch SDKRoutes.trackingHit(uri: URI(request.path ?? ""), scope: scope) {
         case .failure(let rejection):
             ingestor.metrics.requestsRejected.increment()
             write(.badRequest, rejection.message + "\n", arrived: arrived, context: context)
@@ -172,6 +199,6 @@ final class TrackingHitHandler: ChannelDuplexHandler, RemovableChannelHandler {
         } else {
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }
-        ingestor.metrics.recordRequest(route: Self.route, method: "GET", status: Int(status.code), duration: ContinuousClock.now - arrived)
+        ingestor.metrics.recordRequest(route: route, method: "GET", status: Int(status.code), duration: ContinuousClock.now - arrived)
     }
 }

@@ -1,4 +1,5 @@
 import RelayAggregator
+import RelayCore
 import RelayForwarding
 import RelayLog
 import ServiceLifecycle
@@ -17,6 +18,8 @@ struct MetricsSampler: Service {
     let fleet: FleetStatus?
     let aggregator: Aggregator?
     let store: ForwardingStore
+    /// The `tenant` labels of the tenants served: `default` and each tenant's name.
+    let tenantLabels: [String]
 
     func run() async throws {
         try? await cancelWhenGracefulShutdown {
@@ -26,7 +29,13 @@ struct MetricsSampler: Service {
                 if let aggregator { metrics.aggregatorLag.set(Int64(durable) - Int64(aggregator.committedNextSequence)) }
                 if let fleet { metrics.postgresLag.set(Int64(durable) - Int64(fleet.current.nextSequence ?? 1)) }
                 history.record(durable: durable, delivered: metrics.deliveredByLane())
-                metrics.deadLetters.set(Int64((try? await store.pendingDeadLetterCount()) ?? 0))
+                if let counts = try? await store.pendingDeadLetterCountsByTenant() {
+                    // Every tenant served shows, 0 when it has none; a tenant no longer served
+                    // shows while it has letters.
+                    for label in Set(tenantLabels + counts.keys.map { TenantName.displayName(stored: $0) }) {
+                        metrics.deadLetters(tenantLabel: label).set(Int64(counts[label == TenantName.defaultTenantText ? "" : label] ?? 0))
+                    }
+                }
                 await metrics.process.sample()
                 try await Task.sleep(for: .seconds(1))
             }

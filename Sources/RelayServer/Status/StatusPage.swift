@@ -112,7 +112,7 @@ enum StatusPage {
           const token = sessionStorage.getItem(tokenKey);
           if (token) headers["Authorization"] = "Bearer " + token;
           const response = await fetch(path, { headers, cache: "no-store" });
-          if (response.status === 401) { const error = new Error("unauthorized"); error.unauthorized = true; throw error; }
+          if (response.status === 401 || response.status === 403) { const error = new Error("unauthorized"); error.unauthorized = true; throw error; }
           if (!response.ok) throw new Error(path + " answered " + response.status);
           return response.json();
         }
@@ -137,8 +137,9 @@ enum StatusPage {
           text("counting", status.counting.length ? status.counting.map((c) => c.store + ": " + number(c.lag) + " events behind" + (c.lastError ? " (" + c.lastError + ")" : "")).join(" · ") : "off (--no-aggregates)");
           const body = $("destinations"); body.replaceChildren();
           for (const destination of status.destinations) {
-            const row = document.createElement("tr"); row.dataset.destination = destination.name;
-            const name = cell(row, destination.name + " "); const url = document.createElement("span"); url.className = "muted"; url.textContent = destination.url; name.appendChild(url);
+            const tenanted = destination.tenant !== "default" && destination.tenant !== "*";
+            const row = document.createElement("tr"); row.dataset.destination = tenanted ? destination.name + "_" + destination.tenant : destination.name;
+            const name = cell(row, destination.name + (tenanted ? " of " + destination.tenant : "") + " "); const url = document.createElement("span"); url.className = "muted"; url.textContent = destination.url; name.appendChild(url);
             cell(row, number(destination.backlog), "n", "backlog");
             cell(row, age(destination.oldestUnsentSeconds), "n", "oldest-unsent");
             const healthy = destination.breaker === "closed" || destination.breaker === "reachable";
@@ -181,7 +182,8 @@ enum StatusPage {
         }
         async function refresh() {
           try {
-            const [status, report] = await Promise.all([get("/v1/status"), get("/v1/deliveries?limit=20")]);
+            // Relative: at /brand-a/status the page reads brand-a's figures alone.
+            const [status, report] = await Promise.all([get("v1/status"), get("v1/deliveries?limit=20")]);
             $("login").hidden = true; $("status").hidden = false; text("problem", "");
             showStatus(status); showDeliveries(report);
           } catch (error) {

@@ -33,6 +33,9 @@ struct StatusReport: Encodable {
     struct Destination: Encodable {
         /// `tracking`, `marketing` or `relay`.
         var name: String
+        /// The tenant whose events it takes (`default`), or `*` for the relay destination, which
+        /// takes every tenant's.
+        var tenant: String
         var url: String
         var backlog: UInt64
         /// The event time of the oldest event the destination is owed, and its age in seconds.

@@ -1,0 +1,24 @@
+public import RelayCore
+public import RelayForwarding
+
+/// One tenant `serve` serves besides the default one (a `[tenant.NAME]` table of `--config`): its
+/// own Campaign hosts, integration keys and admin token.
+public struct TenantConfiguration: Sendable, Hashable {
+    /// Its hosts and CA file: lanes, breaker, backoff and dead letters of its own.
+    public var destinations: TenantDestinations
+    /// The integration keys its events may carry; empty: any.
+    public var integrationKeys: Set<String>
+    /// A bearer token that sees this tenant alone on the admin endpoints; `nil`: only the relay's
+    /// own admin token sees it.
+    public var adminToken: String?
+
+    /// The tenant's name.
+    public var name: TenantName { destinations.tenant }
+
+    /// A tenant forwarding to `destinations`, taking `integrationKeys` (empty: any).
+    public init(destinations: TenantDestinations, integrationKeys: Set<String> = [], adminToken: String? = nil) {
+        self.destinations = destinations
+        self.integrationKeys = integrationKeys
+        self.adminToken = adminToken
+    }
+}

@@ -1,0 +1,49 @@
+import CampaignProtocol
+import Hummingbird
+import RelayCore
+
+/// The tenants `serve` answers for, by the first segment of a request's path: `/brand-a/r/?id=…`
+/// is served as `brand-a`, and a path without a tenant prefix as the default tenant.
+///
+/// Looked up on every request that has a tenant prefix (a dictionary read; the map never changes
+/// once the server runs).
+final class TenantDirectory: Sendable {
+    /// The default tenant's scope: the relay's own options.
+    let defaultScope: TenantScope
+    /// Each tenant's scope, by name.
+    let scopes: [String: TenantScope]
+
+    /// The directory of the default tenant (`integrationKeys`) and of `tenants`.
+    init(integrationKeys: Set<String>, tenants: [TenantConfiguration]) {
+        defaultScope = TenantScope(name: nil, integrationKeys: integrationKeys, adminToken: nil)
+        scopes = Dictionary(
+            uniqueKeysWithValues: tenants.map {
+                ($0.name.text, TenantScope(name: $0.name, integrationKeys: $0.integrationKeys, adminToken: $0.adminToken))
+            })
+    }
+
+    /// The scope of the tenant named by a path segment; `nil` when no tenant has that name.
+    func scope(named segment: Substring) -> TenantScope? { scopes[String(segment)] }
+
+    /// The scope of the tenant a route's `:tenant` parameter names; `nil` when there is none, or
+    /// no tenant has that name.
+    func scope(of context: BasicRequestContext) -> TenantScope? {
+        context.parameters.get("tenant").flatMap { scopes[$0] }
+    }
+
+    /// The 404 of a path whose first segment is no tenant of this relay: nothing was read or
+    /// stored, and the words say how tenant paths are written.
+    func unknownTenant(_ segment: String) -> Response {
+        let rule = TenantName.ruleBroken(by: segment).map { " (a tenant name \($0))" } ?? ""
+        let known = scopes.isEmpty ? "this relay declares none" : "this relay has " + scopes.keys.sorted().joined(separator: ", ")
+        let paths = [
+            "\(CampaignEndpoint.tracking)/?id=…", CampaignEndpoint.trackingTest, CampaignEndpoint.registration(.ios),
+            CampaignEndpoint.registration(.android),
+            "v1/events",
+        ]
+        return Responses.error(
+            .notFound,
+            "no tenant \(JSONText.quoted(segment)) on this relay\(rule): tenant paths are \(paths.map { "/{tenant}/" + $0 }.joined(separator: ", ")); tenants are [tenant.NAME] tables of serve --config (\(known))"
+        )
+    }
+}
