@@ -1,3 +1,5 @@
+public import RelayCore
+
 /// How the write-ahead log sizes its files, compresses, and limits itself.
 public struct LogConfiguration: Sendable, Hashable {
     /// A new segment is started when the next frame would take the current one past this size.
@@ -35,6 +37,10 @@ public struct LogConfiguration: Sendable, Hashable {
     /// decoding their frames. 0 (the default): consumers decode what they read. A server whose
     /// consumers follow the log sets it to what they read behind the writer, at most.
     public var writtenEventsKept: Int = 0
+    /// Each tenant's share of the log: the most bytes of its events its own destinations may owe
+    /// before its appends are refused with ``LogError/tenantFull(tenant:usedBytes:limitBytes:)``
+    /// (see ``TenantQuota``). Empty (the default): tenants are limited by ``maximumLogBytes`` alone.
+    public var tenantQuotas: [TenantName: TenantQuota] = [:]
 
     /// The defaults: 64 MiB segments preallocated 4 MiB at a time, no size limit, zlib level 1,
     /// 4 million pending events, half a second of waiting for a held lock, passed segments kept
@@ -53,5 +59,21 @@ public struct LogConfiguration: Sendable, Hashable {
         self.lockWait = lockWait
         self.retention = retention
         self.archiveDirectory = archiveDirectory
+    }
+}
+
+/// A tenant's share of the log (`max-wal-bytes` of `[tenant.NAME]`).
+public struct TenantQuota: Sendable, Hashable {
+    /// The most bytes of the tenant's events (encoded, before compression) its destinations may owe.
+    public var limitBytes: Int64
+    /// The cursors of its destinations: what they have all passed is no longer owed. None: nothing
+    /// takes its events from the log, and it owes nothing (only ``LogConfiguration/maximumLogBytes``
+    /// limits it).
+    public var consumers: [String]
+
+    /// A share of `limitBytes`, released as `consumers` pass.
+    public init(limitBytes: Int64, consumers: [String]) {
+        self.limitBytes = limitBytes
+        self.consumers = consumers
     }
 }

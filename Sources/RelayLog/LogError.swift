@@ -1,3 +1,5 @@
+public import RelayCore
+
 /// Why the write-ahead log refused or failed an operation.
 ///
 /// An append that throws was **not** acknowledged: none of its events may be assumed durable, and
@@ -6,6 +8,9 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The log would pass its size limit (`--max-wal-bytes`), even after the segments every cursor
     /// has passed made room. Consumers must catch up or the limit must be raised.
     case logFull(usedBytes: Int64, limitBytes: Int64)
+    /// The tenant's events its own destinations have not taken reached its share of the log
+    /// (`max-wal-bytes` of `[tenant.NAME]`); other tenants' appends are still taken.
+    case tenantFull(tenant: TenantName, usedBytes: Int64, limitBytes: Int64)
     /// Too many events are already waiting for a group commit.
     case overloaded(pendingEvents: Int, limit: Int)
     /// Writing the frame failed (e.g. disk full); nothing was acknowledged and the segment was cut
@@ -33,6 +38,8 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .logFull(let used, let limit):
             "log full: \(used) bytes used, limit \(limit) bytes (--max-wal-bytes); let consumers catch up or raise the limit"
+        case .tenantFull(let tenant, let used, let limit):
+            "tenant \(tenant.text)'s share of the log is full: \(used) bytes of its events its hosts have not taken, limit \(limit) bytes (max-wal-bytes of [tenant.\(tenant.text)]); retry once its hosts catch up, or raise the limit"
         case .overloaded(let pending, let limit):
             "overloaded: \(pending) events already wait for a commit (limit \(limit)); retry later"
         case .writeFailed(let error):

@@ -12,6 +12,8 @@ public struct LogStatistics: Sendable, Hashable {
     public var failedCommits = 0
     /// Appends refused because too many events were pending.
     public var overloadRejections = 0
+    /// Appends refused because their tenant's share of the log was full.
+    public var tenantRejections = 0
     /// Passed segments removed because the retention age ran out (or, without retention, at once).
     public var segmentsExpired = 0
     /// Passed segments removed early because the log needed room (quota or size limit).

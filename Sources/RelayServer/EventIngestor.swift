@@ -70,7 +70,7 @@ public final class EventIngestor: Sendable {
     /// What to answer for a log error: every one means "retry later", after a delay that fits it.
     private static func refusal(_ error: LogError) -> Refusal {
         switch error {
-        case .logFull: .unavailable("\(error)", retryAfterSeconds: 30)
+        case .logFull, .tenantFull: .unavailable("\(error)", retryAfterSeconds: 30)
         case .overloaded: .unavailable("\(error)", retryAfterSeconds: 1)
         case .closed: .unavailable("the relay is shutting down; retry shortly", retryAfterSeconds: 1)
         default: .unavailable("could not store the events durably: \(error)", retryAfterSeconds: 5)

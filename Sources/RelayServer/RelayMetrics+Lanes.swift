@@ -80,6 +80,21 @@ extension RelayMetrics {
             labels: [("tenant", tenantLabel)])
     }
 
+    /// `relay_tenant_log_owed_bytes{tenant}` and `relay_tenant_log_limit_bytes{tenant}`: a tenant's
+    /// share of the log, used and allowed.
+    func recordTenantShare(_ tenant: TenantName, owedBytes: Int64, limitBytes: Int64) {
+        registry.makeGauge(
+            descriptor: .named(
+                "relay_tenant_log_owed_bytes",
+                "Bytes of a tenant's events (before compression) its hosts have not taken yet: what max-wal-bytes of [tenant.NAME] limits."),
+            labels: [("tenant", tenant.text)]
+        ).set(owedBytes)
+        registry.makeGauge(
+            descriptor: .named("relay_tenant_log_limit_bytes", "A tenant's share of the log (max-wal-bytes of [tenant.NAME])."),
+            labels: [("tenant", tenant.text)]
+        ).set(limitBytes)
+    }
+
     private func makeLane(_ kind: String, tenant: TenantName?) -> LaneHandles {
         let factory = PrometheusMetricsFactory(registry: registry)
         let isRelay = kind == CentralRelaySink.laneName

@@ -39,7 +39,7 @@ struct TenantIsolationTests {
         }
     }
 
-    static func start(brandBFaults: EmulatorFaults = EmulatorFaults()) async throws -> Relay {
+    static func start(brandBFaults: EmulatorFaults = EmulatorFaults(), brandBShare: Int? = nil) async throws -> Relay {
         let binary = try RelayBinary.path()
         let (defaultHost, brandA, brandB) = (
             try await RunningEmulator.start(), try await RunningEmulator.start(), try await RunningEmulator.start(faults: brandBFaults)
@@ -67,6 +67,7 @@ struct TenantIsolationTests {
         tracking-host = "\(brandB.url)"
         marketing-host = "\(brandB.url)"
         admin-token = "\(tokenB)"
+        \(brandBShare.map { "max-wal-bytes = \($0)" } ?? "")
         """.write(toFile: config, atomically: true, encoding: .utf8)
         let child = try ChildProcess(binary, ["serve", "--config", config, "--bind", "127.0.0.1:0", "--log-level", "notice"])
         let port = try await child.await(#"address=127\.0\.0\.1:(\d+)"#)
@@ -185,6 +186,39 @@ struct TenantIsolationTests {
             ])
         let badName = try await RelayBinary.run(binary, ["stats", "--config", relay.config, "--tenant", "Brand"])
         #expect(badName.status == 64 && badName.stderr.contains("--tenant"), "\(badName.status) \(badName.stderr)")
+        await relay.stop()
+    }
+
+    @Test("a tenant whose host is down fills its own share of the log and gets 503 with Retry-After, while another tenant is still acknowledged")
+    func shareOfTheLog() async throws {
+        var failing = EmulatorFaults()
+        failing.failureRate = 1
+        failing.failureStatus = 503
+        let relay = try await Self.start(brandBFaults: failing, brandBShare: 4096)
+        var refused: TestHTTPClient.Answer?
+        var taken = 0
+        while refused == nil, taken < 5_000 {
+            let answer = try await relay.get("/brand-b/r/?id=h\(String(taken + 1, radix: 16)),d3,1")
+            if answer.status == 200 { taken += 1 } else { refused = answer }
+        }
+        let answer = try #require(refused, "brand-b was never refused")
+        #expect(answer.status == 503 && answer.headers.first(name: "Retry-After") == "30", "\(answer.status) \(answer.headers)")
+        #expect(answer.body.contains("tenant brand-b's share of the log is full") && answer.body.contains("limit 4096 bytes"), "\(answer.body)")
+        #expect(taken > 10, "brand-b's share held \(taken) hits before it was full")
+        // brand-a and the default tenant are still acknowledged, and brand-a's hits delivered.
+        for id in 1...20 {
+            #expect(try await relay.get("/brand-a/r/?id=h\(String(id, radix: 16)),d3,1").status == 200)
+        }
+        #expect(try await relay.get("/r/?id=h1,d3,1").status == 200)
+        try await Self.eventually("brand-a's 20 hits") { await relay.brandA.emulator.recorder.acceptedHits == 20 }
+        let scrape = try await relay.get("/metrics", token: Self.globalToken).body
+        #expect(
+            scrape.contains(#"relay_tenant_log_limit_bytes{tenant="brand-b"} 4096"#),
+            "\(scrape.split(separator: "\n").filter { $0.contains("tenant_log") })")
+        // Its host back, brand-b's owed bytes drain and it is taken again.
+        relay.brandB.emulator.currentFaults = EmulatorFaults()
+        try await Self.eventually("brand-b's \(taken) hits delivered") { await relay.brandB.emulator.recorder.acceptedHits == taken }
+        try await Self.eventually("brand-b taken again") { try await relay.get("/brand-b/r/?id=h1,d4,1").status == 200 }
         await relay.stop()
     }
 

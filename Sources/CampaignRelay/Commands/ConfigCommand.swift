@@ -73,6 +73,7 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         var integrationKeys: [String]
         /// `(hidden)` when set.
         var adminToken: String?
+        var maxWalBytes: Int64?
     }
 
     /// What `--json` prints.
@@ -120,7 +121,8 @@ struct ConfigCheckCommand: AsyncParsableCommand {
                 parsed.tenants, path: file, forwardsTracking: effective("tracking-host"), forwardsMarketing: effective("marketing-host"),
                 handsOnToRelay: effective("upstream-relay"),
                 adminToken: environment[ConfigurationFile.environmentVariable("admin-token")].flatMap { $0.isEmpty ? nil : $0 }
-                    ?? parsed.settings.first { $0.key == "admin-token" && ($0.table == nil || $0.table == "serve") }?.arguments.last)
+                    ?? parsed.settings.first { $0.key == "admin-token" && ($0.table == nil || $0.table == "serve") }?.arguments.last,
+                maximumLogBytes: options.first { $0.key == "max-wal-bytes" }?.value.flatMap { Int64($0) })
         } catch {
             throw RuntimeFailure(error.description)
         }
@@ -128,7 +130,8 @@ struct ConfigCheckCommand: AsyncParsableCommand {
             Tenant(
                 name: tenant.name.text, line: tenant.line, trackingHost: tenant.trackingHost?.description,
                 marketingHost: tenant.marketingHost?.description,
-                caFile: tenant.caFile, integrationKeys: tenant.integrationKeys, adminToken: tenant.adminToken.map { _ in "(hidden)" })
+                caFile: tenant.caFile, integrationKeys: tenant.integrationKeys, adminToken: tenant.adminToken.map { _ in "(hidden)" },
+                maxWalBytes: tenant.maximumLogBytes)
         }
         var output = StandardOutput.output()
         defer { output.flush() }
@@ -159,7 +162,7 @@ struct ConfigCheckCommand: AsyncParsableCommand {
                     "integration-key",
                     tenant.integrationKeys.isEmpty ? nil : "[" + tenant.integrationKeys.map { JSONText.quoted($0) }.joined(separator: ", ") + "]"
                 ),
-                ("admin-token", tenant.adminToken),
+                ("admin-token", tenant.adminToken), ("max-wal-bytes", tenant.maxWalBytes.map { String($0) }),
             ] {
                 output.line("    \(key) = \(value ?? "(unset)")")
             }

@@ -153,7 +153,8 @@ struct ServeCommand: AsyncParsableCommand {
             do {
                 try TenantTable.check(
                     tenants, path: path, forwardsTracking: configuration.trackingHost != nil, forwardsMarketing: configuration.marketingHost != nil,
-                    handsOnToRelay: configuration.upstreamRelay != nil, adminToken: configuration.adminToken)
+                    handsOnToRelay: configuration.upstreamRelay != nil, adminToken: configuration.adminToken,
+                    maximumLogBytes: configuration.log.maximumLogBytes)
             } catch {
                 throw RuntimeFailure(error.description)
             }

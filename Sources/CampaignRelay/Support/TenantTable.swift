@@ -18,6 +18,7 @@ struct TenantTable: Sendable, Hashable {
         "ca-file": "a PEM file of the CAs its hosts' certificates are checked against (default: the relay's ca-file)",
         "integration-key": "the integration keys its SDK endpoints take (a list; default: any)",
         "admin-token": "a bearer token that sees this tenant alone on the admin endpoints (16 characters or more)",
+        "max-wal-bytes": "its share of the log: the most bytes of its events its hosts may owe before its requests get 503",
     ]
 
     /// The tenant.
@@ -32,6 +33,8 @@ struct TenantTable: Sendable, Hashable {
     var integrationKeys: [String]
     /// Its admin token.
     var adminToken: String?
+    /// Its share of the log, in bytes.
+    var maximumLogBytes: Int64?
     /// The line of its `[tenant.NAME]` header.
     var line: Int
     /// The line of each key it sets.
@@ -117,6 +120,11 @@ struct TenantTable: Sendable, Hashable {
                     throw ConfigurationFile.Failure(description: "\(place): \(JSONText.quoted(repeated)) is listed twice")
                 }
                 result.integrationKeys = keys
+            case "max-wal-bytes":
+                guard let bytes = value.int, bytes > 0 else {
+                    throw ConfigurationFile.Failure(description: "\(place) takes a positive number of bytes")
+                }
+                result.maximumLogBytes = Int64(bytes)
             case "admin-token":
                 guard let text = value.string else { throw ConfigurationFile.Failure(description: "\(place) takes a string") }
                 guard text.count >= 16 else { throw ConfigurationFile.Failure(description: "\(place) must be at least 16 characters") }
@@ -144,9 +152,22 @@ struct TenantTable: Sendable, Hashable {
     ///
     /// - Throws: ``ConfigurationFile/Failure`` naming the file, the tenant's line and the key.
     static func check(
-        _ tenants: [TenantTable], path: String, forwardsTracking: Bool, forwardsMarketing: Bool, handsOnToRelay: Bool, adminToken: String?
+        _ tenants: [TenantTable], path: String, forwardsTracking: Bool, forwardsMarketing: Bool, handsOnToRelay: Bool, adminToken: String?,
+        maximumLogBytes: Int64?
     ) throws(ConfigurationFile.Failure) {
         for tenant in tenants {
+            if let share = tenant.maximumLogBytes, let limit = maximumLogBytes, share > limit {
+                throw ConfigurationFile.Failure(
+                    description:
+                        "\(path):\(tenant.keyLines["max-wal-bytes"] ?? tenant.line): max-wal-bytes of \(tenant.header) is \(share), above the relay's max-wal-bytes \(limit), which limits every tenant together: give the tenant a smaller share"
+                )
+            }
+            if tenant.maximumLogBytes != nil, !handsOnToRelay, tenant.trackingHost == nil, tenant.marketingHost == nil {
+                throw ConfigurationFile.Failure(
+                    description:
+                        "\(path):\(tenant.keyLines["max-wal-bytes"] ?? tenant.line): max-wal-bytes of \(tenant.header) limits what its hosts have not taken, and it has no tracking-host or marketing-host: give it hosts, or leave the share out"
+                )
+            }
             if handsOnToRelay {
                 for key in ["tracking-host", "marketing-host", "ca-file"] where tenant.keyLines[key] != nil {
                     throw ConfigurationFile.Failure(
@@ -182,6 +203,6 @@ struct TenantTable: Sendable, Hashable {
         TenantConfiguration(
             destinations: TenantDestinations(
                 tenant: name, trackingHost: trackingHost, marketingHost: marketingHost, trustedCertificateAuthorities: caFile),
-            integrationKeys: Set(integrationKeys), adminToken: adminToken)
+            integrationKeys: Set(integrationKeys), adminToken: adminToken, maximumLogBytes: maximumLogBytes)
     }
 }

@@ -79,6 +79,16 @@ extension Frame {
     /// Events are encoded straight from the appenders' arrays (this runs for every commit, and
     /// copying each event into one array first cost more than encoding it).
     static func encodeGroup(_ groups: [[Event]], firstSequence: UInt64, compressionLevel: Int32) -> (bytes: [UInt8], frames: [Written]) {
+        let encoded = encodeGroup(groups, firstSequence: firstSequence, compressionLevel: compressionLevel, tallyingTenants: false)
+        return (encoded.bytes, encoded.frames)
+    }
+
+    /// ``encodeGroup(_:firstSequence:compressionLevel:)``, also returning, with `tallyingTenants`,
+    /// the bytes of each tenant's events before compression (the default tenant's are not tallied).
+    static func encodeGroup(_ groups: [[Event]], firstSequence: UInt64, compressionLevel: Int32, tallyingTenants: Bool) -> (
+        bytes: [UInt8], frames: [Written], tenantBytes: [TenantName: Int64]
+    ) {
+        var tenantBytes: [TenantName: Int64] = [:]
         var output: [UInt8] = []
         var frames: [Written] = []
         var next = firstSequence
@@ -97,12 +107,14 @@ extension Frame {
         }
         for group in groups {
             for event in group {
+                let before = writer.bytes.count
                 EventBinaryCodec.encode(event, into: &writer, previousTime: &previousTime)
+                if tallyingTenants, let tenant = event.tenant { tenantBytes[tenant, default: 0] += Int64(writer.bytes.count - before) }
                 count += 1
                 if count == maximumEvents || writer.bytes.count >= maximumUncompressedBytes { flush() }
             }
         }
         flush()
-        return (output, frames)
+        return (output, frames, tenantBytes)
     }
 }

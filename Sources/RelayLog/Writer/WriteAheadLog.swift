@@ -83,6 +83,11 @@ public actor WriteAheadLog {
     /// Set once ``close()`` has closed the writer for good.
     private let logger: Logger
     private var statistics = LogStatistics()
+    /// What each tenant with a share of the log owes (``LogConfiguration/tenantQuotas``).
+    private var tenantLedger = TenantLedger()
+    /// Whether ``tenantLedger`` holds every owed event: after opening it is read back from the log
+    /// in the background, and until then only ``LogConfiguration/maximumLogBytes`` limits tenants.
+    private var tenantLedgerReady = true
     private var commitObserver: (@Sendable (CommitReport) -> Void)?
     private var removalObserver: (@Sendable ([SegmentRemoval]) -> Void)?
 
@@ -173,6 +178,7 @@ public actor WriteAheadLog {
             await log.close()
             throw error
         }
+        await log.startTenantLedger()
         return log
     }
 
@@ -303,6 +309,10 @@ public actor WriteAheadLog {
         guard !append.events.isEmpty else {
             return append.complete(machine.lifecycle == .open ? .success(nextSequence..<nextSequence) : .failure(.closed))
         }
+        if let full = tenantShareFull(append.events) {
+            statistics.tenantRejections += 1
+            return append.complete(.failure(full))
+        }
         switch machine.append(events: append.events.count) {
         case .refuseClosed:
             append.complete(.failure(.closed))
@@ -349,15 +359,16 @@ public actor WriteAheadLog {
             writer = nil
             let keepsWritten = configuration.writtenEventsKept > 0
             let decoder = sharedDecoder
+            let tallies = !configuration.tenantQuotas.isEmpty
             let (returned, committed) = await io.run(moving: taken) {
-                (owned: inout SegmentWriter) -> (Result<(Int, Int, Duration), LogError>, SegmentWriter.RetentionPass) in
-                let (bytes, frames) = Frame.encodeGroup(batches, firstSequence: first, compressionLevel: level)
+                (owned: inout SegmentWriter) -> (Result<(Int, Int, Duration, [TenantName: Int64]), LogError>, SegmentWriter.RetentionPass) in
+                let (bytes, frames, tenantBytes) = Frame.encodeGroup(batches, firstSequence: first, compressionLevel: level, tallyingTenants: tallies)
                 var retention = handedOff.isEmpty ? SegmentWriter.RetentionPass() : owned.remove(handedOff, archiving: false)
                 do throws(LogError) {
                     let placement = try owned.commit(bytes, firstSequence: first, passedBelow: floor, mayRemove: mayRemove, retention: &retention)
                     // Before the durable end moves, so a consumer woken by it finds them.
                     if keepsWritten { decoder.keep(written: frames, of: batches, segment: placement.segment, at: placement.offset) }
-                    return (.success((bytes.count, frames.count, placement.synchronizeDuration)), retention)
+                    return (.success((bytes.count, frames.count, placement.synchronizeDuration, tenantBytes)), retention)
                 } catch {
                     return (.failure(error), retention)
                 }
@@ -367,7 +378,7 @@ public actor WriteAheadLog {
             let effects = machine.commitReturned()
             report(retention, during: "making room for a commit")
             switch outcome {
-            case .success(let (bytes, frames, sync)):
+            case .success(let (bytes, frames, sync, tenantBytes)):
                 var start = first
                 for append in group {
                     let end = start + UInt64(append.events.count)
@@ -375,6 +386,7 @@ public actor WriteAheadLog {
                     start = end
                 }
                 nextSequence = start
+                if !tenantBytes.isEmpty { tenantLedger.record(tenantBytes, end: start) }
                 statistics.recordCommit(events: Int(start - first), bytes: bytes, frames: frames)
                 commitObserver?(CommitReport(events: Int(start - first), bytes: bytes, frames: frames, synchronizeDuration: sync))
                 wakeDurableWaiters()
@@ -387,6 +399,97 @@ public actor WriteAheadLog {
             }
             // Appends that queued meanwhile are this loop's next round, not a wake-up.
             perform(LogWriterStateMachine.Effects(resumeIdleWaiters: effects.resumeIdleWaiters))
+        }
+    }
+
+    // MARK: Tenants' shares of the log
+
+    /// The refusal of an append of a tenant whose share of the log is full; `nil` to take it.
+    ///
+    /// An append's tenant is its first event's (an HTTP request's events are all of one tenant).
+    /// Events another relay handed on are never refused here: one refusal inside an ordered batch
+    /// would hold back every tenant behind it, and the sending relay checked them on intake. The
+    /// share is checked before the group commit, against what is committed: a share is passed by
+    /// at most the appends of one group commit.
+    private func tenantShareFull(_ events: [Event]) -> LogError? {
+        guard !configuration.tenantQuotas.isEmpty, tenantLedgerReady, let first = events.first, first.chain == nil, let tenant = first.tenant,
+            let quota = configuration.tenantQuotas[tenant]
+        else { return nil }
+        let owed = owedBytes(of: tenant, quota: quota)
+        return owed >= quota.limitBytes ? .tenantFull(tenant: tenant, usedBytes: owed, limitBytes: quota.limitBytes) : nil
+    }
+
+    /// The bytes of `tenant`'s events its destinations have not all passed.
+    private func owedBytes(of tenant: TenantName, quota: TenantQuota) -> Int64 {
+        tenantLedger.release(tenant, below: tenantFloor(quota))
+        return tenantLedger.owed(by: tenant)
+    }
+
+    /// The lowest cursor of a tenant's destinations: what they have all passed.
+    private func tenantFloor(_ quota: TenantQuota) -> UInt64 {
+        quota.consumers.compactMap { cursorPositions[$0] }.min() ?? nextSequence
+    }
+
+    /// Each tenant with a share of the log: what its destinations owe and its limit, in bytes;
+    /// `nil` while the owed bytes are still being read back from the log after opening.
+    public func tenantShares() -> [TenantName: (owedBytes: Int64, limitBytes: Int64)]? {
+        guard tenantLedgerReady else { return nil }
+        var shares: [TenantName: (owedBytes: Int64, limitBytes: Int64)] = [:]
+        for (tenant, quota) in configuration.tenantQuotas { shares[tenant] = (owedBytes(of: tenant, quota: quota), quota.limitBytes) }
+        return shares
+    }
+
+    /// Reads back from the log what each tenant with a share owes, from the lowest of their floors
+    /// to the durable end, on a thread of its own; commits meanwhile are recorded as they happen.
+    /// Until it is done, only ``LogConfiguration/maximumLogBytes`` limits tenants.
+    private func startTenantLedger() {
+        guard !configuration.tenantQuotas.isEmpty else { return }
+        let floor = configuration.tenantQuotas.values.map(tenantFloor).min() ?? nextSequence
+        let end = nextSequence
+        guard floor < end else { return }
+        tenantLedgerReady = false
+        let tenants = Set(configuration.tenantQuotas.keys)
+        let reader = reader(from: max(floor, oldestSequence))
+        logger.notice(
+            "reading back what each tenant's destinations still owe; until done, only --max-wal-bytes limits tenants",
+            metadata: ["from": "\(floor)", "to": "\(end - 1)"])
+        Task {
+            let started = ContinuousClock.now
+            let (_, result) = await BlockingExecutor(name: "tenant-ledger").run(moving: reader) {
+                (owned: inout LogReader) throws(LogError) -> TenantLedger in
+                var earlier = TenantLedger()
+                while true {
+                    let batch = try owned.read(maximumEvents: 4096, below: end)
+                    guard let last = batch.events.last else { break }
+                    var bytes: [TenantName: Int64] = [:]
+                    for logged in batch.events {
+                        guard let tenant = logged.event.tenant, tenants.contains(tenant) else { continue }
+                        bytes[tenant, default: 0] += Int64(EventBinaryCodec.encode(CollectionOfOne(logged.event)).count)
+                    }
+                    earlier.record(bytes, end: last.sequence + 1)
+                }
+                owned.close()
+                return earlier
+            }
+            await self.installTenantLedger(result, startedAt: started)
+        }
+    }
+
+    private func installTenantLedger(_ result: Result<TenantLedger, LogError>, startedAt started: ContinuousClock.Instant) {
+        switch result {
+        case .success(let earlier):
+            tenantLedger.prepend(earlier)
+            tenantLedgerReady = true
+            logger.notice(
+                "tenants' shares of the log are in force again",
+                metadata: [
+                    "owed": "\(tenantLedger.owed.map { "\($0.key.text)=\($0.value)" }.sorted().joined(separator: ","))",
+                    "took": "\(ContinuousClock.now - started)",
+                ])
+        case .failure(let error):
+            logger.error(
+                "could not read back what tenants owe; only --max-wal-bytes limits them until the relay restarts",
+                metadata: ["error": "\(error)"])
         }
     }
 

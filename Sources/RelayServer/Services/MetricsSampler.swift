@@ -36,6 +36,9 @@ struct MetricsSampler: Service {
                         metrics.deadLetters(tenantLabel: label).set(Int64(counts[label == TenantName.defaultTenantText ? "" : label] ?? 0))
                     }
                 }
+                if let shares = await log.tenantShares() {
+                    for (tenant, share) in shares { metrics.recordTenantShare(tenant, owedBytes: share.owedBytes, limitBytes: share.limitBytes) }
+                }
                 await metrics.process.sample()
                 try await Task.sleep(for: .seconds(1))
             }

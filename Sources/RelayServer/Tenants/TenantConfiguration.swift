@@ -11,14 +11,18 @@ public struct TenantConfiguration: Sendable, Hashable {
     /// A bearer token that sees this tenant alone on the admin endpoints; `nil`: only the relay's
     /// own admin token sees it.
     public var adminToken: String?
+    /// Its share of the log: the most bytes of its events its destinations may owe before its
+    /// appends get 503 (``RelayLog/TenantQuota``); `nil`: only the relay's `--max-wal-bytes`.
+    public var maximumLogBytes: Int64?
 
     /// The tenant's name.
     public var name: TenantName { destinations.tenant }
 
     /// A tenant forwarding to `destinations`, taking `integrationKeys` (empty: any).
-    public init(destinations: TenantDestinations, integrationKeys: Set<String> = [], adminToken: String? = nil) {
+    public init(destinations: TenantDestinations, integrationKeys: Set<String> = [], adminToken: String? = nil, maximumLogBytes: Int64? = nil) {
         self.destinations = destinations
         self.integrationKeys = integrationKeys
         self.adminToken = adminToken
+        self.maximumLogBytes = maximumLogBytes
     }
 }
