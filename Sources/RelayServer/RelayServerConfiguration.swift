@@ -24,6 +24,9 @@ public struct RelayServerConfiguration: Sendable {
     public var integrationKeys: Set<String> = []
     /// The tenants served besides the default one, each with its own hosts, keys and counts.
     public var tenants: [TenantConfiguration] = []
+    /// Reads the tenants again (from `--config`), for a reload on SIGHUP; `nil`: nothing to reload.
+    /// It throws, with the file, line and key, when the file breaks a rule.
+    public var reloadTenants: (@Sendable () async throws -> [TenantConfiguration])?
     /// The bearer token the admin endpoints require; `nil`: none (loopback only).
     public var adminToken: String?
     /// A central relay to hand every event to (`POST /v1/relay/batches`) instead of forwarding

@@ -26,11 +26,18 @@ struct ServeCommand: AsyncParsableCommand {
               GET  /healthz, /readyz
                   liveness and the relay id; readiness with the last durable sequence
 
+            Tenants ([tenant.NAME] tables of --config: their own Campaign hosts, keys,
+            admin token and share of the log): every path above but /metrics,
+            /healthz, /readyz and /v1/relay/batches is also /NAME/..., e.g.
+            GET /brand-a/r/?id=..., POST /brand-a/v1/events, GET /brand-a/v1/deliveries.
+            A path without a tenant is the default tenant's (the options' hosts).
+
             Every 200 means the events were fdatasync'ed. When the log is full, the
             disk fails or the relay is stopping: 503 with Retry-After.
             SIGTERM/SIGINT: stop taking events (503, /readyz 503), after
             --shutdown-delay close the listener, finish requests under way, save
-            positions, close the log, exit 0. SIGHUP: reload --tls-cert/--tls-key.
+            positions, close the log, exit 0. SIGHUP: reload --tls-cert/--tls-key
+            and the tenants of --config (other settings apply at the next start).
 
             While it runs, `ingest` and `deadletter retry` on the same --data-dir
             hand their events to it; `stats` shows its counts.
@@ -148,18 +155,27 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.aggregatorPageCacheBytes = aggregatorCacheMib << 20
         configuration.tls = try tls.files()
         configuration.postgres = try postgres.location()
-        let tenants = try await configFile.tenants()
-        if let path = configFile.path, !tenants.isEmpty {
-            do {
-                try TenantTable.check(
-                    tenants, path: path, forwardsTracking: configuration.trackingHost != nil, forwardsMarketing: configuration.marketingHost != nil,
-                    handsOnToRelay: configuration.upstreamRelay != nil, adminToken: configuration.adminToken,
-                    maximumLogBytes: configuration.log.maximumLogBytes)
-            } catch {
-                throw RuntimeFailure(error.description)
+        if let path = configFile.path {
+            // Checked against what serve forwards now: a reload changes tenants, not these.
+            let (tracking, marketing, central) = (
+                configuration.trackingHost != nil, configuration.marketingHost != nil, configuration.upstreamRelay != nil
+            )
+            let (adminToken, maximumLogBytes) = (configuration.adminToken, configuration.log.maximumLogBytes)
+            let read = { @Sendable () async throws -> [TenantConfiguration] in
+                let tenants = try await ConfigFileOption.tenants(path: path)
+                do throws(ConfigurationFile.Failure) {
+                    try TenantTable.check(
+                        tenants, path: path, forwardsTracking: tracking, forwardsMarketing: marketing, handsOnToRelay: central,
+                        adminToken: adminToken,
+                        maximumLogBytes: maximumLogBytes)
+                } catch {
+                    throw RuntimeFailure(error.description)
+                }
+                return tenants.map(\.configuration)
             }
+            configuration.tenants = try await read()
+            configuration.reloadTenants = read
         }
-        configuration.tenants = tenants.map(\.configuration)
         let server = RelayServer(configuration: configuration, logger: common.logger("campaign-relay"))
         do {
             try await server.run()

@@ -18,6 +18,13 @@ struct ConfigFileOption: ParsableArguments {
     /// - Throws: ``RuntimeFailure`` naming the file, the line and the key when the file is not valid.
     func tenants() async throws -> [TenantTable] {
         guard let path else { return [] }
+        return try await Self.tenants(path: path)
+    }
+
+    /// The tenants of the file at `path`, read on an executor of its own.
+    ///
+    /// - Throws: ``RuntimeFailure`` naming the file, the line and the key when the file is not valid.
+    static func tenants(path: String) async throws -> [TenantTable] {
         let read = await BlockingExecutor(name: "config-read").run { () -> Result<[TenantTable], ConfigurationFile.Failure> in
             do throws(ConfigurationFile.Failure) { return .success(try ConfigurationFile(path: path).tenants) } catch { return .failure(error) }
         }

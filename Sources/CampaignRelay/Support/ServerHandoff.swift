@@ -39,12 +39,22 @@ final class ServerHandoff: Sendable {
     /// A one-line description for notices: "the server (pid 123) at http://127.0.0.1:8080".
     var name: String { "the server (pid \(record.pid)) at \(record.url)" }
 
-    /// Sends `events` as one NDJSON batch.
+    /// Sends `events` as one NDJSON batch: to `/v1/events`, or, when they all belong to one tenant,
+    /// to that tenant's `/{tenant}/v1/events` (the path gives the tenant, which the body may not).
     func send(_ events: [Event]) async -> Outcome {
-        var request = HTTPClientRequest(url: record.url + "/v1/events")
+        let tenant = events.first?.tenant
+        guard events.allSatisfy({ $0.tenant == tenant }) else {
+            return .failed("a batch of several tenants' events cannot go to \(name) at once: send each tenant's apart")
+        }
+        var request = HTTPClientRequest(url: record.url + (tenant.map { "/\($0.text)" } ?? "") + "/v1/events")
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-ndjson")
-        request.body = .bytes(ByteBuffer(string: events.map { EventEncoder.json($0) }.joined(separator: "\n")))
+        let lines = events.map { event in
+            var untenanted = event
+            untenanted.tenant = nil
+            return EventEncoder.json(untenanted)
+        }
+        request.body = .bytes(ByteBuffer(string: lines.joined(separator: "\n")))
         do {
             let response = try await client.execute(request, timeout: .seconds(60))
             let body = try await response.body.collect(upTo: 16 << 20)

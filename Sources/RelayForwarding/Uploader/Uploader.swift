@@ -1,26 +1,112 @@
 public import CampaignProtocol
 public import Logging
+import NIOConcurrencyHelpers
 import NIOSSL
 public import RelayCore
 public import RelayLog
 
-/// The uploader: one ``UploadLane`` per configured destination (the Campaign tracking host, the
-/// marketing host, a central relay), working side by side, each with its own durable cursor (so a
-/// missing or failing destination never holds another back).
+/// The uploader: one ``UploadLane`` per configured destination (the default tenant's Campaign
+/// tracking and marketing hosts, each tenant's, a central relay), working side by side, each with
+/// its own durable cursor (so a missing or failing destination never holds another back).
 ///
 /// This is the one place the lanes are assembled: each destination is a sink
 /// (``TrackingHostSink``, ``MarketingHostSink``, ``CentralRelaySink``), and each upstream gets one
-/// TLS set-up: the Campaign hosts share one (the tracking host's pipeline and the client that
-/// sends registrations, redirected hits and retries use the same configuration); a central relay
-/// has its own, with the client certificate it may ask for.
+/// TLS set-up: a tenant's Campaign hosts (the default tenant's included) share one (the tracking
+/// host's pipeline and the client that sends registrations, redirected hits and retries use the
+/// same configuration), and no two tenants share one; a central relay has its own, with the client
+/// certificate it may ask for.
+///
+/// The tenants' lanes can change while it runs (``apply(_:)``, a reload of the configuration): a
+/// tenant's lanes stop with their cursors saved, and new ones start from their cursors.
 public actor Uploader {
-    /// The lanes: the default tenant's tracking and marketing, each tenant's, then the central
-    /// relay, as configured.
-    public nonisolated let lanes: [UploadLane]
+    /// The lanes that never change while it runs: the default tenant's and the central relay's.
+    let fixedLanes: [UploadLane]
     let transports: [HTTPClientTransport]
     let pipelines: [TrackingHitPipeline]
     /// The thread the connections upstream run on, apart from request handling.
     let upstream: UpstreamEventLoop
+    /// Each tenant's lanes, their connections and, while running, their tasks.
+    private var tenantLanes: [TenantName: TenantLanes] = [:]
+    /// Every lane, readable from anywhere: the fixed ones, then the tenants', by name.
+    private let allLanes: NIOLockedValueBox<[UploadLane]>
+    /// What new tenant lanes are made with.
+    private let factory: LaneFactory
+    /// Whether ``run(until:)`` is under way (a tenant added now starts at once).
+    private var running = false
+
+    /// One tenant's lanes and what they send through.
+    private struct TenantLanes {
+        var destinations: TenantDestinations
+        var lanes: [UploadLane]
+        var transport: HTTPClientTransport
+        var pipeline: TrackingHitPipeline?
+        var tasks: [Task<Void, Never>] = []
+    }
+
+    /// What every lane of a Campaign host is made with.
+    private struct LaneFactory: Sendable {
+        let source: UploadLane.Source
+        let store: ForwardingStore
+        let configuration: UploadConfiguration
+        let deduplicates: Bool
+        let logger: Logger
+        let metrics: @Sendable (String, TenantName?) -> LaneMetrics
+        let upstream: UpstreamEventLoop
+
+        /// The lanes of a tenant's (or the default tenant's) hosts over one client, with `tls`.
+        func lanes(tenant: TenantName?, trackingHost: CampaignHost?, marketingHost: CampaignHost?, tls: TLSConfiguration) -> (
+            lanes: [UploadLane], transport: HTTPClientTransport, pipeline: TrackingHitPipeline?
+        ) {
+            // One TLS set-up and one client for a tenant's two hosts: the pipeline's and this one.
+            // Tenants share none, so one tenant's slow host never holds another's connections.
+            let transport = HTTPClientTransport(
+                connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses,
+                maximumRedirects: configuration.maximumRedirects, tls: tls, eventLoopGroup: upstream.group
+            )
+            var lanes: [UploadLane] = []
+            var pipeline: TrackingHitPipeline?
+            if let trackingHost {
+                do {
+                    pipeline = try TrackingHitPipeline(
+                        host: trackingHost, connections: configuration.concurrency, timeout: configuration.requestTimeout,
+                        retryStatuses: configuration.retryStatuses, tls: tls, eventLoop: upstream.group.next()
+                    )
+                } catch {
+                    logger.warning(
+                        "tracking hits go one request at a time: TLS setup failed",
+                        metadata: ["error": "\(error)", "tenant": "\(tenant.displayName)"])
+                }
+                lanes.append(
+                    UploadLane(
+                        sink: TrackingHostSink(host: trackingHost, tenant: tenant), transport: transport, store: store, source: source,
+                        configuration: configuration, deduplicates: deduplicates, logger: logger, pipeline: pipeline,
+                        metrics: metrics(UploadLane.Kind.tracking.rawValue, tenant)))
+            }
+            if let marketingHost {
+                // Registrations of one token go one at a time, in order (the lane keeps that), which
+                // keeps "skip if unchanged since the last delivery" exact.
+                lanes.append(
+                    UploadLane(
+                        sink: MarketingHostSink(host: marketingHost, tenant: tenant), transport: transport, store: store, source: source,
+                        configuration: configuration, deduplicates: deduplicates, logger: logger,
+                        metrics: metrics(UploadLane.Kind.marketing.rawValue, tenant)))
+            }
+            return (lanes, transport, pipeline)
+        }
+
+        /// The TLS set-up of a tenant's hosts: its own CA file, or the relay's.
+        func tls(for destinations: TenantDestinations, default defaultTLS: TLSConfiguration) throws(UpstreamTLS.Failure) -> TLSConfiguration {
+            guard let caFile = destinations.trustedCertificateAuthorities else { return defaultTLS }
+            do {
+                return try UpstreamTLS.clientConfiguration(trusting: caFile)
+            } catch {
+                throw UpstreamTLS.Failure(description: "[tenant.\(destinations.tenant.text)] ca-file: \(error.description)")
+            }
+        }
+    }
+
+    /// The TLS set-up of the default tenant's hosts, which tenants without a CA file of their own share.
+    private let defaultTLS: TLSConfiguration
 
     /// An uploader for the open `log`, sending to whichever destinations are given from the lanes'
     /// durable cursors, and skipping registrations unchanged since their last delivery: the
@@ -33,7 +119,7 @@ public actor Uploader {
     public init(
         log: WriteAheadLog, trackingHost: CampaignHost?, marketingHost: CampaignHost?, tenants: [TenantDestinations] = [],
         upstreamRelay: CentralRelaySink? = nil, store: ForwardingStore, configuration: UploadConfiguration, logger: Logger,
-        metrics: (String, TenantName?) -> LaneMetrics = { _, _ in .none }
+        metrics: @escaping @Sendable (String, TenantName?) -> LaneMetrics = { _, _ in .none }
     ) throws(UpstreamTLS.Failure) {
         try self.init(
             source: .cursor(log), trackingHost: trackingHost, marketingHost: marketingHost, tenants: tenants, upstreamRelay: upstreamRelay,
@@ -49,7 +135,8 @@ public actor Uploader {
     /// - Throws: ``UpstreamTLS/Failure`` when the configured CA file cannot be used.
     public init(
         source: UploadLane.Source, trackingHost: CampaignHost?, marketingHost: CampaignHost?, store: ForwardingStore,
-        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger, metrics: (String, TenantName?) -> LaneMetrics = { _, _ in .none }
+        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger,
+        metrics: @escaping @Sendable (String, TenantName?) -> LaneMetrics = { _, _ in .none }
     ) throws(UpstreamTLS.Failure) {
         try self.init(
             source: source, trackingHost: trackingHost, marketingHost: marketingHost, tenants: [], upstreamRelay: nil, store: store,
@@ -59,76 +146,33 @@ public actor Uploader {
     private init(
         source: UploadLane.Source, trackingHost: CampaignHost?, marketingHost: CampaignHost?, tenants: [TenantDestinations],
         upstreamRelay: CentralRelaySink?, store: ForwardingStore, configuration: UploadConfiguration, deduplicates: Bool, logger: Logger,
-        metrics: (String, TenantName?) -> LaneMetrics
+        metrics: @escaping @Sendable (String, TenantName?) -> LaneMetrics
     ) throws(UpstreamTLS.Failure) {
         // Checked before the event loop starts, so a bad CA file or certificate leaves no thread
         // behind: the default tenant's, then each tenant's that names its own.
         let defaultTLS = try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities)
-        let groups = [TenantDestinations?.none] + tenants.map { Optional($0) }
-        var tlsByGroup: [TLSConfiguration] = []
-        for group in groups {
-            guard let caFile = group?.trustedCertificateAuthorities else {
-                tlsByGroup.append(defaultTLS)
-                continue
-            }
-            do {
-                tlsByGroup.append(try UpstreamTLS.clientConfiguration(trusting: caFile))
-            } catch {
-                throw UpstreamTLS.Failure(description: "[tenant.\(group?.tenant.text ?? "")] ca-file: \(error.description)")
-            }
-        }
         let relayTLS = try upstreamRelay.map { _ throws(UpstreamTLS.Failure) in
             try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities, presenting: configuration.clientCertificate)
         }
         let upstream = UpstreamEventLoop(priority: configuration.threadPriority)
+        let factory = LaneFactory(
+            source: source, store: store, configuration: configuration, deduplicates: deduplicates, logger: logger, metrics: metrics,
+            upstream: upstream)
+        var tenantTLS: [TLSConfiguration] = []
+        do {
+            for destinations in tenants { tenantTLS.append(try factory.tls(for: destinations, default: defaultTLS)) }
+        } catch {
+            Task { await upstream.shutdown() }
+            throw error
+        }
         var lanes: [UploadLane] = []
-        var pipelines: [TrackingHitPipeline?] = []
+        var pipelines: [TrackingHitPipeline] = []
         var transports: [HTTPClientTransport] = []
-        for (group, tls) in zip(groups, tlsByGroup) {
-            let tenant = group?.tenant
-            let trackingHost = group.map(\.trackingHost) ?? trackingHost
-            let marketingHost = group.map(\.marketingHost) ?? marketingHost
-            guard trackingHost != nil || marketingHost != nil else { continue }
-            // One TLS set-up and one client for a tenant's two hosts: the pipeline's and this one.
-            // Tenants share none, so one tenant's slow host never holds another's connections.
-            let transport = HTTPClientTransport(
-                connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses,
-                maximumRedirects: configuration.maximumRedirects, tls: tls, eventLoopGroup: upstream.group
-            )
-            transports.append(transport)
-            if let trackingHost {
-                let pipeline: TrackingHitPipeline?
-                do {
-                    pipeline = try TrackingHitPipeline(
-                        host: trackingHost, connections: configuration.concurrency, timeout: configuration.requestTimeout,
-                        retryStatuses: configuration.retryStatuses, tls: tls, eventLoop: upstream.group.next()
-                    )
-                } catch {
-                    logger.warning(
-                        "tracking hits go one request at a time: TLS setup failed",
-                        metadata: ["error": "\(error)", "tenant": "\(tenant.displayName)"])
-                    pipeline = nil
-                }
-                lanes.append(
-                    UploadLane(
-                        sink: TrackingHostSink(host: trackingHost, tenant: tenant), transport: transport, store: store, source: source,
-                        configuration: configuration, deduplicates: deduplicates, logger: logger, pipeline: pipeline,
-                        metrics: metrics(UploadLane.Kind.tracking.rawValue, tenant)
-                    )
-                )
-                pipelines.append(pipeline)
-            }
-            if let marketingHost {
-                // Registrations of one token go one at a time, in order (the lane keeps that), which
-                // keeps "skip if unchanged since the last delivery" exact.
-                lanes.append(
-                    UploadLane(
-                        sink: MarketingHostSink(host: marketingHost, tenant: tenant), transport: transport, store: store, source: source,
-                        configuration: configuration, deduplicates: deduplicates, logger: logger,
-                        metrics: metrics(UploadLane.Kind.marketing.rawValue, tenant)
-                    )
-                )
-            }
+        if trackingHost != nil || marketingHost != nil {
+            let made = factory.lanes(tenant: nil, trackingHost: trackingHost, marketingHost: marketingHost, tls: defaultTLS)
+            lanes += made.lanes
+            transports.append(made.transport)
+            if let pipeline = made.pipeline { pipelines.append(pipeline) }
         }
         if let upstreamRelay, let relayTLS, case .cursor(let log) = source {
             // One batch at a time, in order: one connection; a redirection is refused, not followed.
@@ -141,13 +185,33 @@ public actor Uploader {
                     sink: upstreamRelay, log: log, transport: transport, configuration: configuration, logger: logger,
                     metrics: metrics(upstreamRelay.name, nil)))
         }
-        self.lanes = lanes
+        var tenantLanes: [TenantName: TenantLanes] = [:]
+        for (destinations, tls) in zip(tenants, tenantTLS) where destinations.trackingHost != nil || destinations.marketingHost != nil {
+            let made = factory.lanes(
+                tenant: destinations.tenant, trackingHost: destinations.trackingHost, marketingHost: destinations.marketingHost, tls: tls)
+            tenantLanes[destinations.tenant] = TenantLanes(
+                destinations: destinations, lanes: made.lanes, transport: made.transport, pipeline: made.pipeline)
+        }
+        self.fixedLanes = lanes
         self.transports = transports
-        self.pipelines = pipelines.compactMap { $0 }
+        self.pipelines = pipelines
         self.upstream = upstream
+        self.factory = factory
+        self.defaultTLS = defaultTLS
+        self.tenantLanes = tenantLanes
+        self.allLanes = NIOLockedValueBox(lanes + Self.ordered(tenantLanes))
     }
 
-    /// The lane named `name` (`tracking`, `marketing`, `relay`), if the uploader has it.
+    /// The tenants' lanes in name order.
+    private static func ordered(_ tenantLanes: [TenantName: TenantLanes]) -> [UploadLane] {
+        tenantLanes.keys.sorted().flatMap { tenantLanes[$0]?.lanes ?? [] }
+    }
+
+    /// Every lane: the default tenant's tracking and marketing, the central relay's, then each
+    /// tenant's, as configured now.
+    public nonisolated var lanes: [UploadLane] { allLanes.withLockedValue { $0 } }
+
+    /// The lane named `name` (`tracking`, `marketing`, `relay`, `tracking_<tenant>`), if the uploader has it.
     public nonisolated func lane(named name: String) -> UploadLane? {
         lanes.first { $0.name == name }
     }
@@ -155,15 +219,20 @@ public actor Uploader {
     /// Runs every lane until each has done every event below `target` (`nil`: follow the log until
     /// cancelled), then closes the connections.
     public func run(until target: UInt64?) async throws(LogError) {
+        running = true
+        for tenant in tenantLanes.keys { startLanes(of: tenant, until: target) }
+        let follows: Bool
+        if case .cursor = factory.source, target == nil { follows = true } else { follows = false }
         let result: Result<Void, LogError> = await withTaskGroup(of: Result<Void, LogError>.self) { group in
-            for lane in lanes {
+            for lane in fixedLanes {
+                group.addTask { await Self.run(lane, until: target) }
+            }
+            // Following the log, the uploader runs until cancelled even without lanes of its own:
+            // tenants' lanes come and go meanwhile.
+            if follows {
                 group.addTask {
-                    do throws(LogError) {
-                        try await lane.run(until: target)
-                        return .success(())
-                    } catch {
-                        return .failure(error)
-                    }
+                    while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+                    return .success(())
                 }
             }
             var first: Result<Void, LogError> = .success(())
@@ -172,10 +241,96 @@ public actor Uploader {
             }
             return first
         }
+        running = false
+        for tenant in tenantLanes.keys {
+            if !follows, let tasks = tenantLanes[tenant]?.tasks { for task in tasks { await task.value } }
+            await stopLanes(of: tenant)
+        }
         for transport in transports { await transport.shutdown() }
         for pipeline in pipelines { await pipeline.shutdown() }
         await upstream.shutdown()
         try result.get()
+    }
+
+    private static func run(_ lane: UploadLane, until target: UInt64?) async -> Result<Void, LogError> {
+        do throws(LogError) {
+            try await lane.run(until: target)
+            return .success(())
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Starts the lanes of `tenant`; a lane that fails is logged (the others go on).
+    private func startLanes(of tenant: TenantName, until target: UInt64?) {
+        guard var set = tenantLanes[tenant], set.tasks.isEmpty else { return }
+        let logger = factory.logger
+        set.tasks = set.lanes.map { lane in
+            Task {
+                if case .failure(let error) = await Self.run(lane, until: target) {
+                    logger.error("a tenant's lane stopped", metadata: ["lane": "\(lane.name)", "error": "\(error)"])
+                }
+            }
+        }
+        tenantLanes[tenant] = set
+    }
+
+    /// Stops the lanes of `tenant` (each saves its cursor) and closes their connections.
+    private func stopLanes(of tenant: TenantName) async {
+        guard let set = tenantLanes[tenant] else { return }
+        for task in set.tasks { task.cancel() }
+        for task in set.tasks { await task.value }
+        await set.transport.shutdown()
+        await set.pipeline?.shutdown()
+        tenantLanes[tenant]?.tasks = []
+    }
+
+    /// What a change of the tenants did.
+    public struct TenantChange: Sendable, Hashable {
+        /// Tenants whose lanes started.
+        public var added: [TenantName] = []
+        /// Tenants whose lanes were stopped and started again with new hosts or CA file.
+        public var changed: [TenantName] = []
+        /// Tenants whose lanes stopped (their cursors saved).
+        public var removed: [TenantName] = []
+    }
+
+    /// Brings the tenants' lanes to `tenants` while the uploader runs: a tenant whose hosts or CA
+    /// file changed has its lanes stopped (cursors saved) and started again from those cursors; a
+    /// tenant that is gone has its lanes stopped; a new one gets lanes from its cursors (declared
+    /// by the caller on the log beforehand, ``TenantDestinations/consumers``). Nothing changes when
+    /// a CA file cannot be used.
+    ///
+    /// - Throws: ``UpstreamTLS/Failure`` naming the tenant whose CA file cannot be used.
+    public func apply(_ tenants: [TenantDestinations]) async throws(UpstreamTLS.Failure) -> TenantChange {
+        let wanted = Dictionary(
+            tenants.filter { $0.trackingHost != nil || $0.marketingHost != nil }.map { ($0.tenant, $0) }, uniquingKeysWith: { first, _ in first })
+        var tls: [TenantName: TLSConfiguration] = [:]
+        for (tenant, destinations) in wanted where tenantLanes[tenant]?.destinations != destinations {
+            tls[tenant] = try factory.tls(for: destinations, default: defaultTLS)
+        }
+        var change = TenantChange()
+        for tenant in tenantLanes.keys.sorted() where wanted[tenant] == nil {
+            await stopLanes(of: tenant)
+            tenantLanes[tenant] = nil
+            change.removed.append(tenant)
+        }
+        for tenant in wanted.keys.sorted() {
+            guard let destinations = wanted[tenant], let tls = tls[tenant] else { continue }
+            if tenantLanes[tenant] != nil {
+                await stopLanes(of: tenant)
+                change.changed.append(tenant)
+            } else {
+                change.added.append(tenant)
+            }
+            let made = factory.lanes(
+                tenant: tenant, trackingHost: destinations.trackingHost, marketingHost: destinations.marketingHost, tls: tls)
+            tenantLanes[tenant] = TenantLanes(destinations: destinations, lanes: made.lanes, transport: made.transport, pipeline: made.pipeline)
+            if running { startLanes(of: tenant, until: nil) }
+        }
+        let lanes = fixedLanes + Self.ordered(tenantLanes)
+        allLanes.withLockedValue { $0 = lanes }
+        return change
     }
 
     /// Each lane's statistics, by lane name.
@@ -185,10 +340,10 @@ public actor Uploader {
         return result
     }
 
-    /// The Campaign lanes' statistics, by lane kind.
+    /// The default tenant's Campaign lanes' statistics, by lane kind.
     public func statistics() async -> [UploadLane.Kind: LaneStatistics] {
         var result: [UploadLane.Kind: LaneStatistics] = [:]
-        for lane in lanes {
+        for lane in lanes where lane.tenant == nil {
             if let kind = lane.kind { result[kind] = await lane.stats }
         }
         return result

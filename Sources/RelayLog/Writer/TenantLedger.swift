@@ -66,12 +66,21 @@ struct TenantLedger: Sendable {
     /// What `tenant` owes.
     func owed(by tenant: TenantName) -> Int64 { owed[tenant] ?? 0 }
 
-    /// Adds `earlier`, a ledger of the events before this one's first (read back from the log when
-    /// it opened, while this one recorded new commits): entries stay in sequence order.
-    mutating func prepend(_ earlier: TenantLedger) {
-        for (tenant, list) in earlier.entries {
-            entries[tenant] = list + (entries[tenant] ?? [])
-            owed[tenant, default: 0] += earlier.owed(by: tenant)
+    /// Puts `earlier`, the entries of `tenants` read back from the log up to `end`, in place of
+    /// what this ledger recorded for them up to `end` (commits after it stay: they were recorded as
+    /// they happened, while the log was read). Entries stay in sequence order.
+    mutating func replace(_ tenants: Set<TenantName>, upTo end: UInt64, with earlier: TenantLedger) {
+        for tenant in tenants {
+            let later = (entries[tenant] ?? []).filter { $0.end > end }
+            let list = (earlier.entries[tenant] ?? []) + later
+            entries[tenant] = list.isEmpty ? nil : list
+            owed[tenant] = list.isEmpty ? nil : list.reduce(0) { $0 + $1.bytes }
         }
+    }
+
+    /// Forgets `tenant` (its share was taken away).
+    mutating func remove(_ tenant: TenantName) {
+        entries[tenant] = nil
+        owed[tenant] = nil
     }
 }

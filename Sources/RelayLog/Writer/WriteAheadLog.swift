@@ -83,11 +83,13 @@ public actor WriteAheadLog {
     /// Set once ``close()`` has closed the writer for good.
     private let logger: Logger
     private var statistics = LogStatistics()
-    /// What each tenant with a share of the log owes (``LogConfiguration/tenantQuotas``).
+    /// Each tenant's share of the log (``LogConfiguration/tenantQuotas``, then ``setTenantQuotas(_:)``).
+    private var tenantQuotas: [TenantName: TenantQuota]
+    /// What each tenant owes, tallied by every commit while any tenant has a share.
     private var tenantLedger = TenantLedger()
-    /// Whether ``tenantLedger`` holds every owed event: after opening it is read back from the log
-    /// in the background, and until then only ``LogConfiguration/maximumLogBytes`` limits tenants.
-    private var tenantLedgerReady = true
+    /// Tenants whose owed bytes are being read back from the log (after opening, or after their
+    /// share was set): until then only ``LogConfiguration/maximumLogBytes`` limits them.
+    private var unreadTenants: Set<TenantName> = []
     private var commitObserver: (@Sendable (CommitReport) -> Void)?
     private var removalObserver: (@Sendable ([SegmentRemoval]) -> Void)?
 
@@ -178,7 +180,7 @@ public actor WriteAheadLog {
             await log.close()
             throw error
         }
-        await log.startTenantLedger()
+        await log.startTenantLedger(for: Set(configuration.tenantQuotas.keys))
         return log
     }
 
@@ -212,6 +214,7 @@ public actor WriteAheadLog {
         self.identity = identity
         self.walDirectory = layout.walDirectory
         self.configuration = configuration
+        self.tenantQuotas = configuration.tenantQuotas
         self.fileSystem = fileSystem
         self.writer = writer
         self.machine = LogWriterStateMachine(maximumPendingEvents: configuration.maximumPendingEvents)
@@ -359,7 +362,7 @@ public actor WriteAheadLog {
             writer = nil
             let keepsWritten = configuration.writtenEventsKept > 0
             let decoder = sharedDecoder
-            let tallies = !configuration.tenantQuotas.isEmpty
+            let tallies = !tenantQuotas.isEmpty
             let (returned, committed) = await io.run(moving: taken) {
                 (owned: inout SegmentWriter) -> (Result<(Int, Int, Duration, [TenantName: Int64]), LogError>, SegmentWriter.RetentionPass) in
                 let (bytes, frames, tenantBytes) = Frame.encodeGroup(batches, firstSequence: first, compressionLevel: level, tallyingTenants: tallies)
@@ -412,8 +415,8 @@ public actor WriteAheadLog {
     /// share is checked before the group commit, against what is committed: a share is passed by
     /// at most the appends of one group commit.
     private func tenantShareFull(_ events: [Event]) -> LogError? {
-        guard !configuration.tenantQuotas.isEmpty, tenantLedgerReady, let first = events.first, first.chain == nil, let tenant = first.tenant,
-            let quota = configuration.tenantQuotas[tenant]
+        guard !tenantQuotas.isEmpty, let first = events.first, first.chain == nil, let tenant = first.tenant, let quota = tenantQuotas[tenant],
+            !unreadTenants.contains(tenant)
         else { return nil }
         let owed = owedBytes(of: tenant, quota: quota)
         return owed >= quota.limitBytes ? .tenantFull(tenant: tenant, usedBytes: owed, limitBytes: quota.limitBytes) : nil
@@ -430,29 +433,44 @@ public actor WriteAheadLog {
         quota.consumers.compactMap { cursorPositions[$0] }.min() ?? nextSequence
     }
 
-    /// Each tenant with a share of the log: what its destinations owe and its limit, in bytes;
-    /// `nil` while the owed bytes are still being read back from the log after opening.
-    public func tenantShares() -> [TenantName: (owedBytes: Int64, limitBytes: Int64)]? {
-        guard tenantLedgerReady else { return nil }
+    /// Each tenant with a share of the log: what its destinations owe and its limit, in bytes. A
+    /// tenant whose owed bytes are still being read back from the log (after opening, or after its
+    /// share was set) is absent.
+    public func tenantShares() -> [TenantName: (owedBytes: Int64, limitBytes: Int64)] {
         var shares: [TenantName: (owedBytes: Int64, limitBytes: Int64)] = [:]
-        for (tenant, quota) in configuration.tenantQuotas { shares[tenant] = (owedBytes(of: tenant, quota: quota), quota.limitBytes) }
+        for (tenant, quota) in tenantQuotas where !unreadTenants.contains(tenant) {
+            shares[tenant] = (owedBytes(of: tenant, quota: quota), quota.limitBytes)
+        }
         return shares
     }
 
-    /// Reads back from the log what each tenant with a share owes, from the lowest of their floors
-    /// to the durable end, on a thread of its own; commits meanwhile are recorded as they happen.
-    /// Until it is done, only ``LogConfiguration/maximumLogBytes`` limits tenants.
-    private func startTenantLedger() {
-        guard !configuration.tenantQuotas.isEmpty else { return }
-        let floor = configuration.tenantQuotas.values.map(tenantFloor).min() ?? nextSequence
+    /// Sets the tenants' shares of the log (a reload of the configuration): a tenant given a share,
+    /// or whose destinations changed, has what it owes read back from the log first; a tenant whose
+    /// share is gone is limited by ``LogConfiguration/maximumLogBytes`` alone.
+    public func setTenantQuotas(_ quotas: [TenantName: TenantQuota]) {
+        let changed = Set(quotas.filter { tenantQuotas[$0.key]?.consumers != $0.value.consumers }.keys)
+        for tenant in tenantQuotas.keys where quotas[tenant] == nil { tenantLedger.remove(tenant) }
+        tenantQuotas = quotas
+        startTenantLedger(for: changed)
+    }
+
+    /// Reads back from the log what `tenants` owe, from the lowest of their floors to the durable
+    /// end, on a thread of its own; commits meanwhile are recorded as they happen. Until it is
+    /// done, only ``LogConfiguration/maximumLogBytes`` limits them.
+    private func startTenantLedger(for tenants: Set<TenantName>) {
+        let quotas = tenantQuotas.filter { tenants.contains($0.key) }
+        guard !quotas.isEmpty else { return }
+        let floor = quotas.values.map(tenantFloor).min() ?? nextSequence
         let end = nextSequence
-        guard floor < end else { return }
-        tenantLedgerReady = false
-        let tenants = Set(configuration.tenantQuotas.keys)
+        guard floor < end else {
+            tenantLedger.replace(tenants, upTo: end, with: TenantLedger())
+            return
+        }
+        unreadTenants.formUnion(tenants)
         let reader = reader(from: max(floor, oldestSequence))
         logger.notice(
-            "reading back what each tenant's destinations still owe; until done, only --max-wal-bytes limits tenants",
-            metadata: ["from": "\(floor)", "to": "\(end - 1)"])
+            "reading back what tenants' destinations still owe; until done, only --max-wal-bytes limits them",
+            metadata: ["tenants": "\(tenants.map(\.text).sorted().joined(separator: ","))", "from": "\(floor)", "to": "\(end - 1)"])
         Task {
             let started = ContinuousClock.now
             let (_, result) = await BlockingExecutor(name: "tenant-ledger").run(moving: reader) {
@@ -471,25 +489,28 @@ public actor WriteAheadLog {
                 owned.close()
                 return earlier
             }
-            await self.installTenantLedger(result, startedAt: started)
+            await self.installTenantLedger(result, of: tenants, upTo: end, startedAt: started)
         }
     }
 
-    private func installTenantLedger(_ result: Result<TenantLedger, LogError>, startedAt started: ContinuousClock.Instant) {
+    private func installTenantLedger(
+        _ result: Result<TenantLedger, LogError>, of tenants: Set<TenantName>, upTo end: UInt64, startedAt started: ContinuousClock.Instant
+    ) {
+        unreadTenants.subtract(tenants)
         switch result {
         case .success(let earlier):
-            tenantLedger.prepend(earlier)
-            tenantLedgerReady = true
+            tenantLedger.replace(tenants, upTo: end, with: earlier)
             logger.notice(
-                "tenants' shares of the log are in force again",
+                "tenants' shares of the log are in force",
                 metadata: [
-                    "owed": "\(tenantLedger.owed.map { "\($0.key.text)=\($0.value)" }.sorted().joined(separator: ","))",
+                    "owed": "\(tenants.map { "\($0.text)=\(tenantLedger.owed(by: $0))" }.sorted().joined(separator: ","))",
                     "took": "\(ContinuousClock.now - started)",
                 ])
         case .failure(let error):
+            // What was recorded since the read began is kept: it owes less than the truth, never
+            // more, until the tenant's destinations pass it.
             logger.error(
-                "could not read back what tenants owe; only --max-wal-bytes limits them until the relay restarts",
-                metadata: ["error": "\(error)"])
+                "could not read back what tenants owe; their shares count from now on", metadata: ["error": "\(error)", "tenants": "\(tenants)"])
         }
     }
 
@@ -527,6 +548,15 @@ public actor WriteAheadLog {
     }
 
     // MARK: Cursors
+
+    /// Declares a consumer while the log is open (a destination added by a reload of the
+    /// configuration): creates its cursor at the oldest event kept unless it has one, durably,
+    /// before it returns, so retention knows it before it reads.
+    ///
+    /// - Throws: ``LogError/invalidCursorName(_:)``, or ``LogError`` when the cursor cannot be written.
+    public func declareConsumer(_ consumer: LogConsumerDeclaration) async throws(LogError) {
+        try await declare(consumer)
+    }
 
     /// Declares a consumer: creates its cursor at the oldest event kept unless it has one.
     private func declare(_ consumer: LogConsumerDeclaration) async throws(LogError) {

@@ -78,8 +78,10 @@ struct ServerComponents {
         let tenantDestinations =
             configuration.upstreamRelay == nil
             ? configuration.tenants.map(\.destinations).filter { $0.trackingHost != nil || $0.marketingHost != nil } : []
+        // With a file to reload, an uploader runs even without hosts yet: a tenant added on SIGHUP
+        // gets its lanes there.
         if configuration.trackingHost != nil || configuration.marketingHost != nil || configuration.upstreamRelay != nil
-            || !tenantDestinations.isEmpty
+            || !tenantDestinations.isEmpty || configuration.reloadTenants != nil
         {
             uploader = try Uploader(
                 log: log, trackingHost: configuration.trackingHost, marketingHost: configuration.marketingHost, tenants: tenantDestinations,
@@ -135,10 +137,14 @@ struct ServerComponents {
             services.append(FleetAggregationService(location: fleet.location, log: log, status: fleet.status, metrics: metrics, logger: logger))
         }
         services.append(
-            MetricsSampler(
-                metrics: metrics, history: history, log: log, fleet: fleet?.status, aggregator: aggregator, store: store,
-                tenantLabels: [TenantName.defaultTenantText] + configuration.tenants.map(\.name.text)))
+            MetricsSampler(metrics: metrics, history: history, log: log, fleet: fleet?.status, aggregator: aggregator, store: store, tenants: tenants)
+        )
         if let certificates { services.append(certificates) }
+        services.append(
+            TenantReloadService(
+                reload: configuration.reloadTenants,
+                reconciler: TenantReconciler(configuration: configuration, directory: tenants, log: log, uploader: uploader, logger: logger),
+                logger: logger))
         services.append(application)
         services.append(ShutdownNotifier(ingestor: ingestor, delay: configuration.shutdownDelay, systemd: configuration.systemd, logger: logger))
         return services

@@ -18,8 +18,8 @@ struct MetricsSampler: Service {
     let fleet: FleetStatus?
     let aggregator: Aggregator?
     let store: ForwardingStore
-    /// The `tenant` labels of the tenants served: `default` and each tenant's name.
-    let tenantLabels: [String]
+    /// The tenants served (their dead letters show, 0 when they have none).
+    let tenants: TenantDirectory
 
     func run() async throws {
         try? await cancelWhenGracefulShutdown {
@@ -32,12 +32,13 @@ struct MetricsSampler: Service {
                 if let counts = try? await store.pendingDeadLetterCountsByTenant() {
                     // Every tenant served shows, 0 when it has none; a tenant no longer served
                     // shows while it has letters.
-                    for label in Set(tenantLabels + counts.keys.map { TenantName.displayName(stored: $0) }) {
+                    let served = [TenantName.defaultTenantText] + tenants.names.map(\.text)
+                    for label in Set(served + counts.keys.map { TenantName.displayName(stored: $0) }) {
                         metrics.deadLetters(tenantLabel: label).set(Int64(counts[label == TenantName.defaultTenantText ? "" : label] ?? 0))
                     }
                 }
-                if let shares = await log.tenantShares() {
-                    for (tenant, share) in shares { metrics.recordTenantShare(tenant, owedBytes: share.owedBytes, limitBytes: share.limitBytes) }
+                for (tenant, share) in await log.tenantShares() {
+                    metrics.recordTenantShare(tenant, owedBytes: share.owedBytes, limitBytes: share.limitBytes)
                 }
                 await metrics.process.sample()
                 try await Task.sleep(for: .seconds(1))
