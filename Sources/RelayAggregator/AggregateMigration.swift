@@ -51,30 +51,34 @@ enum AggregateMigration {
     private static func addTenants(_ connection: SQLiteConnection) throws(SQLiteError) -> Int {
         // The view names `deliveries`: it goes first, and comes back over the new table.
         try connection.execute("DROP VIEW IF EXISTS delivery_stats")
-        let counts = "impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns"
-        try connection.execute(AggregateSchema.deliveriesTable("deliveries_v4"))
-        try connection.execute(
-            "INSERT INTO deliveries_v4 (delivery_ref, tenant, delivery_id, \(counts)) SELECT delivery_ref, '', delivery_id, \(counts) FROM deliveries ORDER BY delivery_ref"
-        )
-        let deliveries = Int(connection.changes)
-        try connection.execute("DROP TABLE deliveries")
-        try connection.execute("ALTER TABLE deliveries_v4 RENAME TO deliveries")
-        let registrationColumns = "integration_key, platform, registrations, distinct_tokens, first_event_ns, last_event_ns"
-        try connection.execute(AggregateSchema.registrationsTable("registrations_v4"))
-        try connection.execute(
-            "INSERT INTO registrations_v4 (tenant, \(registrationColumns)) SELECT '', \(registrationColumns) FROM registrations ORDER BY integration_key, platform"
-        )
-        try connection.execute("DROP TABLE registrations")
-        try connection.execute("ALTER TABLE registrations_v4 RENAME TO registrations")
-        let tokenColumns = "integration_key, platform, registration_token"
-        try connection.execute(AggregateSchema.registrationTokensTable("registration_tokens_v4"))
-        try connection.execute(
-            "INSERT INTO registration_tokens_v4 (tenant, \(tokenColumns)) SELECT '', \(tokenColumns) FROM registration_tokens ORDER BY \(tokenColumns)"
-        )
-        try connection.execute("DROP TABLE registration_tokens")
-        try connection.execute("ALTER TABLE registration_tokens_v4 RENAME TO registration_tokens")
+        let deliveries = try rebuild(
+            "deliveries", as: AggregateSchema.deliveriesTable,
+            columns:
+                "delivery_ref, delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns",
+            order: "delivery_ref", connection)
+        try rebuild(
+            "registrations", as: AggregateSchema.registrationsTable,
+            columns: "integration_key, platform, registrations, distinct_tokens, first_event_ns, last_event_ns", order: "integration_key, platform",
+            connection)
+        try rebuild(
+            "registration_tokens", as: AggregateSchema.registrationTokensTable, columns: "integration_key, platform, registration_token",
+            order: "integration_key, platform, registration_token", connection)
         try connection.execute(AggregateSchema.deliveryStatsView)
         return deliveries
+    }
+
+    /// Makes `table` anew as `create` defines it, every row copied (`columns`, in key `order`) with
+    /// the default tenant's `tenant = ''`; returns the rows copied.
+    @discardableResult
+    private static func rebuild(
+        _ table: String, as create: (String) -> String, columns: String, order: String, _ connection: SQLiteConnection
+    ) throws(SQLiteError) -> Int {
+        try connection.execute(create("\(table)_v4"))
+        try connection.execute("INSERT INTO \(table)_v4 (tenant, \(columns)) SELECT '', \(columns) FROM \(table) ORDER BY \(order)")
+        let rows = Int(connection.changes)
+        try connection.execute("DROP TABLE \(table)")
+        try connection.execute("ALTER TABLE \(table)_v4 RENAME TO \(table)")
+        return rows
     }
 
     /// Versions 1 and 2: moves `delivery_messages` into chunks and UUID rows, then drops it.

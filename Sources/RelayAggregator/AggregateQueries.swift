@@ -33,24 +33,19 @@ public actor AggregateQueries: BlockingActor {
     }
 
     private static func open(path: String) throws(AggregatorError) -> (SQLiteConnection, Int64) {
+        let connection: SQLiteConnection
         do {
-            let connection = try SQLiteConnection(path: path, readOnly: true)
-            let version = try connection.prepare("SELECT schema_version FROM aggregator_state WHERE id = 1")
-            guard try version.step() else { throw SQLiteError(code: 1, message: "aggregator_state has no row", context: path) }
-            let found = version.int64(0)
-            // A database not yet migrated by this relay's aggregator reads the same (version 1 without origins).
-            guard AggregateSchema.readableVersions.contains(found) else {
-                throw AggregatorError.schemaMismatch(path: path, found: found, expected: AggregateSchema.version)
-            }
-            version.finalize()
-            return (connection, found)
-        } catch let error as AggregatorError {
-            throw error
-        } catch let error as SQLiteError {
-            throw .unreadableDatabase(path: path, error)
+            connection = try SQLiteConnection(path: path, readOnly: true)
         } catch {
-            throw .unreadableDatabase(path: path, SQLiteError(code: 1, message: "\(error)", context: path))
+            throw .unreadableDatabase(path: path, error)
         }
+        let found = try AggregateSchema.storedVersion(connection, path: path)
+        // A database not yet migrated by this relay's aggregator reads as it is (see readableVersions).
+        guard AggregateSchema.readableVersions.contains(found) else {
+            connection.close()
+            throw AggregatorError.schemaMismatch(path: path, found: found, expected: AggregateSchema.version)
+        }
+        return (connection, found)
     }
 
     /// Closes the connection now, on its own thread (otherwise it closes when the actor goes away).

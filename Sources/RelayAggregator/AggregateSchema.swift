@@ -1,3 +1,5 @@
+import RelaySQLite
+
 /// The tables of `<data-dir>/aggregates.sqlite` (documented in `docs/aggregates.md`).
 enum AggregateSchema {
     /// Bumped when the tables change. A database of version 1, 2 or 3 is brought to 4 in place (see
@@ -8,6 +10,24 @@ enum AggregateSchema {
     /// have no `tenant` columns (every row is the default tenant's) and version 1 has no
     /// `relay_origins`.
     static let readableVersions: ClosedRange<Int64> = 1...4
+
+    /// The schema version the file says it has.
+    static func storedVersion(_ connection: SQLiteConnection, path: String) throws(AggregatorError) -> Int64 {
+        do {
+            let statement = try connection.prepare("SELECT schema_version FROM aggregator_state WHERE id = 1")
+            defer { statement.finalize() }
+            guard try statement.step() else {
+                throw AggregatorError.unreadableDatabase(path: path, SQLiteError(code: 1, message: "aggregator_state has no row", context: path))
+            }
+            return statement.int64(0)
+        } catch let error as AggregatorError {
+            throw error
+        } catch let error as SQLiteError {
+            throw .unreadableDatabase(path: path, error)
+        } catch {
+            throw .unreadableDatabase(path: path, SQLiteError(code: 1, message: "\(error)", context: path))
+        }
+    }
 
     /// The first version whose deliveries, registrations and tokens carry their tenant.
     static let firstVersionWithTenants: Int64 = 4

@@ -44,7 +44,7 @@ final class AggregateStore {
             }
             // Statements are prepared against the current tables: an earlier version's are
             // migrated first (`create` above left them as they were).
-            let version = try Self.schemaVersion(opened, path: path)
+            let version = try AggregateSchema.storedVersion(opened, path: path)
             if version != AggregateSchema.version {
                 try Self.migrate(opened, path: path, from: version, logger: logger)
             }
@@ -64,24 +64,6 @@ final class AggregateStore {
             throw Self.openingFailure(path: path, error)
         } catch {
             throw .database(SQLiteError(code: 1, message: "\(error)", context: path))
-        }
-    }
-
-    /// The schema version the file says it has.
-    private static func schemaVersion(_ connection: SQLiteConnection, path: String) throws(AggregatorError) -> Int64 {
-        do {
-            let statement = try connection.prepare("SELECT schema_version FROM aggregator_state WHERE id = 1")
-            defer { statement.finalize() }
-            guard try statement.step() else {
-                throw AggregatorError.unreadableDatabase(path: path, SQLiteError(code: 1, message: "aggregator_state has no row", context: path))
-            }
-            return statement.int64(0)
-        } catch let error as AggregatorError {
-            throw error
-        } catch let error as SQLiteError {
-            throw .unreadableDatabase(path: path, error)
-        } catch {
-            throw .unreadableDatabase(path: path, SQLiteError(code: 1, message: "\(error)", context: path))
         }
     }
 
