@@ -138,7 +138,7 @@ struct ConfigFileTests {
     }
 
     @Test(
-        "mistakes are refused with the file, the line and the key: unknown keys (top level and in a table), unknown tables, wrong types, not TOML, a command without --config",
+        "mistakes are refused with the file, the line and the key: unknown keys (top level and in a table), unknown tables, wrong types, not TOML, a command without --config, tenants' tables",
         arguments: [
             ("bind = \"127.0.0.1:0\"\nbnd = \"x\"\n", ":2: unknown key bnd: did you mean bind?"),
             ("[serve]\nbind = \"127.0.0.1:0\"\nmax-batch-event = 3\n", ":3: unknown key max-batch-event in [serve]: did you mean max-batch-events?"),
@@ -148,6 +148,31 @@ struct ConfigFileTests {
             ("[serve]\nbind = true\n", ":2: bind takes a value (a string or a number); it is not a flag"),
             ("[serve]\nbind = [\"a\", \"b\"]\n", ":2: bind takes one value, not a list"),
             ("bind = \n", ":1:8: not valid TOML"),
+            // Tenants ([tenant.NAME]).
+            (
+                "tracking-host = \"https://t.example\"\n[tenant.brand-a]\nmarketing-host = \"https://m.example\"\n",
+                ":2: [tenant.brand-a] has no tracking-host, but serve forwards the default tenant's tracking hits (tracking-host): give the tenant its own, or its hits would never be sent\n"
+            ),
+            (
+                "[tenant.Brand_A]\ntracking-host = \"https://t.example\"\n",
+                ":1: [tenant.Brand_A]: the name \"Brand_A\" may hold only lowercase letters a-z, digits and '-'\n"
+            ),
+            (
+                "[tenant.a]\nadmin-token = \"a-token-0123456789\"\n[tenant.a]\nadmin-token = \"b-token-0123456789\"\n",
+                ":3:1: not valid TOML: Error while parsing table header: cannot redefine existing table 'tenant.a'"
+            ),
+            (
+                "[tenant.brand-a]\ntraking-host = \"https://t.example\"\n",
+                ":2: traking-host of [tenant.brand-a]: a tenant takes admin-token, ca-file, integration-key, marketing-host, tracking-host; did you mean tracking-host?\n"
+            ),
+            (
+                "[tenant.brand-a]\nadmin-token = \"shared-token-0123456789\"\n\n[tenant.brand-b]\nadmin-token = \"shared-token-0123456789\"\n",
+                ":5: admin-token of [tenant.brand-b] is also [tenant.brand-a]'s: each tenant needs its own token\n"
+            ),
+            (
+                "upstream-relay = \"http://127.0.0.1:9\"\n[serve]\nupstream-token = \"relay-token-0123456789\"\n[tenant.brand-a]\ntracking-host = \"https://t.example\"\n",
+                ":5: tracking-host of [tenant.brand-a]: this relay hands every event to its upstream-relay, which forwards each tenant to that tenant's hosts: declare the hosts there, not here\n"
+            ),
         ])
     func mistakes(text: String, message: String) async throws {
         let binary = try RelayBinary.path()

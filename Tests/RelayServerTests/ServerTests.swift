@@ -2,6 +2,7 @@ import CampaignProtocol
 import Foundation
 import Logging
 import NIOHTTP1
+import RelayCore
 import RelayForwarding
 import RelayIO
 import RelayLog
@@ -385,6 +386,62 @@ struct ServerTests {
         #expect(try await http.nextSequence(server.url) == 7, "nothing of the request was stored again")
         await http.shutdown()
         await server.stop()
+    }
+
+    @Test(
+        "Idempotency-Key per tenant: one key and body on /brand-a/v1/events, /brand-b/v1/events and /v1/events are three requests; a retry replays its own tenant's answer, also after a crash"
+    )
+    func idempotencyPerTenant() async throws {
+        let tenants = try ["brand-a", "brand-b"].map { name in
+            TenantConfiguration(destinations: TenantDestinations(tenant: try TenantName(validating: name), trackingHost: nil, marketingHost: nil))
+        }
+        let server = try await RunningServer.start { $0.tenants = tenants }
+        let http = TestHTTPClient()
+        let batch = (1...5).map { #"{"kind":"track","action":"open","messageId":"\#($0)","deliveryId":"idem","time":"2026-11-21T10:00:00Z"}"# }
+            .joined(separator: "\n")
+        let key = [("Idempotency-Key", "order-42")]
+        var firsts: [TestHTTPClient.Answer] = []
+        for path in ["/brand-a/v1/events", "/brand-b/v1/events", "/v1/events"] {
+            firsts.append(try await http.post(server.url + path, batch, headers: key))
+        }
+        #expect(firsts.map(\.status) == [200, 200, 200])
+        #expect(
+            firsts.map(\.body) == [
+                #"{"accepted":5,"firstSequence":1,"lastSequence":5}"#, #"{"accepted":5,"firstSequence":6,"lastSequence":10}"#,
+                #"{"accepted":5,"firstSequence":11,"lastSequence":15}"#,
+            ], "three requests, each stored")
+        #expect(firsts.map { $0.headers.first(name: "Idempotent-Replayed") } == [nil, nil, nil])
+        #expect(try await http.nextSequence(server.url) == 16)
+
+        let retried = try await http.post(server.url + "/brand-a/v1/events", batch, headers: key)
+        #expect(retried.status == 200)
+        #expect(retried.body == #"{"accepted":5,"firstSequence":1,"lastSequence":5}"#, "brand-a's own answer")
+        #expect(retried.headers.first(name: "Idempotent-Replayed") == "true")
+        #expect(try await http.nextSequence(server.url) == 16, "nothing stored again")
+
+        // As if the relay had crashed after storing brand-b's events but before recording its
+        // answer, with its start recorded at sequence 1: the retry reads the log from brand-a's
+        // events, which carry the same key and indexes, and must find brand-b's own.
+        let path = server.dataDirectory + "/idempotency.sqlite"
+        let changed = try await BlockingExecutor(name: "test-sqlite").run { () throws(SQLiteError) -> Int32 in
+            let database = try SQLiteConnection(path: path)
+            try database.execute(
+                "UPDATE idempotency_keys SET status = NULL, body = NULL, start_sequence = 1 WHERE key = 'brand-b' || char(31) || 'order-42'")
+            let changes = database.changes
+            database.close()
+            return changes
+        }
+        #expect(changed == 1, "brand-b's key is remembered as \"brand-b\\u{1F}order-42\"")
+        let resumed = try await http.post(server.url + "/brand-b/v1/events", batch, headers: key)
+        #expect(resumed.status == 200)
+        #expect(resumed.body == #"{"accepted":5,"firstSequence":6,"lastSequence":10}"#, "brand-b's events found in the log, not brand-a's")
+        #expect(try await http.nextSequence(server.url) == 16)
+        await http.shutdown()
+        await server.stop()
+
+        let storedTenants = try RelayChainTests.logged(server.dataDirectory).map { $0.event.tenant.displayName }
+        #expect(
+            storedTenants == Array(repeating: "brand-a", count: 5) + Array(repeating: "brand-b", count: 5) + Array(repeating: "default", count: 5))
     }
 
     @Test("admin endpoints need the bearer token when one is set; health answers without")

@@ -1,6 +1,9 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import RelayCore
+import RelayForwarding
+import RelayLog
 import RelayProcessTestSupport
 import RelayServer
 import Synchronization
@@ -56,6 +59,79 @@ struct TrackingHitPathTests {
         #expect(answers[0] == answers[1])
         #expect(stored == [4, 4])
         #expect(metrics[0].count == 9, "\(metrics[0].joined(separator: "\n"))")
+        #expect(metrics[0] == metrics[1])
+    }
+
+    /// A tenant's hits, a refused one, an unknown tenant's and a default tenant's hit, pipelined.
+    static let tenantPipelined = [
+        "GET /brand-a/r/?id=hd828,f0190,1 HTTP/1.1\r\nHost: relay\r\n\r\n",
+        "GET /brand-a/r/?id=bad HTTP/1.1\r\nHost: relay\r\n\r\n",
+        "GET /nope/r/?id=hd829,f0190,1 HTTP/1.1\r\nHost: relay\r\n\r\n",
+        "GET /r/?id=hd82a,f0190,2 HTTP/1.1\r\nHost: relay\r\n\r\n",
+        "GET /brand-a/r/?id=hd82b,f0190,2 HTTP/1.1\r\nHost: relay\r\n\r\n",
+        "GET /brand-a/r/test HTTP/1.1\r\nHost: relay\r\nConnection: close\r\n\r\n",
+    ]
+
+    @Test(
+        "a tenant's hits (/brand-a/r/?id=) answered on the event loop as the router answers them, stored as brand-a's and counted under route /{tenant}/r; an unknown tenant's get the router's 404 and store nothing"
+    )
+    func tenantHitsAsTheRouterDoes() async throws {
+        let brandA = try TenantName(validating: "brand-a")
+        var answers: [[String]] = []
+        var metrics: [[String]] = []
+        var stored: [[String]] = []
+        for onEventLoop in [true, false] {
+            let server = try await RunningServer.start { configuration in
+                configuration.answersTrackingHitsOnEventLoop = onEventLoop
+                configuration.tenants = [
+                    TenantConfiguration(destinations: TenantDestinations(tenant: brandA, trackingHost: nil, marketingHost: nil))
+                ]
+            }
+            let connection = try await RawConnection.open(port: server.port)
+            try await connection.send(Self.tenantPipelined.joined())
+            try await waitUntil("the server to answer all six and close") { connection.isClosed }
+            answers.append(RawConnection.answers(in: connection.received))
+            let http = TestHTTPClient()
+            let exposition = try await http.get(server.url + "/metrics").body.split(separator: "\n").map(String.init)
+            metrics.append(
+                exposition.filter { line in
+                    ["/r", "/{tenant}/r", "/{tenant}/r/test"].contains { route in
+                        line.hasPrefix(#"relay_http_requests_total{route="\#(route)""#)
+                            || line.hasPrefix(#"relay_http_request_duration_seconds_count{route="\#(route)""#)
+                    } || line.hasPrefix("relay_requests_rejected_total ")
+                }.sorted())
+            await http.shutdown()
+            await server.stop()
+            // The log, read back: each event with its tenant.
+            stored.append(
+                try RelayChainTests.logged(server.dataDirectory).map { logged in
+                    guard case .tracking(let hit) = logged.event else { return "\(logged.sequence) not a hit" }
+                    return "\(logged.sequence) \(hit.messageId) \(hit.deliveryId) \(hit.action) \(logged.event.tenant.displayName)"
+                })
+        }
+        #expect(
+            answers[0].map { $0.prefix(12) } == ["HTTP/1.1 200", "HTTP/1.1 400", "HTTP/1.1 404", "HTTP/1.1 200", "HTTP/1.1 200", "HTTP/1.1 200"],
+            "\(answers[0])")
+        let notFound = try #require(answers[0].dropFirst(2).first)
+        #expect(
+            notFound.hasSuffix(
+                #"{"error":"no tenant \"nope\" on this relay: tenant paths are /{tenant}/r/?id=…, /{tenant}/r/test, /{tenant}/nms/mobile/1/registerIOS.jssp, /{tenant}/nms/mobile/1/registerAndroid.jssp, /{tenant}/v1/events; tenants are [tenant.NAME] tables of serve --config (this relay has brand-a)"}"#
+            ), "\(notFound)")
+        #expect(answers[0] == answers[1], "the event loop's answers are the router's, byte for byte")
+        #expect(stored[0] == ["1 hd828 f0190 impression brand-a", "2 hd82a f0190 open default", "3 hd82b f0190 open brand-a"], "\(stored[0])")
+        #expect(stored[0] == stored[1])
+        #expect(
+            metrics[0] == [
+                #"relay_http_request_duration_seconds_count{route="/r"} 1"#,
+                #"relay_http_request_duration_seconds_count{route="/{tenant}/r"} 4"#,
+                #"relay_http_request_duration_seconds_count{route="/{tenant}/r/test"} 1"#,
+                #"relay_http_requests_total{route="/r",method="GET",status="200"} 1"#,
+                #"relay_http_requests_total{route="/{tenant}/r",method="GET",status="200"} 2"#,
+                #"relay_http_requests_total{route="/{tenant}/r",method="GET",status="400"} 1"#,
+                #"relay_http_requests_total{route="/{tenant}/r",method="GET",status="404"} 1"#,
+                #"relay_http_requests_total{route="/{tenant}/r/test",method="GET",status="200"} 1"#,
+                "relay_requests_rejected_total 1",
+            ], "\(metrics[0].joined(separator: "\n"))")
         #expect(metrics[0] == metrics[1])
     }
 
