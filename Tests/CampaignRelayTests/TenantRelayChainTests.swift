@@ -80,6 +80,30 @@ struct TenantRelayChainTests {
         await emulator.emulator.recorder.lastRequests(100).map { "\($0.method) \($0.uri)" }.sorted()
     }
 
+    /// Waits until brand-a's host has one hit and the registration and brand-b's host one hit, then
+    /// until neither relay owes anything more (the edge's relay lane and each lane of the central
+    /// relay); then expects exactly these requests at each host: `hitA` and the registration, byte
+    /// for byte, at brand-a's, `hitB` at brand-b's.
+    static func expectDelivered(
+        brandA: RunningEmulator, hit hitA: String, brandB: RunningEmulator, hit hitB: String, http: TestHTTPClient, edge: String, central: String
+    ) async throws {
+        try await waitUntil("brand-a's hit and registration at brand-a's host, brand-b's hit at brand-b's", seconds: 60) {
+            let (hitsA, registrationsA) = (await brandA.emulator.recorder.acceptedHits, await brandA.emulator.recorder.acceptedRegistrations.count)
+            let hitsB = await brandB.emulator.recorder.acceptedHits
+            return hitsA == 1 && registrationsA == 1 && hitsB == 1
+        }
+        try await waitUntil("the edge and the central relay to owe nothing", seconds: 60) {
+            let owed = try await Self.upstream(http, edge)["backlog"] as? Int
+            let backlogs = try await Self.backlogs(http, central)
+            return owed == 0 && backlogs.count == 4 && backlogs.values.allSatisfy { $0 == 0 }
+        }
+        #expect(
+            try await Self.backlogs(http, central) == ["tracking_brand-a": 0, "marketing_brand-a": 0, "tracking_brand-b": 0, "marketing_brand-b": 0])
+        #expect(await Self.requests(brandA) == ["GET \(hitA)", "POST /nms/mobile/1/registerAndroid.jssp"])
+        #expect(await brandA.emulator.recorder.lastRequests(100).first { $0.method == "POST" }?.body == Self.form, "byte for byte")
+        #expect(await Self.requests(brandB) == ["GET \(hitB)"])
+    }
+
     @Test(
         "an edge declaring brand-a and brand-b without hosts hands each event on with its tenant; the central relay forwards each to its own tenant's host, the registration byte for byte, none to the other"
     )
@@ -99,24 +123,8 @@ struct TenantRelayChainTests {
         #expect(try await http.post(edgeURL + "/brand-a/nms/mobile/1/registerAndroid.jssp", Self.form, headers: formHeaders).status == 200)
 
         let centralURL = "http://127.0.0.1:\(centralPort)"
-        try await waitUntil("brand-a's hit and registration at brand-a's host, brand-b's hit at brand-b's", seconds: 60) {
-            let (hitsA, registrationsA) = (await brandA.emulator.recorder.acceptedHits, await brandA.emulator.recorder.acceptedRegistrations.count)
-            let hitsB = await brandB.emulator.recorder.acceptedHits
-            return hitsA == 1 && registrationsA == 1 && hitsB == 1
-        }
-        // Nothing more on its way: the edge owes nothing, nor does any lane of the central relay.
-        try await waitUntil("the edge and the central relay to owe nothing", seconds: 60) {
-            let owed = try await Self.upstream(http, edgeURL)["backlog"] as? Int
-            let backlogs = try await Self.backlogs(http, centralURL)
-            return owed == 0 && backlogs.count == 4 && backlogs.values.allSatisfy { $0 == 0 }
-        }
-        #expect(
-            try await Self.backlogs(http, centralURL) == [
-                "tracking_brand-a": 0, "marketing_brand-a": 0, "tracking_brand-b": 0, "marketing_brand-b": 0,
-            ])
-        #expect(await Self.requests(brandA) == ["GET /r/?id=h5c4,d1,1", "POST /nms/mobile/1/registerAndroid.jssp"])
-        #expect(await brandA.emulator.recorder.lastRequests(100).first { $0.method == "POST" }?.body == Self.form, "byte for byte")
-        #expect(await Self.requests(brandB) == ["GET /r/?id=h5c5,d1,2"])
+        try await Self.expectDelivered(
+            brandA: brandA, hit: "/r/?id=h5c4,d1,1", brandB: brandB, hit: "/r/?id=h5c5,d1,2", http: http, edge: edgeURL, central: centralURL)
         await http.shutdown()
         for emulator in [brandA, brandB] { await emulator.stop() }
     }
@@ -157,14 +165,8 @@ struct TenantRelayChainTests {
         central.stop()
         try chain.writeCentral([("brand-a", brandA), ("brand-b", brandB)])
         (central, _) = try await chain.startCentral(port: centralPort)
-        try await waitUntil("the edge to hand everything on", seconds: 60) { (try await Self.upstream(http, edgeURL))["backlog"] as? Int == 0 }
-        try await waitUntil("the central relay to forward everything", seconds: 60) {
-            let backlogs = try await Self.backlogs(http, centralURL)
-            return backlogs.count == 4 && backlogs.values.allSatisfy { $0 == 0 }
-        }
-        #expect(await Self.requests(brandA) == ["GET /r/?id=h10,d2,1", "POST /nms/mobile/1/registerAndroid.jssp"])
-        #expect(await brandA.emulator.recorder.lastRequests(100).first { $0.method == "POST" }?.body == Self.form, "byte for byte")
-        #expect(await Self.requests(brandB) == ["GET /r/?id=h11,d2,2"])
+        try await Self.expectDelivered(
+            brandA: brandA, hit: "/r/?id=h10,d2,1", brandB: brandB, hit: "/r/?id=h11,d2,2", http: http, edge: edgeURL, central: centralURL)
         central.stop()
         await http.shutdown()
         for emulator in [brandA, brandB] { await emulator.stop() }
