@@ -163,7 +163,7 @@ struct ConfigFileTests {
             ),
             (
                 "[tenant.brand-a]\ntraking-host = \"https://t.example\"\n",
-                ":2: traking-host of [tenant.brand-a]: a tenant takes admin-token, ca-file, integration-key, marketing-host, tracking-host; did you mean tracking-host?\n"
+                ":2: traking-host of [tenant.brand-a]: a tenant takes admin-token, ca-file, integration-key, marketing-host, max-wal-bytes, tracking-host; did you mean tracking-host?\n"
             ),
             (
                 "[tenant.brand-a]\nadmin-token = \"shared-token-0123456789\"\n\n[tenant.brand-b]\nadmin-token = \"shared-token-0123456789\"\n",
@@ -172,6 +172,14 @@ struct ConfigFileTests {
             (
                 "upstream-relay = \"http://127.0.0.1:9\"\n[serve]\nupstream-token = \"relay-token-0123456789\"\n[tenant.brand-a]\ntracking-host = \"https://t.example\"\n",
                 ":5: tracking-host of [tenant.brand-a]: this relay hands every event to its upstream-relay, which forwards each tenant to that tenant's hosts: declare the hosts there, not here\n"
+            ),
+            (
+                "max-wal-bytes = 1000000\n[tenant.brand-a]\ntracking-host = \"https://t.example\"\nmax-wal-bytes = 2000000\n",
+                ":4: max-wal-bytes of [tenant.brand-a] is 2000000, above the relay's max-wal-bytes 1000000, which limits every tenant together: give the tenant a smaller share\n"
+            ),
+            (
+                "[tenant.brand-a]\nmax-wal-bytes = 2000000\n",
+                ":2: max-wal-bytes of [tenant.brand-a] limits what its hosts have not taken, and it has no tracking-host or marketing-host: give it hosts, or leave the share out\n"
             ),
         ])
     func mistakes(text: String, message: String) async throws {

@@ -112,7 +112,11 @@ enum StatusPage {
           const token = sessionStorage.getItem(tokenKey);
           if (token) headers["Authorization"] = "Bearer " + token;
           const response = await fetch(path, { headers, cache: "no-store" });
-          if (response.status === 401 || response.status === 403) { const error = new Error("unauthorized"); error.unauthorized = true; throw error; }
+          if (response.status === 401 || response.status === 403) {
+            // The token the request carried: a refresh sent before a login carried none, and its
+            // refusal says nothing of the token given since.
+            const error = new Error("unauthorized"); error.unauthorized = true; error.token = token; throw error;
+          }
           if (!response.ok) throw new Error(path + " answered " + response.status);
           return response.json();
         }
@@ -190,7 +194,8 @@ enum StatusPage {
             if (error.unauthorized) {
               $("status").hidden = true; $("login").hidden = false;
               $("deliveries").replaceChildren(); $("destinations").replaceChildren();
-              if (sessionStorage.getItem(tokenKey)) { text("login-problem", "That token was refused."); sessionStorage.removeItem(tokenKey); }
+              const stored = sessionStorage.getItem(tokenKey);
+              if (stored && stored === error.token) { text("login-problem", "That token was refused."); sessionStorage.removeItem(tokenKey); }
             } else {
               text("problem", "cannot reach the relay: " + error.message);
             }
