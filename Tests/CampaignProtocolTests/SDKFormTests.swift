@@ -77,11 +77,11 @@ struct SDKFormTests {
             ("registrationToken=t&mobileAppUuid=", "integrationKey", "mobileAppUuid (the integration key) is missing or empty (IntegrationKeyEmpty)"),
             (
                 "registrationToken=%ZZ&mobileAppUuid=k", nil,
-                #"the body is not form data: pair 1 ("registrationToken=%ZZ") is not valid percent-encoded UTF-8"#
+                "the body is not form data: pair 1 (field registrationToken, 21 bytes) is not valid percent-encoded UTF-8"
             ),
             (
-                "registrationToken=%FF&mobileAppUuid=k", nil,
-                #"the body is not form data: pair 1 ("registrationToken=%FF") is not valid percent-encoded UTF-8"#
+                "k=v&secret%FF=1&mobileAppUuid=k", nil,
+                "the body is not form data: pair 2 (a field, 11 bytes) is not valid percent-encoded UTF-8"
             ),
         ] as [(String, String?, String)])
     func refusals(body: String, field: String?, message: String) throws {

@@ -120,10 +120,18 @@ struct ForwardingCommandTests {
         await http.shutdown()
         server.stop()
         #expect(served.body + "\n" == list.stdout, "GET /v1/deadletters: \(served.body)\ndeadletter list --json: \(list.stdout)")
+        // The push token is personal data: a keyed hash stands for it, unless asked for.
         #expect(
             list.stdout.contains(
-                #""event":{"integrationKey":"later","kind":"register","platform":"ios","registrationToken":"aa01","time":"2026-11-21T10:00:00Z"}"#),
+                /"event":\{"integrationKey":"later","kind":"register","platform":"ios","registrationToken":"hash:[0-9a-f]{12}","time":"2026-11-21T10:00:00Z"\}/
+            ),
             "\(list.stdout)")
+        #expect(!list.stdout.contains("aa01"))
+        let revealed = try await RelayBinary.run(binary, ["deadletter", "list", "--data-dir", directory, "--json", "--reveal-personal-data"])
+        #expect(
+            revealed.stdout.contains(
+                #""event":{"integrationKey":"later","kind":"register","platform":"ios","registrationToken":"aa01","time":"2026-11-21T10:00:00Z"}"#),
+            "\(revealed.stdout)")
 
         // The app is set up in Campaign now; re-queue and deliver.
         running.emulator.currentFaults = EmulatorFaults()

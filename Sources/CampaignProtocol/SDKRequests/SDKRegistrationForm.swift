@@ -36,10 +36,13 @@ public struct SDKRegistrationForm: Sendable {
         do {
             fields = try FormEncoding.fields(body)
         } catch {
+            // The pair's value is not quoted: it may be a push token or a user's key, and answers
+            // and logs carry no personal data. A field the SDKs send is named, to say where.
+            let name = String(error.text.prefix { $0 != "=" })
+            let field = Self.knownFields.contains(name) ? "field \(name)" : "a field"
             throw EventInputError(
                 field: nil,
-                "the body is not form data: pair \(error.index) (\(String(error.text.prefix(40)).quotedForMessage)) is not valid percent-encoded UTF-8"
-            )
+                "the body is not form data: pair \(error.index) (\(field), \(error.text.utf8.count) bytes) is not valid percent-encoded UTF-8")
         }
         var values: [String: String] = [:]
         var unknown: [String] = []

@@ -23,7 +23,18 @@ struct DeadLetterListCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Show at most this many.", valueName: "n"))
     var limit: Int?
 
+    @Flag(
+        name: .long,
+        help:
+            "With --json: show registrations' personal data (push token, user key, device IMEI, name and model, parameter values) instead of keyed hashes."
+    )
+    var revealPersonalData = false
+
     @OptionGroup var common: CommonOptions
+
+    func validate() throws {
+        if revealPersonalData, !common.json { throw ValidationError("--reveal-personal-data only applies with --json (the table shows no event)") }
+    }
 
     func run() async throws {
         try common.requireDataDirectory()
@@ -31,19 +42,32 @@ struct DeadLetterListCommand: AsyncParsableCommand {
         let letters = try await store.deadLetters(includeRequeued: all, limit: limit)
         var output = StandardOutput.output()
         if common.json {
-            output.line(APIJSON.text(DeadLetterList(letters)))
+            let redaction: Pseudonymizer?
+            do {
+                redaction = revealPersonalData ? nil : try await store.pseudonymizer()
+            } catch {
+                throw RuntimeFailure("dead letters are not shown without their personal data hidden: \(error)")
+            }
+            output.line(APIJSON.text(DeadLetterList(letters, redaction: redaction)))
         } else if letters.isEmpty {
             output.line("no dead letters")
         } else {
+            let pseudonymizer: Pseudonymizer
+            do {
+                pseudonymizer = try await store.pseudonymizer()
+            } catch {
+                throw RuntimeFailure("dead letters are not shown without their personal data hidden: \(error)")
+            }
             output.write(
                 TextTable.render(
                     header: ["id", "sequence", "status", "dead-lettered at", "url", "reason", "answer"],
                     rows: letters.map { letter in
-                        let answer = letter.responseBody.replacing("\n", with: " ")
+                        let hide = { (text: String) in letter.hidingPersonalData(in: text, by: pseudonymizer) }
+                        let answer = hide(letter.responseBody).replacing("\n", with: " ")
                         return [
                             "\(letter.id)", "\(letter.sequence)", "\(letter.status)",
                             letter.deadLetteredAt + (letter.requeued != nil ? " (re-queued)" : ""),
-                            letter.url, String(letter.reason.prefix(60)), String(answer.prefix(60)),
+                            hide(letter.url), String(hide(letter.reason).prefix(60)), String(answer.prefix(60)),
                         ]
                     },
                     rightAligned: [0, 1, 2]

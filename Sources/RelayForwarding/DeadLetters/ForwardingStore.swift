@@ -13,6 +13,9 @@ public actor ForwardingStore: BlockingActor {
     /// The thread every SQLite call of the store runs on.
     public nonisolated let executor: BlockingExecutor
     private let connection: SQLiteConnection
+    private let dataDirectory: String
+    /// The data directory's pseudonymizer, read or made on first use.
+    private var loadedPseudonymizer: Pseudonymizer?
     private let insertDeadLetter: SQLiteStatement
     private let findDelivered: SQLiteStatement
     private let upsertDelivered: SQLiteStatement
@@ -31,6 +34,7 @@ public actor ForwardingStore: BlockingActor {
         let path = Self.path(dataDirectory: dataDirectory)
         let opened = try await executor.run { () throws(SQLiteError) -> Opened in try Self.open(path: path) }
         self.executor = executor
+        self.dataDirectory = dataDirectory
         connection = opened.connection
         insertDeadLetter = opened.insertDeadLetter
         findDelivered = opened.findDelivered
@@ -157,6 +161,17 @@ public actor ForwardingStore: BlockingActor {
         try statement.bind(2, Int64(bitPattern: sequence))
         try statement.bind(3, id)
         try statement.step()
+    }
+
+    /// The keyed hashes that stand for personal data where dead letters are shown
+    /// (`<data-dir>/pseudonym.key`, made the first time, on the store's thread).
+    ///
+    /// - Throws: ``Pseudonymizer/KeyFileError`` when the key file cannot be read or written.
+    public func pseudonymizer() throws(Pseudonymizer.KeyFileError) -> Pseudonymizer {
+        if let loadedPseudonymizer { return loadedPseudonymizer }
+        let loaded = try Pseudonymizer.load(dataDirectory: dataDirectory)
+        loadedPseudonymizer = loaded
+        return loaded
     }
 
     /// Dead letters of `tenant` not re-queued.

@@ -43,7 +43,7 @@ struct AdminRoutes: RouteGroup, Sendable {
             }
             routes.get(prefix + "v1/deadletters") { request, context in
                 switch request.nonNegativeIntegerParameter("limit") {
-                case .success(let limit): return await deadLetters(tenant: whose(context, true), limit: limit)
+                case .success(let limit): return await deadLetters(tenant: whose(context, true), limit: limit, request: request)
                 case .failure(let error): return error.response
                 }
             }
@@ -100,10 +100,25 @@ struct AdminRoutes: RouteGroup, Sendable {
         }
     }
 
-    func deadLetters(tenant: TenantSelection, limit: Int?) async -> Response {
+    /// The dead letters, their personal data shown as keyed hashes unless `?reveal=personal-data`
+    /// asks, which only the relay's own admin token may (or anyone, on a relay without one).
+    func deadLetters(tenant: TenantSelection, limit: Int?, request: Request) async -> Response {
+        let reveal = request.uri.queryParameters.get("reveal")
+        if let reveal, reveal != "personal-data" {
+            return Responses.error(.badRequest, "query parameter reveal=\(reveal) is not taken: reveal=personal-data shows what the hashes stand for")
+        }
+        if reveal != nil, let adminToken, !AdminAuthentication(token: adminToken).matches(request.headers[.authorization] ?? "") {
+            return Responses.error(.forbidden, "reveal=personal-data needs the relay's own admin token (--admin-token), not a tenant's")
+        }
         do {
             let letters = try await store.deadLetters(tenant: tenant, limit: limit)
-            return Responses.json(.ok, APIJSON.text(DeadLetterList(letters)))
+            let redaction: Pseudonymizer?
+            do {
+                redaction = reveal == nil ? try await store.pseudonymizer() : nil
+            } catch {
+                return Responses.error(.internalServerError, "dead letters are not shown without their personal data hidden: \(error)")
+            }
+            return Responses.json(.ok, APIJSON.text(DeadLetterList(letters, redaction: redaction)))
         } catch {
             return Responses.error(.internalServerError, "reading the dead letters failed: \(error)")
         }

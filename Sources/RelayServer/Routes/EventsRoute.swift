@@ -57,7 +57,15 @@ struct EventsRoute: RouteGroup, Sendable {
         guard await idempotency.claim(stored) else {
             return Responses.error(.conflict, "a request with this Idempotency-Key is under way; retry when it is answered")
         }
-        defer { Task { await idempotency.release(stored) } }
+        // Released before the answer leaves, so a retry sent as soon as it arrives finds the
+        // recorded answer, not "under way".
+        let response = await handleClaimed(stored, key: key, body: body, scope: scope)
+        await idempotency.release(stored)
+        return response
+    }
+
+    /// Answers a request whose key `stored` this request holds.
+    private func handleClaimed(_ stored: String, key: String, body: [UInt8], scope: TenantScope) async -> Response {
         let digest = IdempotencyStore.digest(body)
         do {
             switch try await idempotency.entry(stored) {
