@@ -218,7 +218,7 @@ package struct CountDeltas: Sendable {
             }
             switch event {
             case .tracking(let hit):
-                let key = DeliveryKey(tenant: hit.tenant?.text ?? "", deliveryId: hit.deliveryId)
+                let key = DeliveryKey(tenant: hit.tenant.storedName, deliveryId: hit.deliveryId)
                 let index = deliveryIndex[key] ?? deliveries.count
                 if index == deliveries.count {
                     deliveryIndex[key] = index
@@ -237,7 +237,7 @@ package struct CountDeltas: Sendable {
                 }
             case .registration(let registration):
                 let app = App(
-                    tenant: registration.tenant?.text ?? "", integrationKey: registration.integrationKey, platform: registration.platform.rawValue)
+                    tenant: registration.tenant.storedName, integrationKey: registration.integrationKey, platform: registration.platform.rawValue)
                 let index = appIndex[app] ?? registrations.count
                 if index == registrations.count {
                     appIndex[app] = index

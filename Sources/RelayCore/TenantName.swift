@@ -64,6 +64,10 @@ extension Optional where Wrapped == TenantName {
     /// The tenant's name, or `default` for the default tenant: how metrics, `--json` output and
     /// `--tenant` show it.
     public var displayName: String { self?.text ?? TenantName.defaultTenantText }
+
+    /// The tenant's name as the aggregates, the dead letters and the deduplication state store it:
+    /// `''` for the default tenant (``TenantName/displayName(stored:)`` reads it back).
+    public var storedName: String { self?.text ?? "" }
 }
 
 /// Which tenants a report or a listing covers: all of them, or one (the default tenant included).
@@ -85,7 +89,7 @@ public enum TenantSelection: Sendable, Hashable {
     public var storedName: String? {
         switch self {
         case .all: nil
-        case .only(let tenant): tenant?.text ?? ""
+        case .only(let tenant): tenant.storedName
         }
     }
 }

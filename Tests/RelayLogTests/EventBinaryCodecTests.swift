@@ -239,7 +239,7 @@ struct EventBinaryCodecTests {
         }
         let perGroup = largeEvents ? 3_000 : 45_000
         let groups: [[Event]] = (0..<3).map { group in (0..<perGroup).map { event(Int64(group * perGroup + $0)) } }
-        let (bytes, written) = Frame.encodeGroup(groups, firstSequence: 1000, compressionLevel: 1)
+        let (bytes, written, _) = Frame.encodeGroup(groups, firstSequence: 1000, compressionLevel: 1)
         var offset = 0
         var walked: [(Int, UInt64, UInt32)] = []
         var next: UInt64 = 1000

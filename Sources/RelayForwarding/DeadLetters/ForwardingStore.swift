@@ -126,7 +126,7 @@ public actor ForwardingStore: BlockingActor {
         try insertDeadLetter.bind(5, body)
         try insertDeadLetter.bind(6, EventTime.now().rfc3339)
         try insertDeadLetter.bind(7, reason)
-        try insertDeadLetter.bind(8, event.tenant?.text ?? "")
+        try insertDeadLetter.bind(8, event.tenant.storedName)
         try insertDeadLetter.step()
     }
 
@@ -194,7 +194,7 @@ public actor ForwardingStore: BlockingActor {
     /// than `window` ago (so an opt-out followed by an opt-in still reaches Campaign in time).
     public func isUnchanged(_ registration: Registration, within window: Duration) throws(SQLiteError) -> Bool {
         findDelivered.reset()
-        try findDelivered.bind(1, registration.tenant?.text ?? "")
+        try findDelivered.bind(1, registration.tenant.storedName)
         try findDelivered.bind(2, registration.platform.rawValue)
         try findDelivered.bind(3, registration.integrationKey)
         try findDelivered.bind(4, registration.registrationToken)
@@ -207,7 +207,7 @@ public actor ForwardingStore: BlockingActor {
     /// Remembers `registration` as the last one delivered for its device token.
     public func recordDelivered(_ registration: Registration) throws(SQLiteError) {
         upsertDelivered.reset()
-        try upsertDelivered.bind(1, registration.tenant?.text ?? "")
+        try upsertDelivered.bind(1, registration.tenant.storedName)
         try upsertDelivered.bind(2, registration.platform.rawValue)
         try upsertDelivered.bind(3, registration.integrationKey)
         try upsertDelivered.bind(4, registration.registrationToken)

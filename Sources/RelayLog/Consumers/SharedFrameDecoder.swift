@@ -138,7 +138,7 @@ package final class SharedFrameDecoder: Sendable {
     }
 
     /// Keeps the events of frames the log just wrote at `offset` of the segment starting at
-    /// `segment` (``Frame/encodeGroup(_:firstSequence:compressionLevel:)``'s `frames`, holding the
+    /// `segment` (``Frame/encodeGroup(_:firstSequence:compressionLevel:tallyingTenants:)``'s `frames`, holding the
     /// events of `groups` in order), as they were appended: a reader reaching those frames takes
     /// them without inflating and decoding them, exactly as it would have decoded them (the binary
     /// encoding gives back every event it encodes, field for field).

@@ -78,14 +78,10 @@ extension Frame {
     ///
     /// Events are encoded straight from the appenders' arrays (this runs for every commit, and
     /// copying each event into one array first cost more than encoding it).
-    static func encodeGroup(_ groups: [[Event]], firstSequence: UInt64, compressionLevel: Int32) -> (bytes: [UInt8], frames: [Written]) {
-        let encoded = encodeGroup(groups, firstSequence: firstSequence, compressionLevel: compressionLevel, tallyingTenants: false)
-        return (encoded.bytes, encoded.frames)
-    }
-
-    /// ``encodeGroup(_:firstSequence:compressionLevel:)``, also returning, with `tallyingTenants`,
-    /// the bytes of each tenant's events before compression (the default tenant's are not tallied).
-    static func encodeGroup(_ groups: [[Event]], firstSequence: UInt64, compressionLevel: Int32, tallyingTenants: Bool) -> (
+    ///
+    /// With `tallyingTenants`, it also returns the bytes of each tenant's events before compression
+    /// (the default tenant's are not tallied; without it, none are).
+    static func encodeGroup(_ groups: [[Event]], firstSequence: UInt64, compressionLevel: Int32, tallyingTenants: Bool = false) -> (
         bytes: [UInt8], frames: [Written], tenantBytes: [TenantName: Int64]
     ) {
         var tenantBytes: [TenantName: Int64] = [:]

@@ -52,7 +52,7 @@ struct SDKRoutes: RouteGroup, Sendable {
         var event = Event.registration(form.registration)
         if let problem = scope.sdkAdmission.problems(of: event).first { return rejected(problem.message) }
         if !form.unknownFields.isEmpty { unknownFields.saw(form.unknownFields, platform: platform) }
-        if let tenant = scope.name { event.tenant = tenant }
+        scope.claim(&event)
         return await store(event)
     }
 
@@ -73,9 +73,9 @@ struct SDKRoutes: RouteGroup, Sendable {
     static func trackingHit(uri: URI, scope: TenantScope) -> Result<Event, Rejection> {
         guard let id = uri.queryParameters.get("id") else { return .failure(Rejection(message: "missing ?id=\(TrackingHitID.syntax)")) }
         do {
-            var hit = try SDKTrackingHit.event(id: String(id), time: .now())
-            if let tenant = scope.name { hit.tenant = tenant }
-            return .success(.tracking(hit))
+            var event = Event.tracking(try SDKTrackingHit.event(id: String(id), time: .now()))
+            scope.claim(&event)
+            return .success(event)
         } catch {
             return .failure(Rejection(message: error.message))
         }

@@ -67,7 +67,7 @@ struct StatusRoutes: RouteGroup, Sendable {
             // The default tenant's lanes first, then each tenant's, each tracking before marketing.
             let campaignLanes = uploader.lanes.compactMap { lane in lane.kind.map { (kind: $0, lane: lane) } }
                 .filter { tenant == .all || tenant == .only($0.lane.tenant) }
-                .sorted { ($0.lane.tenant?.text ?? "", $0.kind.rawValue) < ($1.lane.tenant?.text ?? "", $1.kind.rawValue) }
+                .sorted { ($0.lane.tenant.storedName, $0.kind.rawValue) < ($1.lane.tenant.storedName, $1.kind.rawValue) }
             for (kind, lane) in campaignLanes {
                 let stats = await lane.stats
                 destinations.append(

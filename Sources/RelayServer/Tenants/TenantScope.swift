@@ -23,10 +23,15 @@ final class TenantScope: Sendable {
         eventsAdmission = EventAdmission(integrationKeys: integrationKeys, refusesRelaySetFields: true)
     }
 
+    /// `event` given this scope's tenant (the default tenant's is left as it is).
+    func claim(_ event: inout Event) {
+        if let name { event.tenant = name }
+    }
+
     /// `events` given this scope's tenant (the default tenant's are left as they are).
     func claim(_ events: inout [Event]) {
-        guard let name else { return }
-        for index in events.indices { events[index].tenant = name }
+        guard name != nil else { return }
+        for index in events.indices { claim(&events[index]) }
     }
 
     /// What the metrics and the answers call it: its name, or `default`.
