@@ -1,3 +1,4 @@
+import RelayLog
 import RelaySQLite
 
 /// Brings an aggregates database written by an earlier relay to ``AggregateSchema/version`` in place,
@@ -12,6 +13,9 @@ import RelaySQLite
 ///   `registrations` and `registration_tokens` are rebuilt with a `tenant` column (`''`) first in
 ///   their keys, every row copied with its `delivery_ref`, so the tables keyed by it (the distinct
 ///   messages) stay as they are.
+/// - Versions 1 to 4 keep push tokens in the clear in `registration_tokens`; version 5 keeps their
+///   digests (``TokenDigest``). Every row is replaced by its digest's (distinct tokens have distinct
+///   digests, so the counts stay). The caller vacuums the file afterwards, so the tokens' old pages go.
 enum AggregateMigration {
     /// What a migration did.
     struct Summary {
@@ -38,6 +42,7 @@ enum AggregateMigration {
         var deliveries = 0
         do {
             if version < AggregateSchema.firstVersionWithTenants { deliveries = try addTenants(connection) }
+            if version < AggregateSchema.firstVersionWithTokenDigests { try digestTokens(connection) }
             try connection.execute("UPDATE aggregator_state SET schema_version = \(AggregateSchema.version) WHERE id = 1")
         } catch {
             throw .database(error)
@@ -65,6 +70,26 @@ enum AggregateMigration {
             order: "integration_key, platform, registration_token", connection)
         try connection.execute(AggregateSchema.deliveryStatsView)
         return deliveries
+    }
+
+    /// Replaces every token of `registration_tokens` by its digest, in a table made anew.
+    private static func digestTokens(_ connection: SQLiteConnection) throws(SQLiteError) {
+        try connection.execute(AggregateSchema.registrationTokensTable("registration_tokens_v5"))
+        let read = try connection.prepare("SELECT tenant, integration_key, platform, registration_token FROM registration_tokens")
+        defer { read.finalize() }
+        let insert = try connection.prepare(
+            "INSERT OR IGNORE INTO registration_tokens_v5 (tenant, integration_key, platform, registration_token) VALUES (?, ?, ?, ?)")
+        defer { insert.finalize() }
+        while try read.step() {
+            insert.reset()
+            try insert.bind(1, read.text(0) ?? "")
+            try insert.bind(2, read.text(1) ?? "")
+            try insert.bind(3, read.text(2) ?? "")
+            try insert.bind(4, TokenDigest.hex(read.text(3) ?? ""))
+            try insert.step()
+        }
+        try connection.execute("DROP TABLE registration_tokens")
+        try connection.execute("ALTER TABLE registration_tokens_v5 RENAME TO registration_tokens")
     }
 
     /// Makes `table` anew as `create` defines it, every row copied (`columns`, in key `order`) with

@@ -2,14 +2,18 @@ import RelaySQLite
 
 /// The tables of `<data-dir>/aggregates.sqlite` (documented in `docs/aggregates.md`).
 enum AggregateSchema {
-    /// Bumped when the tables change. A database of version 1, 2 or 3 is brought to 4 in place (see
+    /// Bumped when the tables change. A database of version 1 to 4 is brought to 5 in place (see
     /// ``AggregateMigration``); one of any other version must be rebuilt from the log.
-    static let version: Int64 = 4
+    static let version: Int64 = 5
+
+    /// The first version whose `registration_tokens` hold each token's digest (``TokenDigest``)
+    /// instead of the token.
+    static let firstVersionWithTokenDigests: Int64 = 5
 
     /// The versions a reader of the counts (``AggregateQueries``) understands: versions before 4
     /// have no `tenant` columns (every row is the default tenant's) and version 1 has no
     /// `relay_origins`.
-    static let readableVersions: ClosedRange<Int64> = 1...4
+    static let readableVersions: ClosedRange<Int64> = 1...5
 
     /// The schema version the file says it has.
     static func storedVersion(_ connection: SQLiteConnection, path: String) throws(AggregatorError) -> Int64 {
@@ -69,7 +73,8 @@ enum AggregateSchema {
         """
     }
 
-    /// `registration_tokens` under `name`: the distinct tokens of each tenant's app.
+    /// `registration_tokens` under `name`: the distinct tokens of each tenant's app, each as its
+    /// digest (``TokenDigest``) from version 5 on.
     static func registrationTokensTable(_ name: String) -> String {
         """
         CREATE TABLE IF NOT EXISTS \(name) (

@@ -1,4 +1,5 @@
 package import RelayCore
+import RelayLog
 
 /// What counting one batch of log events adds to the aggregates, computed once, whichever backend
 /// applies it (SQLite's ``Aggregator``, PostgreSQL's fleet aggregator).
@@ -124,7 +125,7 @@ package struct CountDeltas: Sendable {
     package struct TokenSighting: Sendable, Hashable {
         /// The index of its app in ``CountDeltas/registrations``.
         package var app: Int
-        /// The token.
+        /// The token's digest (``TokenDigest``).
         package var token: String
 
         /// A sighting of `token` for the app at `app`.
@@ -247,7 +248,8 @@ package struct CountDeltas: Sendable {
                 registrations[index].registrations += 1
                 registrations[index].first = min(registrations[index].first, time)
                 registrations[index].last = max(registrations[index].last, time)
-                tokens.append(TokenSighting(app: index, token: registration.registrationToken))
+                // Compared, never read back: the aggregates keep no token in the clear.
+                tokens.append(TokenSighting(app: index, token: TokenDigest.hex(registration.registrationToken)))
             }
         }
         // Indexes were handed out in order of first sighting; renumber them in key order.

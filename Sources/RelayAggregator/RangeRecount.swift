@@ -14,7 +14,7 @@ public enum RangeRecount {
     ///   ``AggregatorError/database(_:)`` when reading or counting fails.
     public static func count(
         walDirectory: String, archiveDirectory: String?, sequences: Range<UInt64>, times: Range<Int64>?, into path: String,
-        batchSize: Int = 50_000, progress: (@Sendable (CatchUpProgress) -> Void)? = nil
+        keys: LogKeyRing? = nil, batchSize: Int = 50_000, progress: (@Sendable (CatchUpProgress) -> Void)? = nil
     ) async throws(AggregatorError) -> CatchUpSummary {
         try await BlockingExecutor(name: "recount").run { () throws(AggregatorError) -> CatchUpSummary in
             let fileSystem = PosixFileSystem()
@@ -27,7 +27,7 @@ public enum RangeRecount {
             let first = max(sequences.lowerBound, 1)
             let store = try AggregateStore(path: path, firstSequence: first, pageCacheBytes: Aggregator.defaultPageCacheBytes)
             defer { store.close() }
-            var reader = LogReader(walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: first)
+            var reader = LogReader(walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: first, keys: keys)
             defer { reader.close() }
             var summary = CatchUpSummary(startPosition: first, endPosition: first)
             var position = first

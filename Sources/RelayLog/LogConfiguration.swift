@@ -41,6 +41,11 @@ public struct LogConfiguration: Sendable, Hashable {
     /// before its appends are refused with ``LogError/tenantFull(tenant:usedBytes:limitBytes:)``
     /// (see ``TenantQuota``). Empty (the default): tenants are limited by ``maximumLogBytes`` alone.
     public var tenantQuotas: [TenantName: TenantQuota] = [:]
+    /// The keys of encryption at rest (`--encryption-key-file`): with them, every frame written is
+    /// sealed with the newest key (AES-256-GCM, ``FrameEnvelope``) and frames sealed with any of them
+    /// are read; without them (the default) frames are written in the clear and an encrypted frame
+    /// stops its reader with ``LogError/unreadableFrame(_:segment:offset:)``.
+    public var encryption: LogKeyRing?
 
     /// The defaults: 64 MiB segments preallocated 4 MiB at a time, no size limit, zlib level 1,
     /// 4 million pending events, half a second of waiting for a held lock, passed segments kept

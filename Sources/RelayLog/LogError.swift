@@ -33,6 +33,12 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The archive already holds a different file under a segment's name (another relay's
     /// segments, or a damaged copy). Nothing was overwritten and the segment stays in the log.
     case archiveConflict(segment: String, archiveDirectory: String)
+    /// An encrypted frame could not be opened: its key is not in the key file, or is not the key
+    /// that sealed it. Not damage: the reader stops there, having changed nothing, until it is
+    /// given the key.
+    case unreadableFrame(FrameEncryptionError, segment: String, offset: Int64)
+    /// Encrypting a commit's frames failed; nothing in it was acknowledged.
+    case sealingFailed(FrameEncryptionError)
 
     public var description: String {
         switch self {
@@ -58,6 +64,10 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
             "the log was opened without declaring the consumer \(name) (declared: \(declared.isEmpty ? "none" : declared.joined(separator: ", "))); declare every consumer when the log opens, so that retention knows it from the start"
         case .archiveConflict(let segment, let directory):
             "the archive \(directory) already holds a different \(segment) (another relay's archive, or a damaged copy); the segment stays in the log: give each relay its own archive directory, or move the other file away"
+        case .unreadableFrame(let error, let segment, let offset):
+            "cannot read the frame of segment \(segment) at offset \(offset): \(error); nothing was changed"
+        case .sealingFailed(let error):
+            "encrypting a commit failed, nothing acknowledged: \(error)"
         }
     }
 }

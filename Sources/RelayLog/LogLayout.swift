@@ -24,7 +24,8 @@ public struct LogLayout: Sendable, Hashable {
         self.dataDirectory = dataDirectory
     }
 
-    static let lockHeldErrno = EWOULDBLOCK
+    /// The `errno` of ``FileSystem/lockExclusively(_:)`` when another process holds the lock.
+    public static let lockHeldErrno = EWOULDBLOCK
     static let noSuchFileErrno = ENOENT
     /// A full disk, or a full quota of the file system's user.
     static let noSpaceErrnos: Set<Int32> = [ENOSPC, EDQUOT]

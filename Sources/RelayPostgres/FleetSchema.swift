@@ -4,9 +4,9 @@ public import PostgresNIO
 /// The fleet's tables in PostgreSQL (documented in `docs/aggregates-postgres.md`), created and
 /// migrated by whichever relay starts first.
 public enum FleetSchema {
-    /// The version this relay writes and reads: 2, where deliveries, registrations and tokens are
-    /// kept per tenant.
-    public static let version = 2
+    /// The version this relay writes and reads: 3, where deliveries, registrations and tokens are
+    /// kept per tenant, and tokens as their digests (`TokenDigest` of RelayLog).
+    public static let version = 3
 
     /// The key of the advisory lock that serializes migrations across relays starting at once.
     static let migrationLock: Int64 = 0x6361_6D70_7265_6C79  // "camprely"
@@ -141,6 +141,19 @@ public enum FleetSchema {
                     GROUP BY d.tenant, d.delivery_id
                     ORDER BY max(c.last_event_ns) DESC
                 """,
+            ]
+        ),
+        (
+            // No push token in the clear: each becomes its SHA-256 in lower-case hex, as relays of
+            // this version count them (distinct tokens have distinct digests, so the counts stay).
+            // A relay of version 2 would count tokens in the clear beside them, so it refuses this
+            // version by name; a fleet moves to it together.
+            3,
+            [
+                """
+                UPDATE registration_tokens
+                    SET registration_token = encode(sha256(convert_to(registration_token, 'UTF8')), 'hex')
+                """
             ]
         ),
     ]

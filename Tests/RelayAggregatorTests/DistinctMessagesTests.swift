@@ -104,7 +104,7 @@ struct DistinctMessagesTests {
         #expect(try await AggregateQueries(path: path).deliveries().first?.uniqueImpressions == 3, "readers take a version 2 file as it is")
 
         let aggregator = try await Aggregator(log: log, dataDirectory: directory, logger: quietLogger)
-        #expect(try await Self.integer(path, "SELECT schema_version FROM aggregator_state") == 4)
+        #expect(try await Self.integer(path, "SELECT schema_version FROM aggregator_state") == 5)
         #expect(try await Self.integer(path, "SELECT count(*) FROM deliveries WHERE tenant = '' AND delivery_ref = \(reference)") == 1)
         #expect(try await Self.integer(path, "SELECT count(*) FROM sqlite_master WHERE name = 'delivery_messages'") == 0)
         #expect(try await Self.integer(path, "SELECT count(*) FROM delivery_message_chunks") == 5)

@@ -136,7 +136,7 @@ struct OriginCountsTests {
             connection.close()
             return value
         }
-        #expect(version == 4)
+        #expect(version == 5)
         #expect(try await Self.origins(directory) == Self.expected)
         let row = try #require(try await AggregateQueries(path: path).deliveries().first)
         #expect(row.opens == 2 + 14, "14 hits of the mix count; the re-queued copy does not")

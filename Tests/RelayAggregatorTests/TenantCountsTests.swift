@@ -104,8 +104,13 @@ struct TenantCountsTests {
         let log = try await WriteAheadLog.open(dataDirectory: directory, consumers: [Aggregator.consumer], logger: quietLogger)
         _ = try await log.append((1...9).map { Self.hit(.impression, 9_000 + $0, delivery: "filler", tenant: nil) })
         let aggregator = try await Aggregator(log: log, dataDirectory: directory, logger: quietLogger)
-        #expect(try await DistinctMessagesTests.integer(path, "SELECT schema_version FROM aggregator_state") == 4)
+        #expect(try await DistinctMessagesTests.integer(path, "SELECT schema_version FROM aggregator_state") == 5)
         #expect(try await DistinctMessagesTests.integer(path, "SELECT count(*) FROM deliveries WHERE tenant = ''") == 2)
+        // Version 5 keeps no token in the clear: the three tokens counted before are digests now.
+        #expect(
+            try await DistinctMessagesTests.integer(
+                path, "SELECT count(*) FROM registration_tokens WHERE length(registration_token) = 64 AND registration_token NOT GLOB '*[^0-9a-f]*'") == 3)
+        #expect(try await DistinctMessagesTests.integer(path, "SELECT count(*) FROM registration_tokens WHERE registration_token = 'testToken'") == 0)
         let refsAfter = try await DistinctMessagesTests.sql(path) { connection throws(SQLiteError) in
             let statement = try connection.prepare(refs)
             defer { statement.finalize() }

@@ -217,8 +217,8 @@ struct EventBinaryCodecTests {
         #expect(header.frameSize == frame.count)
         let stored = Array(frame[FrameHeader.size...])
         #expect(Zlib.crc32(stored) == header.payloadCRC)
-        let decoded = try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in
-            try Frame.decodeEvents(header, stored: buffer)
+        let decoded = try stored.withUnsafeBufferPointer { buffer throws(FrameDecodingError) in
+            try Frame.decodeEvents(header, stored: buffer, keys: nil)
         }
         #expect(decoded == events)
     }
@@ -257,8 +257,8 @@ struct EventBinaryCodecTests {
             walked.append((offset, header.firstSequence, header.payloadCRC))
             let stored = Array(bytes[(offset + FrameHeader.size)..<(offset + header.frameSize)])
             // Each frame decodes on its own: its first time delta is from 0.
-            decoded += try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in
-                try Frame.decodeEvents(header, stored: buffer)
+            decoded += try stored.withUnsafeBufferPointer { buffer throws(FrameDecodingError) in
+                try Frame.decodeEvents(header, stored: buffer, keys: nil)
             }
             next = header.endSequence
             offset += header.frameSize

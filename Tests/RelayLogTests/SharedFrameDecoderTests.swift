@@ -108,7 +108,7 @@ struct SharedFrameDecoderTests {
         func reader(from position: UInt64) -> LogReader {
             LogReader(
                 walDirectory: LogLayout(dataDirectory: directory).walDirectory, archiveDirectory: nil, fileSystem: PosixFileSystem(), from: position,
-                sharedDecoder: decoder, damageLogger: nil)
+                keys: nil, sharedDecoder: decoder, damageLogger: nil)
         }
         // The leader reads 10 frames of 100 events to the end: the newest 300 events stay (frames 8 to 10).
         #expect(try drain(reader(from: 1), batchSize: 1000, below: 1001).count == 1000)

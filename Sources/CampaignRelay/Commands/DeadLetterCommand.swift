@@ -30,6 +30,8 @@ struct DeadLetterListCommand: AsyncParsableCommand {
     )
     var revealPersonalData = false
 
+    @OptionGroup var encryption: EncryptionOptions
+
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
@@ -38,7 +40,7 @@ struct DeadLetterListCommand: AsyncParsableCommand {
 
     func run() async throws {
         try common.requireDataDirectory()
-        let store = try await ForwardingStore(dataDirectory: common.dataDir)
+        let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try encryption.keyRing())
         let letters = try await store.deadLetters(includeRequeued: all, limit: limit)
         var output = StandardOutput.output()
         if common.json {
@@ -101,7 +103,7 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
 
     func run() async throws {
         try common.requireDataDirectory()
-        let store = try await ForwardingStore(dataDirectory: common.dataDir)
+        let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try retention.encryption.keyRing())
         let pending = try await store.deadLetters(includeRequeued: false)
         let chosen = all ? pending : pending.filter { id.contains($0.id) }
         if !all {

@@ -60,6 +60,7 @@ struct ReplayCommand: AsyncParsableCommand {
     var toAggregates: String?
 
     @OptionGroup var upstream: UpstreamOptions
+    @OptionGroup var encryption: EncryptionOptions
     @OptionGroup var common: CommonOptions
     @OptionGroup var configFile: ConfigFileOption
 
@@ -104,6 +105,7 @@ struct ReplayCommand: AsyncParsableCommand {
             }
         }
         let walDirectory = LogLayout(dataDirectory: common.dataDir).walDirectory
+        let keys = try encryption.keyRing()
         let range = ReplayRange(sequences: sequences, times: times, withArchive: fromArchive != nil)
         let reads = BlockingExecutor(name: "replay-range")
         if fromArchive == nil {
@@ -121,7 +123,7 @@ struct ReplayCommand: AsyncParsableCommand {
         let archiveDirectory = fromArchive
         if let archiveDirectory { try await ArchiveDirectoryCheck.requireExisting(archiveDirectory) }
         let extent = try await reads.run { () throws(LogError) in
-            try LogExtent.read(walDirectory: walDirectory, archiveDirectory: archiveDirectory)
+            try LogExtent.read(walDirectory: walDirectory, archiveDirectory: archiveDirectory, keys: keys)
         }
         let missing: [String]
         do {
@@ -135,7 +137,7 @@ struct ReplayCommand: AsyncParsableCommand {
             let counts = try await reads.run { () throws(LogError) in
                 try ReplayDryRun.count(
                     walDirectory: walDirectory, archiveDirectory: archiveDirectory, range: range, trackingURL: trackingURL,
-                    marketingURL: marketingURL, missing: missing)
+                    marketingURL: marketingURL, missing: missing, keys: keys)
             }
             var output = StandardOutput.output()
             output.line(common.json ? APIJSON.text(counts) : counts.text)
@@ -148,14 +150,14 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         if let toAggregates {
             return try await recount(
-                into: toAggregates, range: range, walDirectory: walDirectory, archiveDirectory: archiveDirectory, missing: missing)
+                into: toAggregates, range: range, walDirectory: walDirectory, archiveDirectory: archiveDirectory, missing: missing, keys: keys)
         }
-        let store = try await ForwardingStore(dataDirectory: common.dataDir)
+        let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: keys)
         let configuration = try upstream.configuration(maximumRate: maxRate)
         // The same lanes as `upload`, tracking hits through the pipeline included; a replay keeps
         // no cursor and resends registrations even when unchanged.
         let uploader = try Uploader(
-            source: .range(walDirectory: walDirectory, archiveDirectory: archiveDirectory, sequences: sequences, times: times),
+            source: .range(walDirectory: walDirectory, archiveDirectory: archiveDirectory, sequences: sequences, times: times, keys: keys),
             trackingHost: tracking, marketingHost: marketing,
             store: store, configuration: configuration, deduplicates: false, logger: logger
         )
@@ -205,11 +207,13 @@ struct ReplayCommand: AsyncParsableCommand {
 
     /// `--to-aggregates`: counts the range into a new database and prints its counts as `stats`
     /// does (`--json`: the same object as `stats --json`).
-    private func recount(into path: String, range: ReplayRange, walDirectory: String, archiveDirectory: String?, missing: [String]) async throws {
+    private func recount(
+        into path: String, range: ReplayRange, walDirectory: String, archiveDirectory: String?, missing: [String], keys: LogKeyRing?
+    ) async throws {
         let progress = ProgressLine.aggregationReporter(enabled: !common.json)
         let summary = try await RangeRecount.count(
             walDirectory: walDirectory, archiveDirectory: archiveDirectory, sequences: range.sequences, times: range.times, into: path,
-            progress: progress)
+            keys: keys, progress: progress)
         let queries = try await AggregateQueries(path: path)
         let snapshot = try await queries.report(deliveryId: nil, limit: nil, everything: true)
         await queries.close()

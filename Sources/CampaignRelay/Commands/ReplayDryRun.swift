@@ -37,13 +37,14 @@ struct ReplayDryRun: Encodable {
 
     /// Counts the range in the log at `walDirectory` (with the archive's segments, if any).
     static func count(
-        walDirectory: String, archiveDirectory: String?, range: ReplayRange, trackingURL: String?, marketingURL: String?, missing: [String]
+        walDirectory: String, archiveDirectory: String?, range: ReplayRange, trackingURL: String?, marketingURL: String?, missing: [String],
+        keys: LogKeyRing?
     ) throws(LogError) -> ReplayDryRun {
         var deliveries: [String: DeliveryCount] = [:]
         var apps: [String: AppCount] = [:]
         var hits = 0
         var registrations = 0
-        var reader = LogReader(walDirectory: walDirectory, archiveDirectory: archiveDirectory, from: range.sequences.lowerBound)
+        var reader = LogReader(walDirectory: walDirectory, archiveDirectory: archiveDirectory, from: range.sequences.lowerBound, keys: keys)
         defer { reader.close() }
         while true {
             let batch = try reader.read(maximumEvents: 65_536, below: range.sequences.upperBound)

@@ -67,7 +67,7 @@ struct UploadCommand: AsyncParsableCommand {
         }
         let store: ForwardingStore
         do {
-            store = try await ForwardingStore(dataDirectory: common.dataDir)
+            store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try retention.encryption.keyRing())
         } catch {
             await log.close()
             throw error
@@ -136,7 +136,7 @@ struct UploadCommand: AsyncParsableCommand {
         let uploader: Uploader
         do {
             // The store of the Campaign lanes' dead letters: a central relay's refusals wait in the log instead.
-            let store = try await ForwardingStore(dataDirectory: common.dataDir)
+            let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try retention.encryption.keyRing())
             uploader = try Uploader(
                 log: log, trackingHost: nil, marketingHost: nil, upstreamRelay: CentralRelaySink(host: central.host, token: central.token),
                 store: store, configuration: configuration, logger: logger)

@@ -5,6 +5,6 @@ struct WALCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "wal",
         abstract: "Inspect the write-ahead log (read-only) and copy it into an archive.",
-        subcommands: [WALVerifyCommand.self, WALDumpCommand.self, WALArchiveCommand.self]
+        subcommands: [WALVerifyCommand.self, WALDumpCommand.self, WALArchiveCommand.self, WALRekeyCommand.self]
     )
 }

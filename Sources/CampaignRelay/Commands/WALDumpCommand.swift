@@ -22,6 +22,8 @@ struct WALDumpCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Print at most this many events.", valueName: "n"))
     var limit: Int?
 
+    @OptionGroup var encryption: EncryptionOptions
+
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
@@ -32,7 +34,7 @@ struct WALDumpCommand: AsyncParsableCommand {
         let layout = LogLayout(dataDirectory: common.dataDir)
         // The log's files are read on a thread of their own; the reader moves there and back.
         let reading = BlockingExecutor(name: "wal-dump")
-        var reader = LogReader(walDirectory: layout.walDirectory, from: from)
+        var reader = LogReader(walDirectory: layout.walDirectory, from: from, keys: try encryption.keyRing())
         let close = { (reader: LogReader) async in _ = await reading.run(moving: reader) { (owned: inout LogReader) in owned.close() } }
         var output = StandardOutput.output()
         var errors = StandardOutput.error()

@@ -12,6 +12,8 @@ struct WALVerifyCommand: AsyncParsableCommand {
         discussion: """
             Reports the relay id and epoch of the data directory, segments, frames, events, corrupt \
             frames, torn tails and bytes per event. \
+            Encrypted frames are opened and decoded with --encryption-key-file; without it their \
+            structure and CRCs are still checked and the frames each key id sealed are counted. \
             Exit status 0 when the log is clean, 1 when damage was found (the relay repairs or skips \
             it by itself on open; this command only reports).
             """
@@ -20,16 +22,19 @@ struct WALVerifyCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Verify this archive of segments (--archive-dir, `wal archive`) instead of the log.", valueName: "dir"))
     var archive: String?
 
+    @OptionGroup var encryption: EncryptionOptions
+
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
+        let keys = try encryption.keyRing()
         let layout = LogLayout(dataDirectory: common.dataDir)
         let dataDirectory = common.dataDir
         let directory = archive ?? layout.walDirectory
         let reads = BlockingExecutor(name: "wal-verify")
         if let archive { try await ArchiveDirectoryCheck.requireExisting(archive) }
         let report = try await reads.run { () throws(LogError) in
-            var report = try LogVerifier.verify(walDirectory: directory)
+            var report = try LogVerifier.verify(walDirectory: directory, keys: keys)
             if archive == nil { report.identity = RelayIdentity.read(dataDirectory: dataDirectory) }
             return report
         }
@@ -53,6 +58,13 @@ struct WALVerifyCommand: AsyncParsableCommand {
             output.line("torn tails:        \(report.tornTails)")
             output.line("superseded frames: \(report.supersededFrames)")
             output.line("missing sequences: \(report.missingSequences)")
+            if report.encryptedFrames > 0 {
+                let byKey = report.framesByKeyID.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+                output.line("encrypted frames:  \(report.encryptedFrames) (by key: \(byKey))")
+                if report.unopenedFrames > 0 {
+                    output.line("  \(report.unopenedFrames) not opened (no --encryption-key-file): structure and CRCs checked, events not decoded")
+                }
+            }
             for damage in report.damage { output.line("  \(damage)") }
             output.line(report.isClean ? "log is clean" : "log has damage (the relay skips or repairs it on open; copies go to quarantine/)")
         }

@@ -29,7 +29,7 @@ struct LogOptions: ParsableArguments {
     }
 
     /// The log's configuration the options name.
-    func configuration() throws(ValidationError) -> LogConfiguration {
+    func configuration() throws -> LogConfiguration {
         try retention.applied(
             to: LogConfiguration(
                 segmentBytes: segmentBytes, maximumLogBytes: maxWalBytes, compressionLevel: compressionLevel, preallocateSegments: preallocate))

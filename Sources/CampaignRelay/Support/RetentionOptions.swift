@@ -1,8 +1,9 @@
 import ArgumentParser
 import RelayLog
 
-/// How long the log keeps what its consumers have passed, and where it goes after: options of
-/// every command that opens the log and may delete its segments.
+/// How the log keeps what it holds: for how long once its consumers have passed it, where it goes
+/// after, and encrypted with which keys. Options of every command that opens the log and may
+/// delete its segments.
 struct RetentionOptions: ParsableArguments {
     @Option(
         name: .long,
@@ -24,6 +25,8 @@ struct RetentionOptions: ParsableArguments {
             "Copy each segment leaving the log into this directory first (copy, fsync, rename; then delete), for `replay --from-archive`.",
             valueName: "dir"))
     var archiveDir: String?
+
+    @OptionGroup var encryption: EncryptionOptions
 
     func validate() throws {
         _ = try retention()
@@ -48,10 +51,14 @@ struct RetentionOptions: ParsableArguments {
     }
 
     /// `configuration` with these options applied.
-    func applied(to configuration: LogConfiguration = LogConfiguration()) throws(ValidationError) -> LogConfiguration {
+    ///
+    /// - Throws: `ValidationError` for a malformed duration or size, ``RuntimeFailure`` for a key
+    ///   file that cannot be used.
+    func applied(to configuration: LogConfiguration = LogConfiguration()) throws -> LogConfiguration {
         var result = configuration
         result.retention = try retention()
         result.archiveDirectory = archiveDir
+        result.encryption = try encryption.keyRing()
         return result
     }
 }

@@ -2,10 +2,16 @@ import CampaignProtocol
 public import RelayCore
 import RelayEventJSON
 public import RelayIO
+public import RelayLog
 public import RelaySQLite
 
 /// `<data-dir>/forwarding.sqlite`: the dead-letter store and the last registration delivered per
 /// tenant's device token (for the SDKs' "skip an unchanged registration" rule).
+///
+/// Neither holds personal data in the clear when the log is encrypted: a dead letter's event, URL
+/// and answer are sealed with the newest key (``SealedText``), and a delivered registration is
+/// remembered by the SHA-256 of its token and of its token with its user key and parameters
+/// (always, encrypted or not: the rule only compares them).
 public actor ForwardingStore: BlockingActor {
     /// The database file of a data directory.
     public static func path(dataDirectory: String) -> String { "\(dataDirectory)/forwarding.sqlite" }
@@ -19,6 +25,11 @@ public actor ForwardingStore: BlockingActor {
     private let insertDeadLetter: SQLiteStatement
     private let findDelivered: SQLiteStatement
     private let upsertDelivered: SQLiteStatement
+    /// The keys that seal dead letters (the log's `--encryption-key-file`); `nil`: in the clear.
+    private let keys: LogKeyRing?
+
+    /// `PRAGMA user_version` of a store whose delivered registrations are hashed.
+    static let hashedDeliveriesVersion: Int64 = 1
 
     /// The open database and the statements used on every event.
     private struct Opened {
@@ -28,8 +39,10 @@ public actor ForwardingStore: BlockingActor {
         var upsertDelivered: SQLiteStatement
     }
 
-    /// Opens (creating) the store of `dataDirectory`, on a thread of its own.
-    public init(dataDirectory: String) async throws(SQLiteError) {
+    /// Opens (creating) the store of `dataDirectory`, on a thread of its own; dead letters are
+    /// sealed with the newest of `keys`, and sealed ones opened with any of them.
+    public init(dataDirectory: String, keys: LogKeyRing? = nil) async throws(SQLiteError) {
+        self.keys = keys
         let executor = BlockingExecutor(name: "sqlite-forward")
         let path = Self.path(dataDirectory: dataDirectory)
         let opened = try await executor.run { () throws(SQLiteError) -> Opened in try Self.open(path: path) }
@@ -78,6 +91,9 @@ public actor ForwardingStore: BlockingActor {
                 try connection.execute("ALTER TABLE delivered_registrations_by_tenant RENAME TO delivered_registrations")
             }
         }
+        if try userVersion(connection) < hashedDeliveriesVersion {
+            try hashDeliveredRegistrations(connection)
+        }
         let insertDeadLetter = try connection.prepare(
             "INSERT INTO dead_letters (sequence, event_json, url, status, response_body, dead_lettered_at, reason, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
         )
@@ -108,6 +124,52 @@ public actor ForwardingStore: BlockingActor {
         """
     }
 
+    private static func userVersion(_ connection: SQLiteConnection) throws(SQLiteError) -> Int64 {
+        let statement = try connection.prepare("PRAGMA user_version")
+        defer { statement.finalize() }
+        _ = try statement.step()
+        return statement.int64(0)
+    }
+
+    /// Replaces the tokens and fingerprints of a store written before they were hashed by their
+    /// hashes, in one transaction (then the file is vacuumed, so the old pages go too).
+    private static func hashDeliveredRegistrations(_ connection: SQLiteConnection) throws(SQLiteError) {
+        try connection.transaction { () throws(SQLiteError) in
+            let read = try connection.prepare("SELECT tenant, platform, integration_key, registration_token, fingerprint, delivered_at FROM delivered_registrations")
+            var rows: [(String, String, String, String, String, String)] = []
+            while try read.step() {
+                let token = read.text(3) ?? ""
+                rows.append((read.text(0) ?? "", read.text(1) ?? "", read.text(2) ?? "", tokenDigest(token), fingerprintDigest(token: token, fingerprint: read.text(4) ?? ""), read.text(5) ?? ""))
+            }
+            read.finalize()
+            try connection.execute("DELETE FROM delivered_registrations")
+            let insert = try connection.prepare(
+                "INSERT OR REPLACE INTO delivered_registrations (tenant, platform, integration_key, registration_token, fingerprint, delivered_at) VALUES (?, ?, ?, ?, ?, ?)")
+            defer { insert.finalize() }
+            for row in rows {
+                insert.reset()
+                try insert.bind(1, row.0)
+                try insert.bind(2, row.1)
+                try insert.bind(3, row.2)
+                try insert.bind(4, row.3)
+                try insert.bind(5, row.4)
+                try insert.bind(6, row.5)
+                try insert.step()
+            }
+            try connection.execute("PRAGMA user_version = \(hashedDeliveriesVersion)")
+        }
+        try connection.execute("VACUUM")
+    }
+
+    /// What `delivered_registrations` keeps of a token: its SHA-256 in hex (``TokenDigest``).
+    static func tokenDigest(_ token: String) -> String { TokenDigest.hex(token) }
+
+    /// What it keeps of the fields the SDKs compare: the SHA-256 of the token, a unit separator and
+    /// the fingerprint. The token (random, long) makes a user key behind it unguessable.
+    static func fingerprintDigest(token: String, fingerprint: String) -> String {
+        TokenDigest.hex(Array((token + "\u{1F}" + fingerprint).utf8))
+    }
+
     private static func hasColumn(_ column: String, of table: String, _ connection: SQLiteConnection) throws(SQLiteError) -> Bool {
         let statement = try connection.prepare("SELECT count(*) FROM pragma_table_info('\(table)') WHERE name = '\(column)'")
         defer { statement.finalize() }
@@ -117,21 +179,67 @@ public actor ForwardingStore: BlockingActor {
 
     /// Durably records an event given up on: `status` and `body` are the host's last answer (status
     /// 0 when there was none: `body` then says what failed), `reason` why the relay gave up.
-    public func deadLetter(sequence: UInt64, event: Event, url: String, status: Int, body: String, reason: String) throws(SQLiteError) {
-        insertDeadLetter.reset()
-        try insertDeadLetter.bind(1, Int64(bitPattern: sequence))
-        try insertDeadLetter.bind(2, EventEncoder.json(event))
-        try insertDeadLetter.bind(3, url)
-        try insertDeadLetter.bind(4, Int64(status))
-        try insertDeadLetter.bind(5, body)
-        try insertDeadLetter.bind(6, EventTime.now().rfc3339)
-        try insertDeadLetter.bind(7, reason)
-        try insertDeadLetter.bind(8, event.tenant.storedName)
-        try insertDeadLetter.step()
+    ///
+    /// With keys, the event, the URL and the answer are sealed (``SealedText``).
+    public func deadLetter(sequence: UInt64, event: Event, url: String, status: Int, body: String, reason: String) throws(ForwardingStoreError) {
+        let (json, sealedURL, sealedBody) = (try seal(EventEncoder.json(event), .eventJSON), try seal(url, .url), try seal(body, .responseBody))
+        do {
+            insertDeadLetter.reset()
+            try insertDeadLetter.bind(1, Int64(bitPattern: sequence))
+            try insertDeadLetter.bind(2, json)
+            try insertDeadLetter.bind(3, sealedURL)
+            try insertDeadLetter.bind(4, Int64(status))
+            try insertDeadLetter.bind(5, sealedBody)
+            try insertDeadLetter.bind(6, EventTime.now().rfc3339)
+            try insertDeadLetter.bind(7, reason)
+            try insertDeadLetter.bind(8, event.tenant.storedName)
+            try insertDeadLetter.step()
+        } catch {
+            throw .database(error)
+        }
+    }
+
+    /// The dead-letter columns whose values are sealed; a value's column is its sealing context.
+    enum SealedColumn: String, CaseIterable {
+        case eventJSON = "event_json"
+        case url
+        case responseBody = "response_body"
+    }
+
+    private func seal(_ value: String, _ column: SealedColumn) throws(ForwardingStoreError) -> String {
+        guard let keys else { return value }
+        do {
+            return try SealedText.seal(value, context: column.rawValue, keys: keys)
+        } catch {
+            throw .sealed(error, letter: nil)
+        }
+    }
+
+    private func open(_ value: String, _ column: SealedColumn, letter: Int64) throws(ForwardingStoreError) -> String {
+        do {
+            return try SealedText.open(value, context: column.rawValue, keys: keys)
+        } catch {
+            throw .sealed(error, letter: letter)
+        }
     }
 
     /// Dead letters of `tenant`, oldest first; re-queued ones too when `includeRequeued`.
-    public func deadLetters(tenant: TenantSelection = .all, includeRequeued: Bool = false, limit: Int? = nil) throws(SQLiteError) -> [DeadLetter] {
+    ///
+    /// - Throws: ``ForwardingStoreError/sealed(_:letter:)`` for a sealed letter the store's keys
+    ///   do not open (naming the key it needs).
+    public func deadLetters(tenant: TenantSelection = .all, includeRequeued: Bool = false, limit: Int? = nil) throws(ForwardingStoreError) -> [DeadLetter] {
+        do {
+            return try readDeadLetters(tenant: tenant, includeRequeued: includeRequeued, limit: limit)
+        } catch let error as ForwardingStoreError {
+            throw error
+        } catch let error as SQLiteError {
+            throw .database(error)
+        } catch {
+            throw .database(SQLiteError(code: 1, message: "\(error)", context: "dead_letters"))
+        }
+    }
+
+    private func readDeadLetters(tenant: TenantSelection, includeRequeued: Bool, limit: Int?) throws -> [DeadLetter] {
         var sql =
             "SELECT id, sequence, event_json, url, status, response_body, dead_lettered_at, requeued_at, requeued_sequence, reason, tenant FROM dead_letters WHERE (?1 IS NULL OR tenant = ?1)"
         if !includeRequeued { sql += " AND requeued_at IS NULL" }
@@ -142,16 +250,69 @@ public actor ForwardingStore: BlockingActor {
         var letters: [DeadLetter] = []
         while try statement.step() {
             let requeuedAt = statement.text(7)
+            let id = statement.int64(0)
             letters.append(
                 DeadLetter(
-                    id: statement.int64(0), sequence: UInt64(bitPattern: statement.int64(1)), eventJSON: statement.text(2) ?? "",
-                    url: statement.text(3) ?? "", status: Int(statement.int64(4)), responseBody: statement.text(5) ?? "",
+                    id: id, sequence: UInt64(bitPattern: statement.int64(1)), eventJSON: try open(statement.text(2) ?? "", .eventJSON, letter: id),
+                    url: try open(statement.text(3) ?? "", .url, letter: id), status: Int(statement.int64(4)),
+                    responseBody: try open(statement.text(5) ?? "", .responseBody, letter: id),
                     deadLetteredAt: statement.text(6) ?? "", requeued: requeuedAt.map { ($0, UInt64(bitPattern: statement.int64(8))) },
                     reason: statement.text(9) ?? "", tenant: TenantName.displayName(stored: statement.text(10) ?? "")
                 )
             )
         }
         return letters
+    }
+
+    /// Seals every dead-letter value that is in the clear, or sealed with another key than the
+    /// newest, with the newest key (`wal rekey`), in one transaction; then vacuums the file and
+    /// truncates its journal, so the old bytes leave the disk's live pages. Returns the letters
+    /// rewritten. Without keys it does nothing.
+    ///
+    /// - Throws: ``ForwardingStoreError/sealed(_:letter:)`` for a value sealed with a key the store
+    ///   lacks (nothing changed), ``ForwardingStoreError/database(_:)`` when SQLite fails.
+    public func resealDeadLetters() throws(ForwardingStoreError) -> Int {
+        guard let keys else { return 0 }
+        let newest = keys.newest.id
+        var unsealable: ForwardingStoreError?
+        do throws(SQLiteError) {
+            var rewritten = 0
+            try connection.transaction { () throws(SQLiteError) in
+                let read = try connection.prepare("SELECT id, event_json, url, response_body FROM dead_letters")
+                var rows: [(Int64, [String])] = []
+                while try read.step() {
+                    let values = [read.text(1) ?? "", read.text(2) ?? "", read.text(3) ?? ""]
+                    if values.contains(where: { SealedText.keyID(of: $0) != newest }) { rows.append((read.int64(0), values)) }
+                }
+                read.finalize()
+                let update = try connection.prepare("UPDATE dead_letters SET event_json = ?, url = ?, response_body = ? WHERE id = ?")
+                defer { update.finalize() }
+                for (id, values) in rows {
+                    update.reset()
+                    for (index, column) in SealedColumn.allCases.enumerated() {
+                        let sealed: String
+                        do throws(ForwardingStoreError) {
+                            sealed = try seal(try open(values[index], column, letter: id), column)
+                        } catch {
+                            // Rolls the transaction back: nothing changes.
+                            unsealable = error
+                            throw SQLiteError(code: 1, message: "\(error)", context: "dead letter \(id)")
+                        }
+                        try update.bind(Int32(index + 1), sealed)
+                    }
+                    try update.bind(4, id)
+                    try update.step()
+                    rewritten += 1
+                }
+            }
+            if rewritten > 0 {
+                try connection.execute("VACUUM")
+                try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            }
+            return rewritten
+        } catch {
+            throw unsealable ?? .database(error)
+        }
     }
 
     /// Marks dead letter `id` as re-queued (appended to the log again as `sequence`).
@@ -197,9 +358,9 @@ public actor ForwardingStore: BlockingActor {
         try findDelivered.bind(1, registration.tenant.storedName)
         try findDelivered.bind(2, registration.platform.rawValue)
         try findDelivered.bind(3, registration.integrationKey)
-        try findDelivered.bind(4, registration.registrationToken)
+        try findDelivered.bind(4, Self.tokenDigest(registration.registrationToken))
         defer { findDelivered.reset() }
-        guard try findDelivered.step(), findDelivered.text(0) == Self.fingerprint(registration) else { return false }
+        guard try findDelivered.step(), findDelivered.text(0) == Self.fingerprintDigest(registration) else { return false }
         guard let text = findDelivered.text(1), let delivered = try? EventTime(rfc3339: text, field: "delivered_at") else { return false }
         return EventTime.now().nanosecondsSinceEpoch - delivered.nanosecondsSinceEpoch < window.nanoseconds
     }
@@ -210,14 +371,17 @@ public actor ForwardingStore: BlockingActor {
         try upsertDelivered.bind(1, registration.tenant.storedName)
         try upsertDelivered.bind(2, registration.platform.rawValue)
         try upsertDelivered.bind(3, registration.integrationKey)
-        try upsertDelivered.bind(4, registration.registrationToken)
-        try upsertDelivered.bind(5, Self.fingerprint(registration))
+        try upsertDelivered.bind(4, Self.tokenDigest(registration.registrationToken))
+        try upsertDelivered.bind(5, Self.fingerprintDigest(registration))
         try upsertDelivered.bind(6, EventTime.now().rfc3339)
         try upsertDelivered.step()
     }
 
-    /// What the SDKs compare: the user key and the parameters (as the platform sends them).
-    static func fingerprint(_ registration: Registration) -> String {
-        (registration.userKey ?? "") + "\u{1F}" + AdditionalParamsXML.xml(registration.additionalParams, platform: registration.platform)
+    /// What the SDKs compare, the user key and the parameters (as the platform sends them), hashed
+    /// with the token (``fingerprintDigest(token:fingerprint:)``).
+    static func fingerprintDigest(_ registration: Registration) -> String {
+        fingerprintDigest(
+            token: registration.registrationToken,
+            fingerprint: (registration.userKey ?? "") + "\u{1F}" + AdditionalParamsXML.xml(registration.additionalParams, platform: registration.platform))
     }
 }

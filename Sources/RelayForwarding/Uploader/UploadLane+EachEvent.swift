@@ -21,12 +21,12 @@ extension UploadLane {
             start = try await wal.startPosition(of: cursorName)
             end = target
             reader = wal.reader(from: start)
-        case .range(let directory, let archive, let sequences, let range):
+        case .range(let directory, let archive, let sequences, let range, let keys):
             log = nil
             start = sequences.lowerBound
             end = sequences.upperBound
             times = range
-            reader = LogReader(walDirectory: directory, archiveDirectory: archive, from: start, damageLogger: logger)
+            reader = LogReader(walDirectory: directory, archiveDirectory: archive, from: start, keys: keys, damageLogger: logger)
         }
         statistics.position = start
         recordGauges()

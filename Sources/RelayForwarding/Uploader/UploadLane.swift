@@ -58,7 +58,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
         /// A replay: the events of `sequences` (and, when given, with event times in `times`) of the
         /// log in `walDirectory`, with the segments of `archiveDirectory` filling in those it no
         /// longer has, independent of any cursor.
-        case range(walDirectory: String, archiveDirectory: String?, sequences: Range<UInt64>, times: Range<Int64>?)
+        case range(walDirectory: String, archiveDirectory: String?, sequences: Range<UInt64>, times: Range<Int64>?, keys: LogKeyRing? = nil)
     }
 
     /// What the lane sends to, and in which shape.

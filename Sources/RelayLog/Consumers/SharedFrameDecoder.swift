@@ -98,8 +98,8 @@ package final class SharedFrameDecoder: Sendable {
     /// It may wait for another reader's decoding: call it, as every read of the log, from a
     /// thread made for blocking calls.
     func events(
-        segment: UInt64, offset: Int64, header: FrameHeader, decode: () throws(EventBinaryCodec.DecodingError) -> [Event]
-    ) throws(EventBinaryCodec.DecodingError) -> [Event] {
+        segment: UInt64, offset: Int64, header: FrameHeader, decode: () throws(FrameDecodingError) -> [Event]
+    ) throws(FrameDecodingError) -> [Event] {
         guard capacity > 0 else { return try decode() }
         let key = Key(segment: segment, offset: offset, payloadCRC: header.payloadCRC)
         let role = state.withLockedValue { state -> Role in
@@ -125,7 +125,7 @@ package final class SharedFrameDecoder: Sendable {
         case .waiter(let decoding): return try decoding.wait().get()
         case .decoder(let kept): slot = kept
         }
-        let result: Result<[Event], EventBinaryCodec.DecodingError>
+        let result: Result<[Event], FrameDecodingError>
         do {
             result = .success(try decode())
         } catch {
@@ -220,19 +220,19 @@ package final class SharedFrameDecoder: Sendable {
     /// One frame's decoding, which readers wait on while its first reader decodes it.
     private final class Slot: Sendable {
         private let ready = ConditionLock(value: false)
-        private let outcome = NIOLockedValueBox<Result<[Event], EventBinaryCodec.DecodingError>?>(nil)
+        private let outcome = NIOLockedValueBox<Result<[Event], FrameDecodingError>?>(nil)
 
-        func fulfil(_ result: Result<[Event], EventBinaryCodec.DecodingError>) {
+        func fulfil(_ result: Result<[Event], FrameDecodingError>) {
             ready.lock()
             outcome.withLockedValue { $0 = result }
             ready.unlock(withValue: true)
         }
 
-        func wait() -> Result<[Event], EventBinaryCodec.DecodingError> {
+        func wait() -> Result<[Event], FrameDecodingError> {
             ready.lock(whenValue: true)
             defer { ready.unlock() }
             // Set before `ready` became true, under the same lock.
-            return outcome.withLockedValue { $0 } ?? .failure(EventBinaryCodec.DecodingError(offset: 0, reason: "frame decoding was lost"))
+            return outcome.withLockedValue { $0 } ?? .failure(FrameDecodingError.events(EventBinaryCodec.DecodingError(offset: 0, reason: "frame decoding was lost")))
         }
     }
 }

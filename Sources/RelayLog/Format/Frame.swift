@@ -1,6 +1,6 @@
 public import RelayCore
 
-/// Building a frame (header + compressed payload) from events, and decoding a frame's payload.
+/// Building a frame (header + compressed, perhaps encrypted, payload) from events, and decoding a frame's payload.
 public enum Frame {
     /// Largest uncompressed payload put into one frame; a larger group commit is split into
     /// several frames written and synced together.
@@ -17,18 +17,28 @@ public enum Frame {
     ///
     /// The payload is zlib-compressed at `compressionLevel`, or stored when that does not make it smaller.
     public static func encode<C: Collection<Event>>(_ events: C, firstSequence: UInt64, compressionLevel: Int32) -> [UInt8] {
-        encode(plain: EventBinaryCodec.encode(events), eventCount: events.count, firstSequence: firstSequence, compressionLevel: compressionLevel)
+        encodeWithHeader(
+            plain: EventBinaryCodec.encode(events), eventCount: events.count, firstSequence: firstSequence, compressionLevel: compressionLevel,
+            sealer: Never?.none
+        ).bytes
     }
 
-    /// The frame bytes for an event encoding `plain` holding `eventCount` events.
-    static func encode(plain: [UInt8], eventCount: Int, firstSequence: UInt64, compressionLevel: Int32) -> [UInt8] {
-        encodeWithHeader(plain: plain, eventCount: eventCount, firstSequence: firstSequence, compressionLevel: compressionLevel).bytes
+    /// The frame bytes for `events` as ``encode(_:firstSequence:compressionLevel:)`` makes them, then
+    /// encrypted by `sealer` (``FrameEnvelope``).
+    static func encode<C: Collection<Event>>(
+        _ events: C, firstSequence: UInt64, compressionLevel: Int32, sealer: FrameSealer
+    ) throws(FrameEncryptionError) -> [UInt8] {
+        try encodeWithHeader(
+            plain: EventBinaryCodec.encode(events), eventCount: events.count, firstSequence: firstSequence, compressionLevel: compressionLevel,
+            sealer: sealer
+        ).bytes
     }
 
-    /// The frame bytes for an event encoding `plain`, and the header they start with.
-    private static func encodeWithHeader(
-        plain: [UInt8], eventCount: Int, firstSequence: UInt64, compressionLevel: Int32
-    ) -> (bytes: [UInt8], header: FrameHeader) {
+    /// The frame bytes for an event encoding `plain`, and the header they start with; with a
+    /// `sealer`, the payload is encrypted (an unencrypted log's frames cannot fail, `Never`).
+    private static func encodeWithHeader<Sealing: FrameSealing>(
+        plain: [UInt8], eventCount: Int, firstSequence: UInt64, compressionLevel: Int32, sealer: Sealing?
+    ) throws(Sealing.Failure) -> (bytes: [UInt8], header: FrameHeader) {
         var codec = FrameHeader.Codec.zlib
         var stored: [UInt8]
         if compressionLevel > 0, let compressed = Zlib.compress(plain, level: compressionLevel), compressed.count < plain.count {
@@ -37,10 +47,16 @@ public enum Frame {
             stored = plain
             codec = .stored
         }
-        let header = FrameHeader(
+        var header = FrameHeader(
             firstSequence: firstSequence, eventCount: UInt32(eventCount), uncompressedLength: UInt32(plain.count),
-            storedLength: UInt32(stored.count), payloadCRC: Zlib.crc32(stored), codec: codec
+            storedLength: UInt32(stored.count), payloadCRC: 0, codec: codec
         )
+        if let sealer {
+            header.isEncrypted = true
+            header.storedLength = UInt32(stored.count + sealer.overhead)
+            stored = try sealer.seal(stored, firstSequence: firstSequence, authenticatedPrefix: header.authenticatedPrefix())
+        }
+        header.payloadCRC = Zlib.crc32(stored)
         var frame = header.encoded()
         frame.reserveCapacity(FrameHeader.size + stored.count)
         frame.append(contentsOf: stored)
@@ -48,16 +64,69 @@ public enum Frame {
         return (frame, header)
     }
 
-    /// Decodes the events of a frame whose stored payload is `stored` (its CRC already checked).
-    public static func decodeEvents(_ header: FrameHeader, stored: UnsafeBufferPointer<UInt8>) throws(EventBinaryCodec.DecodingError) -> [Event] {
-        switch header.codec {
-        case .stored:
-            return try EventBinaryCodec.decode(stored, count: Int(header.eventCount))
-        case .zlib:
-            guard let plain = Zlib.decompress(stored, expectedCount: Int(header.uncompressedLength)) else {
-                throw EventBinaryCodec.DecodingError(offset: 0, reason: "zlib payload does not inflate to \(header.uncompressedLength) bytes")
+    /// Decodes the events of a frame whose stored payload is `stored` (its CRC already checked),
+    /// opening it with `keys` when it is encrypted.
+    static func decodeEvents(_ header: FrameHeader, stored: UnsafeBufferPointer<UInt8>, keys: LogKeyRing?) throws(FrameDecodingError) -> [Event] {
+        if header.isEncrypted {
+            let inner: [UInt8]
+            do {
+                inner = try FrameEnvelope.open(stored, header: header, keys: keys)
+            } catch {
+                throw .encryption(error)
             }
-            return try EventBinaryCodec.decode(plain, count: Int(header.eventCount))
+            return try inner.withUnsafeBufferPointer { buffer throws(FrameDecodingError) in try decodeInner(header, inner: buffer) }
+        }
+        return try decodeInner(header, inner: stored)
+    }
+
+    /// Decodes what an unencrypted frame stores (or an encrypted one holds inside its envelope).
+    private static func decodeInner(_ header: FrameHeader, inner: UnsafeBufferPointer<UInt8>) throws(FrameDecodingError) -> [Event] {
+        do throws(EventBinaryCodec.DecodingError) {
+            switch header.codec {
+            case .stored:
+                return try EventBinaryCodec.decode(inner, count: Int(header.eventCount))
+            case .zlib:
+                guard let plain = Zlib.decompress(inner, expectedCount: Int(header.uncompressedLength)) else {
+                    throw EventBinaryCodec.DecodingError(offset: 0, reason: "zlib payload does not inflate to \(header.uncompressedLength) bytes")
+                }
+                return try EventBinaryCodec.decode(plain, count: Int(header.eventCount))
+            }
+        } catch {
+            throw .events(error)
+        }
+    }
+}
+
+/// What encrypts a frame's payload: ``FrameSealer``, or `Never` for a log without encryption,
+/// whose frames then cannot fail to encode.
+protocol FrameSealing: Sendable {
+    associatedtype Failure: Error
+    /// Bytes the envelope adds.
+    var overhead: Int { get }
+    /// The envelope of `inner`, for the frame starting at `firstSequence` whose header begins with `authenticatedPrefix`.
+    func seal(_ inner: [UInt8], firstSequence: UInt64, authenticatedPrefix: [UInt8]) throws(Failure) -> [UInt8]
+}
+
+extension FrameSealer: FrameSealing {}
+
+extension Never: FrameSealing {
+    var overhead: Int { 0 }
+    func seal(_ inner: [UInt8], firstSequence: UInt64, authenticatedPrefix: [UInt8]) -> [UInt8] {
+        switch self {}
+    }
+}
+
+/// Why a frame's events could not be had.
+enum FrameDecodingError: Error, Sendable, CustomStringConvertible {
+    /// The (opened) payload does not decode to the header's events: damage the CRC did not catch.
+    case events(EventBinaryCodec.DecodingError)
+    /// The frame is encrypted and could not be opened: a missing or wrong key, not damage.
+    case encryption(FrameEncryptionError)
+
+    var description: String {
+        switch self {
+        case .events(let error): error.description
+        case .encryption(let error): error.description
         }
     }
 }
@@ -84,6 +153,14 @@ extension Frame {
     static func encodeGroup(_ groups: [[Event]], firstSequence: UInt64, compressionLevel: Int32, tallyingTenants: Bool = false) -> (
         bytes: [UInt8], frames: [Written], tenantBytes: [TenantName: Int64]
     ) {
+        encodeGroup(groups, firstSequence: firstSequence, compressionLevel: compressionLevel, sealer: Never?.none, tallyingTenants: tallyingTenants)
+    }
+
+    /// ``encodeGroup(_:firstSequence:compressionLevel:tallyingTenants:)`` with each frame sealed by
+    /// `sealer` when there is one.
+    static func encodeGroup<Sealing: FrameSealing>(
+        _ groups: [[Event]], firstSequence: UInt64, compressionLevel: Int32, sealer: Sealing?, tallyingTenants: Bool = false
+    ) throws(Sealing.Failure) -> (bytes: [UInt8], frames: [Written], tenantBytes: [TenantName: Int64]) {
         var tenantBytes: [TenantName: Int64] = [:]
         var output: [UInt8] = []
         var frames: [Written] = []
@@ -91,9 +168,10 @@ extension Frame {
         var writer = BinaryWriter(capacity: min(maximumUncompressedBytes + 4096, groups.reduce(0) { $0 + $1.count } * 32))
         var previousTime: Int64 = 0
         var count = 0
-        func flush() {
+        func flush() throws(Sealing.Failure) {
             guard count > 0 else { return }
-            let (frame, header) = encodeWithHeader(plain: writer.bytes, eventCount: count, firstSequence: next, compressionLevel: compressionLevel)
+            let (frame, header) = try encodeWithHeader(
+                plain: writer.bytes, eventCount: count, firstSequence: next, compressionLevel: compressionLevel, sealer: sealer)
             frames.append(Written(byteOffset: output.count, header: header))
             output.append(contentsOf: frame)
             next += UInt64(count)
@@ -107,10 +185,10 @@ extension Frame {
                 EventBinaryCodec.encode(event, into: &writer, previousTime: &previousTime)
                 if tallyingTenants, let tenant = event.tenant { tenantBytes[tenant, default: 0] += Int64(writer.bytes.count - before) }
                 count += 1
-                if count == maximumEvents || writer.bytes.count >= maximumUncompressedBytes { flush() }
+                if count == maximumEvents || writer.bytes.count >= maximumUncompressedBytes { try flush() }
             }
         }
-        flush()
+        try flush()
         return (output, frames, tenantBytes)
     }
 }

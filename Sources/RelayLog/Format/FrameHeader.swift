@@ -5,7 +5,7 @@
 ///  0     4    magic "CRWF"
 ///  4     1    format version (1)
 ///  5     1    codec (0 = stored, 1 = zlib RFC 1950)
-///  6     2    flags (0)
+///  6     2    flags (UInt16 LE): bit 0 = encrypted (``encryptedFlag``), others 0
 ///  8     8    first sequence number (UInt64 LE)
 /// 16     4    event count (UInt32 LE)
 /// 20     4    uncompressed payload length (UInt32 LE)
@@ -43,8 +43,14 @@ public struct FrameHeader: Sendable, Hashable {
     public var storedLength: UInt32
     /// CRC-32 of the stored payload.
     public var payloadCRC: UInt32
-    /// How the payload is stored.
+    /// How the payload is stored (inside the envelope, when encrypted).
     public var codec: Codec
+    /// Whether the stored payload is an encrypted envelope (``FrameEnvelope``) around what an
+    /// unencrypted frame stores.
+    public var isEncrypted: Bool
+
+    /// The flags bit of an encrypted frame.
+    public static let encryptedFlag: UInt16 = 1
 
     /// The sequence number after the frame's last event.
     public var endSequence: UInt64 { firstSequence + UInt64(eventCount) }
@@ -52,7 +58,11 @@ public struct FrameHeader: Sendable, Hashable {
     public var frameSize: Int { Self.size + Int(storedLength) }
 
     /// Creates a header.
-    public init(firstSequence: UInt64, eventCount: UInt32, uncompressedLength: UInt32, storedLength: UInt32, payloadCRC: UInt32, codec: Codec) {
+    public init(
+        firstSequence: UInt64, eventCount: UInt32, uncompressedLength: UInt32, storedLength: UInt32, payloadCRC: UInt32, codec: Codec,
+        isEncrypted: Bool = false
+    ) {
+        self.isEncrypted = isEncrypted
         self.firstSequence = firstSequence
         self.eventCount = eventCount
         self.uncompressedLength = uncompressedLength
@@ -64,16 +74,24 @@ public struct FrameHeader: Sendable, Hashable {
     /// The header's 36 bytes.
     public func encoded() -> [UInt8] {
         var writer = BinaryWriter(capacity: Self.size)
+        writer.bytes = authenticatedPrefix()
+        writer.u32(payloadCRC)
+        writer.u32(Zlib.crc32(writer.bytes))
+        return writer.bytes
+    }
+
+    /// The header's first 24 bytes (magic to stored length): what an encrypted frame's tag
+    /// authenticates besides its payload.
+    func authenticatedPrefix() -> [UInt8] {
+        var writer = BinaryWriter(capacity: Self.size)
         writer.bytes.append(contentsOf: Self.magic)
         writer.u8(Self.version)
         writer.u8(codec.rawValue)
-        writer.u16(0)
+        writer.u16(isEncrypted ? Self.encryptedFlag : 0)
         writer.u64(firstSequence)
         writer.u32(eventCount)
         writer.u32(uncompressedLength)
         writer.u32(storedLength)
-        writer.u32(payloadCRC)
-        writer.u32(Zlib.crc32(writer.bytes))
         return writer.bytes
     }
 
@@ -118,7 +136,8 @@ public struct FrameHeader: Sendable, Hashable {
             guard Zlib.crc32(UnsafeBufferPointer(rebasing: bytes[0..<32])) == headerCRC else { return .failure(.headerChecksum) }
             guard version == Self.version else { return .failure(.unsupported("frame version \(version)")) }
             guard let codec = Codec(rawValue: codecByte) else { return .failure(.unsupported("codec \(codecByte)")) }
-            guard flagsLow == 0, flagsHigh == 0 else { return .failure(.unsupported("flags")) }
+            let flags = UInt16(flagsLow) | UInt16(flagsHigh) << 8
+            guard flags & ~Self.encryptedFlag == 0 else { return .failure(.unsupported("flags \(flags)")) }
             guard count > 0, first > 0, first <= UInt64.max - UInt64(count) else {
                 return .failure(.implausible("sequence \(first), count \(count)"))
             }
@@ -128,7 +147,7 @@ public struct FrameHeader: Sendable, Hashable {
             return .success(
                 FrameHeader(
                     firstSequence: first, eventCount: count, uncompressedLength: uncompressed, storedLength: stored,
-                    payloadCRC: payloadCRC, codec: codec
+                    payloadCRC: payloadCRC, codec: codec, isEncrypted: flags & Self.encryptedFlag != 0
                 )
             )
         } catch {

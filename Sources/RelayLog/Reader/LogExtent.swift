@@ -24,12 +24,13 @@ public struct LogExtent: Sendable, Hashable {
 
     /// The first event at or after `sequence` and below `limit` (one frame decoded), or `nil`.
     ///
-    /// - Throws: ``LogError`` when a segment cannot be read.
+    /// - Throws: ``LogError`` when a segment cannot be read, or its frame is encrypted with a key
+    ///   `keys` lack.
     public static func firstEvent(
         walDirectory: String, archiveDirectory: String? = nil, fileSystem: any FileSystem = PosixFileSystem(), from sequence: UInt64,
-        below limit: UInt64 = .max
+        below limit: UInt64 = .max, keys: LogKeyRing? = nil
     ) throws(LogError) -> SequencedEvent? {
-        var reader = LogReader(walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: sequence)
+        var reader = LogReader(walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: sequence, keys: keys)
         defer { reader.close() }
         return try reader.read(maximumEvents: 1, below: limit).events.first
     }
@@ -38,9 +39,10 @@ public struct LogExtent: Sendable, Hashable {
     /// the log no longer has): the first event from the oldest segment, the last sequence from
     /// the frame headers of the newest segment holding a frame.
     ///
-    /// - Throws: ``LogError`` when the directory or a segment cannot be read.
+    /// - Throws: ``LogError`` when the directory or a segment cannot be read, or the first frame is
+    ///   encrypted with a key `keys` lack.
     public static func read(
-        walDirectory: String, archiveDirectory: String? = nil, fileSystem: any FileSystem = PosixFileSystem()
+        walDirectory: String, archiveDirectory: String? = nil, fileSystem: any FileSystem = PosixFileSystem(), keys: LogKeyRing? = nil
     ) throws(LogError) -> LogExtent {
         let listing: SegmentListing
         do {
@@ -52,7 +54,7 @@ public struct LogExtent: Sendable, Hashable {
         let starts = listing.starts
         guard let oldest = starts.first else { return LogExtent() }
         var extent = LogExtent()
-        if let first = try firstEvent(walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: oldest) {
+        if let first = try firstEvent(walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: oldest, keys: keys) {
             extent.firstSequence = first.sequence
             extent.firstEventTime = first.event.time
         }

@@ -17,6 +17,9 @@ public struct LogReader: Sendable {
     let sharedDecoder: SharedFrameDecoder?
     /// Where a reader of its own reports damage; a shared one reports through ``sharedDecoder``.
     let damageLogger: Logger?
+    /// The keys that open encrypted frames; without the key a frame names, reading stops there
+    /// with ``LogError/unreadableFrame(_:segment:offset:)``.
+    public let keys: LogKeyRing?
     /// The sequence number of the next event this reader returns (or the first after it, if that
     /// one is missing from the log).
     public private(set) var position: UInt64
@@ -31,21 +34,22 @@ public struct LogReader: Sendable {
     /// `archiveDirectory`, the archive's segments fill in those the log no longer has (a
     /// segment in both is read from the log). With a `damageLogger`, each damage it passes over
     /// is logged there too (a consumer of an open log gets its reader from the log instead, which
-    /// reports damage once for all its consumers).
+    /// reports damage once for all its consumers). `keys` open encrypted frames.
     public init(
         walDirectory: String, archiveDirectory: String? = nil, fileSystem: any FileSystem = PosixFileSystem(), from position: UInt64,
-        damageLogger: Logger? = nil
+        keys: LogKeyRing? = nil, damageLogger: Logger? = nil
     ) {
         self.init(
-            walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: position, sharedDecoder: nil,
-            damageLogger: damageLogger)
+            walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: position, keys: keys,
+            sharedDecoder: nil, damageLogger: damageLogger)
     }
 
     /// A reader that decodes through `sharedDecoder` (the log's, for its consumers).
     init(
-        walDirectory: String, archiveDirectory: String?, fileSystem: any FileSystem, from position: UInt64, sharedDecoder: SharedFrameDecoder?,
-        damageLogger: Logger?
+        walDirectory: String, archiveDirectory: String?, fileSystem: any FileSystem, from position: UInt64, keys: LogKeyRing?,
+        sharedDecoder: SharedFrameDecoder?, damageLogger: Logger?
     ) {
+        self.keys = keys
         self.walDirectory = walDirectory
         self.archiveDirectory = archiveDirectory
         self.fileSystem = fileSystem
@@ -60,6 +64,10 @@ public struct LogReader: Sendable {
     /// Reads up to `maximumEvents` events whose sequence numbers are below `limit`.
     ///
     /// Returns fewer (possibly none) when the log holds no more yet; call again later to tail it.
+    ///
+    /// - Throws: ``LogError/unreadableFrame(_:segment:offset:)`` at an encrypted frame whose key
+    ///   the reader lacks (its position stays before that frame), ``LogError/fileSystem(_:context:)``
+    ///   when a segment cannot be read.
     public mutating func read(maximumEvents: Int, below limit: UInt64 = .max) throws(LogError) -> LogReadBatch {
         var batch = LogReadBatch()
         while batch.events.count < maximumEvents, position < limit {
@@ -73,26 +81,48 @@ public struct LogReader: Sendable {
                 if let last = batch.events.last, last.sequence + 1 >= limit { break }
                 continue
             }
-            do {
-                guard try loadNextFrame(into: &batch) else { break }
-            } catch {
-                throw .fileSystem(error, context: "reading the log at sequence \(position)")
-            }
+            guard try loadNextFrame(into: &batch) else { break }
         }
         batch.position = position
         return batch
     }
 
     /// Decodes the next frame holding events at or after `position` into the buffer; `false` at the end of the log.
-    private mutating func loadNextFrame(into batch: inout LogReadBatch) throws(FileSystemError) -> Bool {
+    private mutating func loadNextFrame(into batch: inout LogReadBatch) throws(LogError) -> Bool {
+        do {
+            return try walkToNextFrame(into: &batch)
+        } catch {
+            switch error {
+            case .file(let failure): throw .fileSystem(failure, context: "reading the log at sequence \(position)")
+            case .log(let failure): throw failure
+            }
+        }
+    }
+
+    /// What stops ``walkToNextFrame(into:)``.
+    private enum LoadFailure: Error {
+        case file(FileSystemError)
+        case log(LogError)
+    }
+
+    /// `body`'s result, its file-system error as a ``LoadFailure``.
+    private static func files<T>(_ body: () throws(FileSystemError) -> T) throws(LoadFailure) -> T {
+        do {
+            return try body()
+        } catch {
+            throw .file(error)
+        }
+    }
+
+    private mutating func walkToNextFrame(into batch: inout LogReadBatch) throws(LoadFailure) -> Bool {
         while true {
             if walker == nil {
-                guard try openSegment() else { return false }
+                guard try Self.files({ () throws(FileSystemError) in try openSegment() }) else { return false }
             }
             guard var current = walker else { return false }
             let name = SegmentHeader.fileName(firstSequence: segments[segmentIndex])
             let nextSegmentStart = segmentIndex + 1 < segments.count ? segments[segmentIndex + 1] : nil
-            let step = try current.next()
+            let step = try Self.files { () throws(FileSystemError) in try current.next() }
             walker = current
             switch step {
             case .frame(let header, let offset, let stored):
@@ -107,9 +137,10 @@ public struct LogReader: Sendable {
                 guard header.endSequence > position else { continue }
                 let events: [Event]
                 do {
-                    let decode = { () throws(EventBinaryCodec.DecodingError) -> [Event] in
-                        try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in
-                            try Frame.decodeEvents(header, stored: buffer)
+                    let keys = self.keys
+                    let decode = { () throws(FrameDecodingError) -> [Event] in
+                        try stored.withUnsafeBufferPointer { buffer throws(FrameDecodingError) in
+                            try Frame.decodeEvents(header, stored: buffer, keys: keys)
                         }
                     }
                     if let sharedDecoder {
@@ -118,10 +149,19 @@ public struct LogReader: Sendable {
                         events = try decode()
                     }
                 } catch {
-                    record(
-                        LogDamage(kind: .undecodable, segment: name, range: offset..<(offset + Int64(header.frameSize)), reason: error.description),
-                        in: &batch)
-                    continue
+                    switch error {
+                    case .encryption(let failure):
+                        // Not damage: without its key nothing after it may be read either, or a
+                        // consumer would pass events it never saw. Read it again next time.
+                        walker?.seek(to: offset)
+                        throw .log(.unreadableFrame(failure, segment: name, offset: offset))
+                    case .events(let failure):
+                        record(
+                            LogDamage(
+                                kind: .undecodable, segment: name, range: offset..<(offset + Int64(header.frameSize)), reason: failure.description),
+                            in: &batch)
+                        continue
+                    }
                 }
                 buffered = []
                 buffered.reserveCapacity(events.count)
@@ -137,20 +177,20 @@ public struct LogReader: Sendable {
                 if nextSegmentStart == nil {
                     // The end of the newest segment: perhaps a frame still being written. Look again next time.
                     walker?.seek(to: range.lowerBound)
-                    if try hasNewerSegment() { continue }
+                    if try Self.files({ () throws(FileSystemError) in try hasNewerSegment() }) { continue }
                     return false
                 }
                 record(LogDamage(kind: .tornTail, segment: name, range: range, reason: reason), in: &batch)
-                try advanceSegment()
+                try Self.files { () throws(FileSystemError) in try advanceSegment() }
             case .end:
                 if nextSegmentStart == nil {
                     // A newer segment means this one is complete: re-walk with its final size
                     // (frames may have landed just before the roll) before moving on.
-                    if try hasNewerSegment() { continue }
+                    if try Self.files({ () throws(FileSystemError) in try hasNewerSegment() }) { continue }
                     if walker?.hasMoreBytes == true { continue }
                     return false
                 }
-                try advanceSegment()
+                try Self.files { () throws(FileSystemError) in try advanceSegment() }
             }
         }
     }

@@ -2,10 +2,13 @@ extension LogVerifier.Report: Encodable {
     private enum CodingKeys: String, CodingKey {
         case segments, frames, events, bytes, preallocatedBytes, bytesPerEvent, corruptFrames, tornTails, supersededFrames
         case missingSequences, firstSequence, lastSequence, firstEventTime, damage, clean, relayId, epoch
+        case encryptedFrames, unopenedFrames, framesByKeyId
     }
 
     /// What `wal verify --json` prints; `firstSequence`, `lastSequence` and `firstEventTime` are `null` for an empty
-    /// log, `relayId` and `epoch` for a directory whose log was never opened.
+    /// log, `relayId` and `epoch` for a directory whose log was never opened. `encryptedFrames` counts the
+    /// encrypted frames, `unopenedFrames` those left unopened for want of keys, and `framesByKeyId`
+    /// the frames each key id sealed (`{}` for a log in the clear).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(segments, forKey: .segments)
@@ -25,6 +28,9 @@ extension LogVerifier.Report: Encodable {
         try container.encode(isClean, forKey: .clean)
         try container.encode(identity?.relayID, forKey: .relayId)
         try container.encode(identity?.epoch.number, forKey: .epoch)
+        try container.encode(encryptedFrames, forKey: .encryptedFrames)
+        try container.encode(unopenedFrames, forKey: .unopenedFrames)
+        try container.encode(framesByKeyID, forKey: .framesByKeyId)
     }
 }
 

@@ -27,6 +27,13 @@ public enum LogVerifier {
         public var missingSequences: UInt64 = 0
         /// The data directory's relay identity, when the caller looked it up (``RelayIdentity/read(dataDirectory:fileSystem:)``).
         public var identity: RelayIdentity?
+        /// Valid frames that are encrypted (superseded ones not counted).
+        public var encryptedFrames = 0
+        /// Valid encrypted frames left unopened because no keys were given: their structure and
+        /// CRCs were checked, their events counted from their headers, not decoded.
+        public var unopenedFrames = 0
+        /// How many valid frames each key id sealed (encrypted frames only).
+        public var framesByKeyID: [String: Int] = [:]
 
         /// Damaged frames in the middle of segments.
         public var corruptFrames: Int { damage.count { $0.kind == .corruptFrame || $0.kind == .undecodable } }
@@ -41,7 +48,14 @@ public enum LogVerifier {
     }
 
     /// Verifies the log in `walDirectory`: every header and payload CRC, and every payload decodes.
-    public static func verify(walDirectory: String, fileSystem: any FileSystem = PosixFileSystem()) throws(LogError) -> Report {
+    ///
+    /// Encrypted frames are opened with `keys` and decoded; without `keys` their structure and
+    /// CRCs are still checked and their key ids counted (``Report/unopenedFrames``).
+    ///
+    /// - Throws: ``LogError/unreadableFrame(_:segment:offset:)`` when `keys` are given and lack a
+    ///   frame's key, or it does not open under it; ``LogError/fileSystem(_:context:)`` when a
+    ///   segment cannot be read.
+    public static func verify(walDirectory: String, fileSystem: any FileSystem = PosixFileSystem(), keys: LogKeyRing? = nil) throws(LogError) -> Report {
         var report = Report()
         let starts: [UInt64]
         do {
@@ -54,6 +68,7 @@ public enum LogVerifier {
         for (index, start) in starts.enumerated() {
             let name = SegmentHeader.fileName(firstSequence: start)
             let boundary = index + 1 < starts.count ? starts[index + 1] : nil
+            var unreadable: LogError?
             do {
                 let handle = try fileSystem.open("\(walDirectory)/\(name)", create: false)
                 defer { handle.close() }
@@ -81,14 +96,29 @@ public enum LogVerifier {
                                 LogDamage(kind: .superseded, segment: name, range: range, reason: "superseded by segment \(boundary)"))
                             continue
                         }
-                        do {
-                            let events = try stored.withUnsafeBufferPointer { buffer throws(EventBinaryCodec.DecodingError) in
-                                try Frame.decodeEvents(frame, stored: buffer)
+                        if frame.isEncrypted {
+                            let keyID = FrameEnvelope.keyID(of: stored) ?? "?"
+                            report.framesByKeyID[keyID, default: 0] += 1
+                            report.encryptedFrames += 1
+                        }
+                        if frame.isEncrypted && keys == nil {
+                            report.unopenedFrames += 1
+                        } else {
+                            do {
+                                let events = try stored.withUnsafeBufferPointer { buffer throws(FrameDecodingError) in
+                                    try Frame.decodeEvents(frame, stored: buffer, keys: keys)
+                                }
+                                if report.firstEventTime == nil, let first = events.first { report.firstEventTime = first.time }
+                            } catch {
+                                switch error {
+                                case .encryption(let failure):
+                                    unreadable = .unreadableFrame(failure, segment: name, offset: offset)
+                                    break walking
+                                case .events(let failure):
+                                    report.damage.append(LogDamage(kind: .undecodable, segment: name, range: range, reason: failure.description))
+                                    continue
+                                }
                             }
-                            if report.firstEventTime == nil, let first = events.first { report.firstEventTime = first.time }
-                        } catch {
-                            report.damage.append(LogDamage(kind: .undecodable, segment: name, range: range, reason: error.description))
-                            continue
                         }
                         report.frames += 1
                         report.events += Int(frame.eventCount)
@@ -110,6 +140,7 @@ public enum LogVerifier {
             } catch {
                 throw .fileSystem(error, context: "verifying segment \(name)")
             }
+            if let unreadable { throw unreadable }
         }
         return report
     }

@@ -62,18 +62,21 @@ extension SegmentWriter {
         for item in chosen {
             guard segments.count > 1, segments[0].firstSequence == item.segment.firstSequence else { continue }
             let name = item.segment.name
-            if archiving, let archiveDirectory = configuration.archiveDirectory {
-                do {
-                    try SegmentArchive(directory: archiveDirectory, fileSystem: fileSystem).store(segmentAt: path(name), name: name)
-                } catch {
-                    pass.failure = error
-                    break
+            let (fileSystem, segmentPath, archiveDirectory) = (fileSystem, path(name), archiving ? configuration.archiveDirectory : nil)
+            do throws(LogError) {
+                // Not while `wal rekey` rewrites it: its rename would bring the segment back.
+                try SegmentRewriteLock.holding(walDirectory: directory, fileSystem: fileSystem) { () throws(LogError) in
+                    if let archiveDirectory {
+                        try SegmentArchive(directory: archiveDirectory, fileSystem: fileSystem).store(segmentAt: segmentPath, name: name)
+                    }
+                    do throws(FileSystemError) {
+                        try fileSystem.remove(segmentPath)
+                    } catch {
+                        throw .fileSystem(error, context: "deleting passed segment \(name)")
+                    }
                 }
-            }
-            do {
-                try fileSystem.remove(path(name))
             } catch {
-                pass.failure = .fileSystem(error, context: "deleting passed segment \(name)")
+                pass.failure = error
                 break
             }
             segments.removeFirst()

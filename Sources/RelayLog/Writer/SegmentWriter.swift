@@ -44,6 +44,10 @@ struct SegmentWriter: Sendable {
     /// here and by the retention (SegmentWriter+Retention.swift), which removes the oldest.
     var segments: [Segment]
     private(set) var active: Active?
+    /// Seals the frames of commits with the newest key, when the log is encrypted. Its salt is
+    /// drawn again after a failed commit (``FrameSealer``); it goes with the writer to the I/O
+    /// thread, where commits encode their frames.
+    var sealer: FrameSealer?
 
     init(
         fileSystem: any FileSystem, directory: String, configuration: LogConfiguration, segments: [Segment], active: Active?,
@@ -55,6 +59,7 @@ struct SegmentWriter: Sendable {
         self.segments = segments
         self.active = active
         self.wallClock = wallClock
+        self.sealer = configuration.encryption.map { FrameSealer(key: $0.newest) }
     }
 
     /// The most bytes the log keeps before passed segments make room: the smaller of the size
@@ -86,6 +91,22 @@ struct SegmentWriter: Sendable {
     }
 
     func path(_ name: String) -> String { "\(directory)/\(name)" }
+
+    /// The frames of a group commit (``Frame/encodeGroup(_:firstSequence:compressionLevel:sealer:tallyingTenants:)``),
+    /// sealed when the log is encrypted.
+    func encode(_ groups: [[Event]], firstSequence: UInt64, compressionLevel: Int32, tallyingTenants: Bool) throws(LogError) -> (
+        bytes: [UInt8], frames: [Frame.Written], tenantBytes: [TenantName: Int64]
+    ) {
+        guard let sealer else {
+            return Frame.encodeGroup(groups, firstSequence: firstSequence, compressionLevel: compressionLevel, tallyingTenants: tallyingTenants)
+        }
+        do {
+            return try Frame.encodeGroup(
+                groups, firstSequence: firstSequence, compressionLevel: compressionLevel, sealer: sealer, tallyingTenants: tallyingTenants)
+        } catch {
+            throw .sealingFailed(error)
+        }
+    }
 
     /// Writes already-encoded frames holding events from `firstSequence` and makes them durable.
     ///

@@ -129,18 +129,16 @@ public actor WriteAheadLog {
         let now = EventTime.now().rfc3339
         let quarantine = Quarantine(directory: layout.quarantineDirectory, fileSystem: fileSystem)
         let cursors = CursorStore(directory: layout.cursorDirectory, fileSystem: fileSystem, quarantine: quarantine)
-        let (positions, writer, report, identity, change) = try await io.run {
-            () throws(LogError) -> ([String: UInt64], SegmentWriter, RecoveryReport, RelayIdentity, RelayIdentity.Change) in
-            let positions = try cursors.loadAll(now: now)
-            let (writer, report) = try LogRecovery.recover(
-                fileSystem: fileSystem, walDirectory: layout.walDirectory, quarantine: quarantine, configuration: configuration,
-                sequenceFloor: positions.values.max() ?? 1, now: now, wallClock: wallClock
-            )
-            let (identity, change) = try RelayIdentity.establish(
-                layout: layout, fileSystem: fileSystem, quarantine: quarantine, nextSequence: report.nextSequence, now: now
-            )
-            return (positions, writer, report, identity, change)
+        let opened: ([String: UInt64], SegmentWriter, RecoveryReport, RelayIdentity, RelayIdentity.Change)
+        do {
+            opened = try await recover(
+                layout: layout, configuration: configuration, fileSystem: fileSystem, quarantine: quarantine, cursors: cursors, now: now,
+                wallClock: wallClock, io: io)
+        } catch {
+            lock?.close()
+            throw error
         }
+        let (positions, writer, report, identity, change) = opened
         switch change {
         case .unchanged:
             break
@@ -182,6 +180,34 @@ public actor WriteAheadLog {
         }
         await log.startTenantLedger(for: Set(configuration.tenantQuotas.keys))
         return log
+    }
+
+    /// Reads the cursors, recovers the segments, checks the keys against the frames
+    /// (``LogKeyCheck``) and establishes the relay identity, on the writer's thread.
+    private static func recover(
+        layout: LogLayout, configuration: LogConfiguration, fileSystem: any FileSystem, quarantine: Quarantine, cursors: CursorStore, now: String,
+        wallClock: @escaping @Sendable () -> Int64, io: BlockingExecutor
+    ) async throws(LogError) -> ([String: UInt64], SegmentWriter, RecoveryReport, RelayIdentity, RelayIdentity.Change) {
+        try await io.run { () throws(LogError) -> ([String: UInt64], SegmentWriter, RecoveryReport, RelayIdentity, RelayIdentity.Change) in
+            let positions = try cursors.loadAll(now: now)
+            let (writer, report) = try LogRecovery.recover(
+                fileSystem: fileSystem, walDirectory: layout.walDirectory, quarantine: quarantine, configuration: configuration,
+                sequenceFloor: positions.values.max() ?? 1, now: now, wallClock: wallClock
+            )
+            // Before anything is appended or the identity moves to a new epoch: a key file that does not
+            // fit the log changes nothing.
+            do throws(LogError) {
+                try LogKeyCheck.check(walDirectory: layout.walDirectory, fileSystem: fileSystem, keys: configuration.encryption)
+            } catch {
+                var unused = writer
+                unused.close()
+                throw error
+            }
+            let (identity, change) = try RelayIdentity.establish(
+                layout: layout, fileSystem: fileSystem, quarantine: quarantine, nextSequence: report.nextSequence, now: now
+            )
+            return (positions, writer, report, identity, change)
+        }
     }
 
     /// Takes the log's lock file, trying again every few milliseconds for up to `wait` while
@@ -365,14 +391,16 @@ public actor WriteAheadLog {
             let tallies = !tenantQuotas.isEmpty
             let (returned, committed) = await io.run(moving: taken) {
                 (owned: inout SegmentWriter) -> (Result<(Int, Int, Duration, [TenantName: Int64]), LogError>, SegmentWriter.RetentionPass) in
-                let (bytes, frames, tenantBytes) = Frame.encodeGroup(batches, firstSequence: first, compressionLevel: level, tallyingTenants: tallies)
                 var retention = handedOff.isEmpty ? SegmentWriter.RetentionPass() : owned.remove(handedOff, archiving: false)
                 do throws(LogError) {
+                    let (bytes, frames, tenantBytes) = try owned.encode(batches, firstSequence: first, compressionLevel: level, tallyingTenants: tallies)
                     let placement = try owned.commit(bytes, firstSequence: first, passedBelow: floor, mayRemove: mayRemove, retention: &retention)
                     // Before the durable end moves, so a consumer woken by it finds them.
                     if keepsWritten { decoder.keep(written: frames, of: batches, segment: placement.segment, at: placement.offset) }
                     return (.success((bytes.count, frames.count, placement.synchronizeDuration, tenantBytes)), retention)
                 } catch {
+                    // The next commit may seal other events under the same first sequence number.
+                    owned.sealer?.renew()
                     return (.failure(error), retention)
                 }
             }
@@ -599,8 +627,8 @@ public actor WriteAheadLog {
     /// consumers is decoded once, and damage they pass over is logged once.
     public nonisolated func reader(from position: UInt64, archiveDirectory: String? = nil) -> LogReader {
         LogReader(
-            walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: position, sharedDecoder: sharedDecoder,
-            damageLogger: nil)
+            walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: position,
+            keys: configuration.encryption, sharedDecoder: sharedDecoder, damageLogger: nil)
     }
 
     /// The first event at or after `sequence` and below `limit` (one frame decoded), or `nil`.
@@ -608,7 +636,7 @@ public actor WriteAheadLog {
     ///
     /// - Throws: ``LogError`` when a segment cannot be read.
     public nonisolated func firstEvent(from sequence: UInt64, below limit: UInt64) throws(LogError) -> SequencedEvent? {
-        try LogExtent.firstEvent(walDirectory: walDirectory, fileSystem: fileSystem, from: sequence, below: limit)
+        try LogExtent.firstEvent(walDirectory: walDirectory, fileSystem: fileSystem, from: sequence, below: limit, keys: configuration.encryption)
     }
 
     /// The position of a registered cursor, or `nil`.

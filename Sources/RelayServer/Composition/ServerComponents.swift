@@ -59,7 +59,7 @@ struct ServerComponents {
             history.recordSync(commit.synchronizeDuration)
         }
         await log.observeSegmentRemovals { removals in metrics.record(removals) }
-        let store = try await ForwardingStore(dataDirectory: configuration.dataDirectory)
+        let store = try await ForwardingStore(dataDirectory: configuration.dataDirectory, keys: configuration.log.encryption)
         let idempotency = try await IdempotencyStore(dataDirectory: configuration.dataDirectory, window: configuration.idempotencyWindow)
         // Counting and forwarding yield a busy core to request handling.
         var upload = configuration.upload

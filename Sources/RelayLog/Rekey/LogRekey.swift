@@ -1,0 +1,173 @@
+/// `wal rekey`: rewrites segment files so that every frame is sealed with the newest key of a key
+/// ring: frames in the clear are encrypted, frames of older keys are opened and sealed again.
+///
+/// Each segment is rewritten whole and crash-safely: its new bytes go to `<name>.wal.tmp` (which
+/// the log removes on open, and an archive's readers ignore), are fdatasync'ed, renamed over the
+/// segment and the directory is fsync'ed. A crash leaves either the old file or the new one, and
+/// running the command again finishes the work. A segment whose frames are all sealed with the
+/// newest key already is left as it is.
+///
+/// Beside a running server it rewrites only sealed segments (never the one being appended to), and
+/// holds ``SegmentRewriteLock`` for each one, which the server's retention holds to archive or
+/// delete one: a segment the server deletes meanwhile is skipped, never brought back. Readers
+/// that have the old file open go on reading its old bytes (the same events); a reader opening it
+/// afterwards reads the new ones. Sequence numbers, event counts, codecs and damaged ranges stay
+/// as they were; only the payloads (and so the frames' offsets) change.
+public enum LogRekey {
+    /// What a rekey did to one directory of segments.
+    public struct Report: Sendable, Hashable, Encodable {
+        /// The directory rewritten (the log's `wal/` or an archive).
+        public var directory: String
+        /// Segment files rewritten.
+        public var segmentsRewritten = 0
+        /// Segment files whose frames were all sealed with the newest key already.
+        public var segmentsCurrent = 0
+        /// Segments deleted by the log's retention before their turn came.
+        public var segmentsGone = 0
+        /// The segment left alone because a server appends to it (rekey it once it is sealed).
+        public var activeSegmentSkipped: String?
+        /// Frames that were in the clear and are now encrypted.
+        public var framesEncrypted = 0
+        /// Frames that were sealed with an older key and are now sealed with the newest.
+        public var framesResealed = 0
+        /// Damaged ranges copied as they were (their bytes cannot be opened; readers skip them).
+        public var damagedRangesKept = 0
+        /// Bytes of the rewritten segments, after.
+        public var bytesWritten: Int64 = 0
+        /// The key every frame is now sealed with.
+        public var keyId: String
+
+        /// Creates an empty report.
+        public init(directory: String, keyId: String) {
+            self.directory = directory
+            self.keyId = keyId
+        }
+    }
+
+    /// Rewrites the segments in `directory` under the newest key of `keys`.
+    ///
+    /// `walDirectory` is the log's directory, whose ``SegmentRewriteLock`` is held for each segment
+    /// (the same as `directory`, or the log an archive belongs to). With `skippingNewest` (a server
+    /// may be appending), the newest segment of `directory` is left alone. `progress` is called
+    /// after each segment with the report so far.
+    ///
+    /// - Throws: ``LogError/unreadableFrame(_:segment:offset:)`` when a frame's key is not in `keys`
+    ///   (the segments before it are rewritten, that one and the rest are not),
+    ///   ``LogError/fileSystem(_:context:)`` when a file cannot be read or written.
+    public static func rekey(
+        directory: String, walDirectory: String, keys: LogKeyRing, skippingNewest: Bool, fileSystem: any FileSystem = PosixFileSystem(),
+        progress: (Report) -> Void = { _ in }
+    ) throws(LogError) -> Report {
+        var report = Report(directory: directory, keyId: keys.newest.id)
+        var starts: [UInt64]
+        do {
+            starts = try fileSystem.listDirectory(directory).compactMap(SegmentHeader.firstSequence(fromFileName:)).sorted()
+        } catch {
+            throw .fileSystem(error, context: "listing \(directory)")
+        }
+        if skippingNewest, let newest = starts.popLast() { report.activeSegmentSkipped = SegmentHeader.fileName(firstSequence: newest) }
+        for start in starts {
+            let name = SegmentHeader.fileName(firstSequence: start)
+            try SegmentRewriteLock.holding(walDirectory: walDirectory, fileSystem: fileSystem) { () throws(LogError) in
+                try rewrite(name: name, directory: directory, keys: keys, fileSystem: fileSystem, report: &report)
+            }
+            progress(report)
+        }
+        return report
+    }
+
+    /// Rewrites one segment, if any of its frames is not sealed with the newest key.
+    private static func rewrite(name: String, directory: String, keys: LogKeyRing, fileSystem: any FileSystem, report: inout Report) throws(LogError) {
+        let path = "\(directory)/\(name)"
+        let handle: any FileHandle
+        do {
+            handle = try fileSystem.open(path, create: false)
+        } catch where error.errno == LogLayout.noSuchFileErrno {
+            report.segmentsGone += 1
+            return
+        } catch {
+            throw .fileSystem(error, context: "opening \(path)")
+        }
+        defer { handle.close() }
+        let sealer = FrameSealer(key: keys.newest)
+        var output: [UInt8]
+        var encrypted = 0
+        var resealed = 0
+        var damaged = 0
+        do {
+            output = try handle.read(at: 0, count: SegmentHeader.size)
+            var walker = try FrameWalker(handle: handle)
+            walking: while true {
+                switch try walker.next() {
+                case .frame(let header, let offset, let stored):
+                    let keyID = header.isEncrypted ? FrameEnvelope.keyID(of: stored) : nil
+                    if let keyID, keyID == sealer.key.id {
+                        output += header.encoded() + stored
+                        continue
+                    }
+                    let inner: [UInt8]
+                    if header.isEncrypted {
+                        do {
+                            inner = try stored.withUnsafeBufferPointer { buffer throws(FrameEncryptionError) in
+                                try FrameEnvelope.open(buffer, header: header, keys: keys)
+                            }
+                        } catch {
+                            throw RekeyFailure.log(.unreadableFrame(error, segment: name, offset: offset))
+                        }
+                        resealed += 1
+                    } else {
+                        inner = stored
+                        encrypted += 1
+                    }
+                    output += try reseal(inner, header: header, sealer: sealer)
+                case .damaged(let range, _), .damagedTail(let range, _):
+                    damaged += 1
+                    output += try handle.read(at: range.lowerBound, count: Int(range.count))
+                case .end:
+                    break walking
+                }
+            }
+        } catch let failure as RekeyFailure {
+            switch failure {
+            case .log(let error): throw error
+            }
+        } catch let error as FileSystemError {
+            throw .fileSystem(error, context: "reading \(path)")
+        } catch {
+            throw .fileSystem(FileSystemError(operation: "read", path: path, errno: 0, reason: "\(error)"), context: "rekeying \(path)")
+        }
+        guard encrypted + resealed > 0 else {
+            report.segmentsCurrent += 1
+            return
+        }
+        do {
+            try fileSystem.writeAtomically(output, to: path, directory: directory)
+        } catch {
+            throw .fileSystem(error, context: "rewriting \(path) (it is unchanged; run wal rekey again)")
+        }
+        report.segmentsRewritten += 1
+        report.framesEncrypted += encrypted
+        report.framesResealed += resealed
+        report.damagedRangesKept += damaged
+        report.bytesWritten += Int64(output.count)
+    }
+
+    /// The frame of `header` holding `inner` (what an unencrypted frame stores) sealed by `sealer`.
+    private static func reseal(_ inner: [UInt8], header: FrameHeader, sealer: FrameSealer) throws(RekeyFailure) -> [UInt8] {
+        var sealed = header
+        sealed.isEncrypted = true
+        sealed.storedLength = UInt32(inner.count + sealer.overhead)
+        let envelope: [UInt8]
+        do {
+            envelope = try sealer.seal(inner, firstSequence: header.firstSequence, authenticatedPrefix: sealed.authenticatedPrefix())
+        } catch {
+            throw .log(.sealingFailed(error))
+        }
+        sealed.payloadCRC = Zlib.crc32(envelope)
+        return sealed.encoded() + envelope
+    }
+
+    private enum RekeyFailure: Error {
+        case log(LogError)
+    }
+}
