@@ -135,7 +135,7 @@ struct DistinctMessagesTests {
         await #expect {
             _ = try await Aggregator(log: log, dataDirectory: directory, logger: quietLogger)
         } throws: { error in
-            guard case .schemaMismatch(_, 9, 4)? = error as? AggregatorError else { return false }
+            guard case .schemaMismatch(_, 9, 5)? = error as? AggregatorError else { return false }
             return "\(error)".contains("stats --rebuild")
         }
         await log.close()
