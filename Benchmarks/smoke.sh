@@ -11,6 +11,7 @@ BUILD_CONFIGURATION=debug "$here/ingest-vs-sqlite.sh" 2000 1
 BUILD_CONFIGURATION=debug "$here/aggregate.sh" 2000 1
 if command -v wrk >/dev/null; then BUILD_CONFIGURATION=debug "$here/http-ingest.sh" 1 2; fi
 if command -v wrk >/dev/null; then BUILD_CONFIGURATION=debug "$here/batch-ingest.sh" 1 2 1; fi
+if command -v wrk >/dev/null; then BUILD_CONFIGURATION=debug "$here/encryption.sh" 1 2 1; fi
 if command -v wrk >/dev/null; then BUILD_CONFIGURATION=debug STRACE_SECONDS=1 "$here/vs-fluent-bit.sh" 1 1 0; fi
 BUILD_CONFIGURATION=debug "$here/aggregates-size.sh" 2000
 BUILD_CONFIGURATION=debug "$here/bit-flip.sh" 20000 2

@@ -56,6 +56,7 @@ struct PersonalDataAtRestTests {
                 "--segment-bytes", "4096", "--retain", "0", "--archive-dir", archive, "--tracking-host", campaign.url, "--marketing-host", campaign.url,
             ]
         )
+        defer { server.stop() }
         let url = "http://127.0.0.1:\(try await server.await(#""address":"127\.0\.0\.1:(\d+)""#))"
         let http = TestHTTPClient()
         for index in 1...20 {

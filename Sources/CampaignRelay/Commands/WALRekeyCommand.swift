@@ -81,7 +81,7 @@ struct WALRekeyCommand: AsyncParsableCommand {
             }
             return reports
         }
-        var deadLetters = 0
+        var deadLetters = ForwardingStore.Reseal(letters: 0, journalCleared: true)
         if PosixFileSystem().exists(ForwardingStore.path(dataDirectory: common.dataDir)) {
             do {
                 let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: keys)
@@ -92,7 +92,8 @@ struct WALRekeyCommand: AsyncParsableCommand {
         }
         var output = StandardOutput.output()
         if json {
-            output.line(APIJSON.text(RekeyOutput(directories: reports, deadLettersResealed: deadLetters)))
+            output.line(
+                APIJSON.text(RekeyOutput(directories: reports, deadLettersResealed: deadLetters.letters, deadLetterJournalCleared: deadLetters.journalCleared)))
         } else {
             for report in reports {
                 var line =
@@ -106,7 +107,10 @@ struct WALRekeyCommand: AsyncParsableCommand {
                     output.line("  \(report.damagedRangesKept) damaged ranges copied as they were (unreadable; they may hold bytes in the clear)")
                 }
             }
-            output.line("dead letters: \(deadLetters) sealed with key \(keys.newest.id)")
+            output.line("dead letters: \(deadLetters.letters) sealed with key \(keys.newest.id)")
+            if !deadLetters.journalCleared {
+                output.line("  forwarding.sqlite-wal still holds their old pages (the server was reading it); they leave at its next checkpoint")
+            }
         }
         output.flush()
     }
@@ -119,4 +123,6 @@ struct RekeyOutput: Encodable {
     var directories: [LogRekey.Report]
     /// Dead letters whose values were in the clear or sealed with an older key.
     var deadLettersResealed: Int
+    /// Whether `forwarding.sqlite-wal` was emptied of their old pages.
+    var deadLetterJournalCleared: Bool
 }

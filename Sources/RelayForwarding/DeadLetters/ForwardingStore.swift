@@ -267,12 +267,13 @@ public actor ForwardingStore: BlockingActor {
     /// Seals every dead-letter value that is in the clear, or sealed with another key than the
     /// newest, with the newest key (`wal rekey`), in one transaction; then vacuums the file and
     /// truncates its journal, so the old bytes leave the disk's live pages. Returns the letters
-    /// rewritten. Without keys it does nothing.
+    /// rewritten, and whether the journal was emptied (not while another process read the store).
+    /// Without keys it does nothing.
     ///
     /// - Throws: ``ForwardingStoreError/sealed(_:letter:)`` for a value sealed with a key the store
     ///   lacks (nothing changed), ``ForwardingStoreError/database(_:)`` when SQLite fails.
-    public func resealDeadLetters() throws(ForwardingStoreError) -> Int {
-        guard let keys else { return 0 }
+    public func resealDeadLetters() throws(ForwardingStoreError) -> Reseal {
+        guard let keys else { return Reseal(letters: 0, journalCleared: true) }
         let newest = keys.newest.id
         var unsealable: ForwardingStoreError?
         do throws(SQLiteError) {
@@ -305,13 +306,34 @@ public actor ForwardingStore: BlockingActor {
                     rewritten += 1
                 }
             }
+            var journalCleared = true
             if rewritten > 0 {
                 try connection.execute("VACUUM")
-                try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                // Busy (1 in the first column) while another connection (a running server) reads: the
+                // journal may still hold the old pages until its next checkpoint.
+                let checkpoint = try connection.prepare("PRAGMA wal_checkpoint(TRUNCATE)")
+                defer { checkpoint.finalize() }
+                if try checkpoint.step() { journalCleared = checkpoint.int64(0) == 0 }
             }
-            return rewritten
+            return Reseal(letters: rewritten, journalCleared: journalCleared)
         } catch {
             throw unsealable ?? .database(error)
+        }
+    }
+
+    /// What ``resealDeadLetters()`` did.
+    public struct Reseal: Sendable, Hashable {
+        /// Dead letters sealed with the newest key.
+        public var letters: Int
+        /// Whether the journal (`forwarding.sqlite-wal`) was emptied of the old pages; `false` when
+        /// a reader (a running server) kept the checkpoint from finishing: they leave it at the
+        /// journal's next checkpoint.
+        public var journalCleared: Bool
+
+        /// Creates a result.
+        public init(letters: Int, journalCleared: Bool) {
+            self.letters = letters
+            self.journalCleared = journalCleared
         }
     }
 

@@ -14,7 +14,8 @@ public struct SegmentArchive: Sendable {
 
     /// What storing a segment did.
     public enum Outcome: String, Sendable, Hashable {
-        /// The segment was copied in.
+        /// The segment was copied in (replacing, when the archive held the same segment sealed
+        /// with another salt or key, that older copy).
         case copied
         /// The archive already held the same bytes under that name (an earlier copy, perhaps
         /// interrupted before the log deleted its segment).
@@ -55,10 +56,12 @@ public struct SegmentArchive: Sendable {
             defer { input.close() }
             let size = try input.size()
             if fileSystem.exists(destination) {
-                guard try sameBytes(input, size: size, as: destination) else {
+                if try sameBytes(input, size: size, as: destination) { return .alreadyArchived }
+                // The same segment sealed anew (`wal rekey` draws a salt per rewrite): the log's copy
+                // replaces the archive's. Anything else is another relay's, or damaged: refused.
+                guard try sameSegmentResealed(input, as: destination) else {
                     throw LogError.archiveConflict(segment: name, archiveDirectory: directory)
                 }
-                return .alreadyArchived
             }
             let output = try fileSystem.open(temporary, create: true)
             do throws(FileSystemError) {
@@ -86,6 +89,31 @@ public struct SegmentArchive: Sendable {
             throw .fileSystem(error, context: context)
         } catch {
             throw .fileSystem(FileSystemError(operation: "copy", path: source, errno: 0, reason: "\(error)"), context: context)
+        }
+    }
+
+    /// Whether the file at `path` is `input`'s segment with its frames sealed again: the same
+    /// 32-byte segment header (its first sequence and creation time to the nanosecond) and the
+    /// same frames (first sequence, event count, uncompressed length, codec), whatever their
+    /// payloads. Two relays' segments of one name differ in their creation time.
+    private func sameSegmentResealed(_ input: any FileHandle, as path: String) throws(FileSystemError) -> Bool {
+        let other = try fileSystem.open(path, create: false)
+        defer { other.close() }
+        guard try input.read(at: 0, count: SegmentHeader.size) == other.read(at: 0, count: SegmentHeader.size) else { return false }
+        return try Self.frameShapes(input) == Self.frameShapes(other)
+    }
+
+    /// What each valid frame of a segment holds, payloads aside.
+    private static func frameShapes(_ handle: any FileHandle) throws(FileSystemError) -> [[UInt64]] {
+        var walker = try FrameWalker(handle: handle)
+        var shapes: [[UInt64]] = []
+        while true {
+            switch try walker.next() {
+            case .frame(let header, _, _):
+                shapes.append([header.firstSequence, UInt64(header.eventCount), UInt64(header.uncompressedLength), UInt64(header.codec.rawValue)])
+            case .damaged: continue
+            case .damagedTail, .end: return shapes
+            }
         }
     }
 

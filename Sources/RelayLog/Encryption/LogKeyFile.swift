@@ -56,7 +56,9 @@ public enum LogKeyFile {
     public static func parse(_ text: String, path: String) throws(LogKeyFileError) -> LogKeyRing {
         var keys: [LogKeyRing.Key] = []
         var seen: Set<Substring> = []
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // A byte-order mark and CR LF line ends (a file written on Windows) are taken as plain text.
+        let lines = (text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        for (index, rawLine) in lines.enumerated() {
             let number = index + 1
             let content = rawLine.prefix { $0 != "#" }.trimmingCharacters(in: .whitespaces)
             if content.isEmpty { continue }

@@ -66,7 +66,8 @@ public struct LogReader: Sendable {
     /// Returns fewer (possibly none) when the log holds no more yet; call again later to tail it.
     ///
     /// - Throws: ``LogError/unreadableFrame(_:segment:offset:)`` at an encrypted frame whose key
-    ///   the reader lacks (its position stays before that frame), ``LogError/fileSystem(_:context:)``
+    ///   the reader lacks, when it read no event before it (a batch ends before such a frame; its
+    ///   position stays there), ``LogError/fileSystem(_:context:)``
     ///   when a segment cannot be read.
     public mutating func read(maximumEvents: Int, below limit: UInt64 = .max) throws(LogError) -> LogReadBatch {
         var batch = LogReadBatch()
@@ -81,7 +82,14 @@ public struct LogReader: Sendable {
                 if let last = batch.events.last, last.sequence + 1 >= limit { break }
                 continue
             }
-            guard try loadNextFrame(into: &batch) else { break }
+            do {
+                guard try loadNextFrame(into: &batch) else { break }
+            } catch {
+                // Hand over what was read before the frame it cannot open (the position has passed
+                // those events); the next call stops at that frame again.
+                guard case .unreadableFrame = error, !batch.events.isEmpty else { throw error }
+                break
+            }
         }
         batch.position = position
         return batch
