@@ -547,4 +547,39 @@ struct EncryptionCommandTests {
             }
         }
     }
+
+    @Test("segments rekeyed in the log after they were archived still leave the log: the archive takes the copy sealed anew")
+    func archivedThenRekeyedSegmentsLeave() async throws {
+        let binary = try RelayBinary.path()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rekey-archive-\(UUID().uuidString)").path
+        let archive = directory + "-archive"
+        let keys = directory + "-keys"
+        defer { for path in [directory, archive, keys] { try? FileManager.default.removeItem(atPath: path) } }
+        try Self.writeKeyFile(keys, [("r1", Self.randomKey())])
+        let lines = (1...2000).map { #"{"kind":"track","action":"open","messageId":"\#($0)","deliveryId":"d1"}"# }.joined(separator: "\n") + "\n"
+        let ingest = try await RelayBinary.run(
+            binary, ["ingest", "-", "--segment-bytes", "4096", "--compression-level", "0", "--batch-bytes", "1024", "--data-dir", directory],
+            input: Data(lines.utf8))
+        #expect(ingest.status == 0, "\(ingest.stderr)")
+        let archived = try await RelayBinary.run(binary, ["wal", "archive", "--to", archive, "--data-dir", directory])
+        #expect(archived.status == 0, "\(archived.stderr)")
+        let sealedSegments = Self.segments(directory).count - 1
+        #expect(sealedSegments >= 3, "\(Self.segments(directory))")
+        // The log's segments are sealed anew; the archive keeps its copies in the clear (no --archive-dir).
+        let (rekeyed, _) = try await Self.rekey(binary, directory, keyFile: keys, label: "rekey")
+        #expect(rekeyed.directories.map(\.segmentsRewritten) == [Self.segments(directory).count])
+        // Counting with no retention: every passed segment leaves for the archive, which takes the log's copy.
+        let aggregate = try await RelayBinary.run(
+            binary, ["aggregate", "--retain", "0", "--archive-dir", archive, "--encryption-key-file", keys, "--data-dir", directory])
+        #expect(aggregate.status == 0, "\(aggregate.stderr)")
+        #expect(!aggregate.stderr.contains("already holds a different"), "\(aggregate.stderr)")
+        #expect(Self.segments(directory).count == 1, "every passed segment left the log: \(Self.segments(directory))")
+        let verify = try await RelayBinary.run(binary, ["wal", "verify", "--json", "--archive", archive, "--data-dir", directory])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any])
+        #expect(report["frames"] as? Int == report["encryptedFrames"] as? Int, "the archive holds the sealed copies: \(verify.stdout)")
+        let replayed = try await RelayBinary.run(
+            binary, ["replay", "--from", "1", "--dry-run", "--json", "--from-archive", archive, "--encryption-key-file", keys, "--data-dir", directory])
+        #expect(replayed.status == 0, "\(replayed.stderr)")
+        #expect(replayed.stdout.contains(#""events":2000"#), "\(replayed.stdout)")
+    }
 }

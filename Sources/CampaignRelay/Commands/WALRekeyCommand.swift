@@ -14,7 +14,9 @@ struct WALRekeyCommand: AsyncParsableCommand {
             --encryption-key-file are sealed again with its newest (last) key; segments already \
             sealed with it are left as they are. Each segment is rewritten crash-safely (a \
             temporary copy, fdatasync, rename, directory fsync): after a crash or an interruption, \
-            run the command again. Safe beside a running server: then the segment the server \
+            run the command again. Restart a running server with the new key file first: it \
+            cannot read segments sealed with a key its file lacks. Safe beside a running server: \
+            then the segment the server \
             appends to is left alone (the server seals it with the newest key once it was started \
             with the same key file; run the command again after it rolls). Without a server the \
             whole log is rewritten. Once every key but the newest has no frame left (`wal verify \
