@@ -65,6 +65,7 @@ struct ArchitectureTests {
         "Sources/CampaignRelay/Support/ConfigurationFile.swift":
             "reads the --config file before the command line is parsed, before any task runs, and on the config-read executor when a command reads its tenants",
         "Sources/CampaignRelay/Support/TenantTable.swift": "checks each tenant's ca-file as ConfigurationFile reads the file, on its threads",
+        "Sources/RelayLog/Encryption/LogKeyFile.swift": "reads --encryption-key-file and its mode on the key-file executor (EncryptionOptions.keyRing())",
         "Sources/RelayForwarding/DeadLetters/Pseudonymizer.swift":
             "reads or makes pseudonym.key on the forwarding store's executor (ForwardingStore.pseudonymizer())",
     ]
@@ -75,6 +76,8 @@ struct ArchitectureTests {
         "Sources/RelayCore/EventTime.swift": "clock and calendar functions",
         "Sources/RelayCore/SystemClock.swift": "clock_gettime",
         "Sources/RelayLog/LogLayout.swift": "path constants",
+        "Sources/RelayLog/Encryption/SealedText.swift": "Data's base64 for sealed values",
+        "Sources/RelayLog/Rekey/SegmentRewriteLock.swift": "usleep between tries for the lock, on the log's or wal rekey's thread",
         "Sources/RelayForwarding/Uploader/TransportErrorText.swift": "strerror",
         "Sources/RelayServer/APIJSON.swift": "JSONEncoder",
         "Sources/RelayServer/ListenAddressCheck.swift": "a socket bind probe",

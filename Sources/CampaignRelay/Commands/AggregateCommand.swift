@@ -41,7 +41,7 @@ struct AggregateCommand: AsyncParsableCommand {
         let log: WriteAheadLog
         do {
             log = try await WriteAheadLog.open(
-                dataDirectory: common.dataDir, configuration: try retention.applied(),
+                dataDirectory: common.dataDir, configuration: try await retention.applied(),
                 consumers: [database == nil ? Aggregator.consumer : FleetAggregator.consumer], logger: logger)
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }

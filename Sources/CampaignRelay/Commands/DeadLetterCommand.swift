@@ -40,7 +40,7 @@ struct DeadLetterListCommand: AsyncParsableCommand {
 
     func run() async throws {
         try common.requireDataDirectory()
-        let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try encryption.keyRing())
+        let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try await encryption.keyRing())
         let letters = try await store.deadLetters(includeRequeued: all, limit: limit)
         var output = StandardOutput.output()
         if common.json {
@@ -103,7 +103,7 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
 
     func run() async throws {
         try common.requireDataDirectory()
-        let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try retention.encryption.keyRing())
+        let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try await retention.encryption.keyRing())
         let pending = try await store.deadLetters(includeRequeued: false)
         let chosen = all ? pending : pending.filter { id.contains($0.id) }
         if !all {
@@ -118,7 +118,7 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
         let log: WriteAheadLog?
         let handoff: ServerHandoff?
         do {
-            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try retention.applied(), logger: logger)
+            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try await retention.applied(), logger: logger)
             handoff = nil
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }

@@ -63,7 +63,7 @@ struct IngestCommand: AsyncParsableCommand {
         let wal: WriteAheadLog?
         let handoff: ServerHandoff?
         do {
-            wal = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try log.configuration(), logger: logger)
+            wal = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try await log.configuration(), logger: logger)
             handoff = nil
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }

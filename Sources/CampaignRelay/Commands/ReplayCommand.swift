@@ -105,7 +105,7 @@ struct ReplayCommand: AsyncParsableCommand {
             }
         }
         let walDirectory = LogLayout(dataDirectory: common.dataDir).walDirectory
-        let keys = try encryption.keyRing()
+        let keys = try await encryption.keyRing()
         let range = ReplayRange(sequences: sequences, times: times, withArchive: fromArchive != nil)
         let reads = BlockingExecutor(name: "replay-range")
         if fromArchive == nil {

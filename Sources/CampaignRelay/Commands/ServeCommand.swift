@@ -130,7 +130,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.host = address.host
         configuration.port = address.port
         configuration.dataDirectory = common.dataDir
-        configuration.log = try log.configuration()
+        configuration.log = try await log.configuration()
         configuration.trackingHost = tracking
         configuration.marketingHost = marketing
         configuration.upload = try upstream.configuration()

@@ -114,7 +114,7 @@ struct StatsCommand: AsyncParsableCommand {
                 noCatchUp
                 ? nil
                 : try await WriteAheadLog.open(
-                    dataDirectory: common.dataDir, configuration: try retention.applied(), consumers: rebuild ? [Aggregator.consumer] : [],
+                    dataDirectory: common.dataDir, configuration: try await retention.applied(), consumers: rebuild ? [Aggregator.consumer] : [],
                     logger: logger)
         } catch {
             guard let running = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }

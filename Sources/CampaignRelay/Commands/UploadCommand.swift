@@ -49,7 +49,7 @@ struct UploadCommand: AsyncParsableCommand {
         let log: WriteAheadLog
         do {
             log = try await WriteAheadLog.open(
-                dataDirectory: common.dataDir, configuration: try retention.applied(), consumers: lanes.map(\.consumer), logger: logger)
+                dataDirectory: common.dataDir, configuration: try await retention.applied(), consumers: lanes.map(\.consumer), logger: logger)
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             let forwards = [server.forwardsTracking ? "tracking hits" : nil, server.forwardsRegistrations ? "registrations" : nil].compactMap { $0 }
@@ -67,7 +67,7 @@ struct UploadCommand: AsyncParsableCommand {
         }
         let store: ForwardingStore
         do {
-            store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try retention.encryption.keyRing())
+            store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try await retention.encryption.keyRing())
         } catch {
             await log.close()
             throw error
@@ -127,7 +127,7 @@ struct UploadCommand: AsyncParsableCommand {
         let log: WriteAheadLog
         do {
             log = try await WriteAheadLog.open(
-                dataDirectory: common.dataDir, configuration: try retention.applied(), consumers: [CentralRelaySink.consumer], logger: logger)
+                dataDirectory: common.dataDir, configuration: try await retention.applied(), consumers: [CentralRelaySink.consumer], logger: logger)
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             throw RuntimeFailure(
@@ -136,7 +136,7 @@ struct UploadCommand: AsyncParsableCommand {
         let uploader: Uploader
         do {
             // The store of the Campaign lanes' dead letters: a central relay's refusals wait in the log instead.
-            let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try retention.encryption.keyRing())
+            let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try await retention.encryption.keyRing())
             uploader = try Uploader(
                 log: log, trackingHost: nil, marketingHost: nil, upstreamRelay: CentralRelaySink(host: central.host, token: central.token),
                 store: store, configuration: configuration, logger: logger)

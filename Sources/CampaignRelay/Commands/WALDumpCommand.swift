@@ -34,7 +34,7 @@ struct WALDumpCommand: AsyncParsableCommand {
         let layout = LogLayout(dataDirectory: common.dataDir)
         // The log's files are read on a thread of their own; the reader moves there and back.
         let reading = BlockingExecutor(name: "wal-dump")
-        var reader = LogReader(walDirectory: layout.walDirectory, from: from, keys: try encryption.keyRing())
+        var reader = LogReader(walDirectory: layout.walDirectory, from: from, keys: try await encryption.keyRing())
         let close = { (reader: LogReader) async in _ = await reading.run(moving: reader) { (owned: inout LogReader) in owned.close() } }
         var output = StandardOutput.output()
         var errors = StandardOutput.error()

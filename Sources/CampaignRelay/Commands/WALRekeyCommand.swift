@@ -44,7 +44,7 @@ struct WALRekeyCommand: AsyncParsableCommand {
 
     func run() async throws {
         try common.requireDataDirectory()
-        guard let keys = try encryption.keyRing() else { return }
+        guard let keys = try await encryption.keyRing() else { return }
         for archive in archiveDirectories { try await ArchiveDirectoryCheck.requireExisting(archive) }
         let layout = LogLayout(dataDirectory: common.dataDir)
         let walDirectory = layout.walDirectory

@@ -27,7 +27,7 @@ struct WALVerifyCommand: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
 
     func run() async throws {
-        let keys = try encryption.keyRing()
+        let keys = try await encryption.keyRing()
         let layout = LogLayout(dataDirectory: common.dataDir)
         let dataDirectory = common.dataDir
         let directory = archive ?? layout.walDirectory

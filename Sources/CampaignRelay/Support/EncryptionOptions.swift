@@ -1,4 +1,5 @@
 import ArgumentParser
+import RelayIO
 import RelayLog
 
 /// `--encryption-key-file`: the keys of encryption at rest, for every command that writes or
@@ -15,13 +16,13 @@ struct EncryptionOptions: ParsableArguments {
         if let encryptionKeyFile, encryptionKeyFile.isEmpty { throw ValidationError("--encryption-key-file must not be empty") }
     }
 
-    /// The keys of the file, or `nil` without the option.
+    /// The keys of the file (read on a thread of its own), or `nil` without the option.
     ///
     /// - Throws: ``RuntimeFailure`` naming the file, the line and the rule when the file cannot be used.
-    func keyRing() throws(RuntimeFailure) -> LogKeyRing? {
-        guard let encryptionKeyFile else { return nil }
+    func keyRing() async throws(RuntimeFailure) -> LogKeyRing? {
+        guard let path = encryptionKeyFile else { return nil }
         do {
-            return try LogKeyFile.load(path: encryptionKeyFile)
+            return try await BlockingExecutor(name: "key-file").run { () throws(LogKeyFileError) in try LogKeyFile.load(path: path) }
         } catch {
             throw RuntimeFailure(error.description)
         }

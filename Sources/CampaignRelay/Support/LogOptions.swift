@@ -29,8 +29,8 @@ struct LogOptions: ParsableArguments {
     }
 
     /// The log's configuration the options name.
-    func configuration() throws -> LogConfiguration {
-        try retention.applied(
+    func configuration() async throws -> LogConfiguration {
+        try await retention.applied(
             to: LogConfiguration(
                 segmentBytes: segmentBytes, maximumLogBytes: maxWalBytes, compressionLevel: compressionLevel, preallocateSegments: preallocate))
     }

@@ -54,11 +54,11 @@ struct RetentionOptions: ParsableArguments {
     ///
     /// - Throws: `ValidationError` for a malformed duration or size, ``RuntimeFailure`` for a key
     ///   file that cannot be used.
-    func applied(to configuration: LogConfiguration = LogConfiguration()) throws -> LogConfiguration {
+    func applied(to configuration: LogConfiguration = LogConfiguration()) async throws -> LogConfiguration {
         var result = configuration
         result.retention = try retention()
         result.archiveDirectory = archiveDir
-        result.encryption = try encryption.keyRing()
+        result.encryption = try await encryption.keyRing()
         return result
     }
 }

@@ -217,7 +217,7 @@ public actor ForwardingStore: BlockingActor {
 
     private func open(_ value: String, _ column: SealedColumn, letter: Int64) throws(ForwardingStoreError) -> String {
         do {
-            return try SealedText.open(value, context: column.rawValue, keys: keys)
+            return try SealedText.unseal(value, context: column.rawValue, keys: keys)
         } catch {
             throw .sealed(error, letter: letter)
         }

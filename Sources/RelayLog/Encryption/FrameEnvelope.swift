@@ -1,5 +1,4 @@
 import Crypto
-import Foundation
 
 /// The stored payload of an encrypted frame (frame flag ``FrameHeader/encryptedFlag``): which key
 /// sealed it, the salt of its frame key, and the AES-256-GCM ciphertext of what an unencrypted

@@ -43,7 +43,7 @@ public enum SealedText {
     ///   a key `keys` lack (or there are none), ``FrameEncryptionError/notAuthentic(keyID:)`` when
     ///   it does not open under it, ``FrameEncryptionError/malformedEnvelope(_:)`` for a sealed
     ///   value that is not `sealed:ID:BASE64`.
-    public static func open(_ stored: String, context: String, keys: LogKeyRing?) throws(FrameEncryptionError) -> String {
+    public static func unseal(_ stored: String, context: String, keys: LogKeyRing?) throws(FrameEncryptionError) -> String {
         guard isSealed(stored) else { return stored }
         let parts = stored.dropFirst(prefix.count).split(separator: ":", maxSplits: 1)
         guard parts.count == 2, let combined = Data(base64Encoded: String(parts[1])) else {
