@@ -207,7 +207,9 @@ public actor Aggregator: BlockingActor {
         if let archiveDirectory {
             let logStart = oldest
             let archived = try await BlockingExecutor(name: "archive-extent").run { () throws(AggregatorError) -> LogExtent in
-                do throws(LogError) { return try LogExtent.read(walDirectory: archiveDirectory, fileSystem: fileSystem, keys: log.configuration.encryption) } catch { throw .log(error) }
+                do throws(LogError) {
+                    return try LogExtent.read(walDirectory: archiveDirectory, fileSystem: fileSystem, keys: log.configuration.encryption)
+                } catch { throw .log(error) }
             }
             if let first = archived.firstSequence, let last = archived.lastSequence {
                 let durable = await log.durableSequence

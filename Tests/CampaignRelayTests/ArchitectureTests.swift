@@ -65,7 +65,8 @@ struct ArchitectureTests {
         "Sources/CampaignRelay/Support/ConfigurationFile.swift":
             "reads the --config file before the command line is parsed, before any task runs, and on the config-read executor when a command reads its tenants",
         "Sources/CampaignRelay/Support/TenantTable.swift": "checks each tenant's ca-file as ConfigurationFile reads the file, on its threads",
-        "Sources/RelayLog/Encryption/LogKeyFile.swift": "reads --encryption-key-file and its mode on the key-file executor (EncryptionOptions.keyRing())",
+        "Sources/RelayLog/Encryption/LogKeyFile.swift":
+            "reads --encryption-key-file and its mode on the key-file executor (EncryptionOptions.keyRing())",
         "Sources/RelayForwarding/DeadLetters/Pseudonymizer.swift":
             "reads or makes pseudonym.key on the forwarding store's executor (ForwardingStore.pseudonymizer())",
     ]

@@ -578,7 +578,8 @@ struct EncryptionCommandTests {
         let report = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any])
         #expect(report["frames"] as? Int == report["encryptedFrames"] as? Int, "the archive holds the sealed copies: \(verify.stdout)")
         let replayed = try await RelayBinary.run(
-            binary, ["replay", "--from", "1", "--dry-run", "--json", "--from-archive", archive, "--encryption-key-file", keys, "--data-dir", directory])
+            binary,
+            ["replay", "--from", "1", "--dry-run", "--json", "--from-archive", archive, "--encryption-key-file", keys, "--data-dir", directory])
         #expect(replayed.status == 0, "\(replayed.stderr)")
         #expect(replayed.stdout.contains(#""events":2000"#), "\(replayed.stdout)")
     }

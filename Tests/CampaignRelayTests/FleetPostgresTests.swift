@@ -458,7 +458,6 @@ struct FleetPostgresTests {
         }
         #expect(again == FleetSchema.version, "a second start finds version \(FleetSchema.version) and changes nothing")
 
-
         // The relay goes on from its position with version 2: messages and tokens seen before
         // (by it or by the other relay) are not unique again, its rows grow, a new tenant's
         // delivery of the same id is a delivery of its own.

@@ -52,8 +52,10 @@ struct PersonalDataAtRestTests {
         let server = try ChildProcess(
             binary,
             [
-                "serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--log-format", "json", "--encryption-key-file", keys, "--compression-level", "0",
-                "--segment-bytes", "4096", "--retain", "0", "--archive-dir", archive, "--tracking-host", campaign.url, "--marketing-host", campaign.url,
+                "serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--log-format", "json", "--encryption-key-file", keys,
+                "--compression-level", "0",
+                "--segment-bytes", "4096", "--retain", "0", "--archive-dir", archive, "--tracking-host", campaign.url, "--marketing-host",
+                campaign.url,
             ]
         )
         defer { server.stop() }

@@ -81,7 +81,8 @@ struct CountDeltasTests {
         #expect(deltas.registrations.map(\.last) == [Self.base + 6, Self.base + 9])
         // Tokens as their digests (the aggregates keep none in the clear), in key order.
         #expect(
-            deltas.tokens == [(0, "y"), (0, "z"), (1, "w"), (1, "x")].map { CountDeltas.TokenSighting(app: $0.0, token: TokenDigest.hex($0.1)) }
+            deltas.tokens
+                == [(0, "y"), (0, "z"), (1, "w"), (1, "x")].map { CountDeltas.TokenSighting(app: $0.0, token: TokenDigest.hex($0.1)) }
                 .sorted { ($0.app, $0.token) < ($1.app, $1.token) })
         #expect(deltas.distinctTokens(newTokenApps: [0, 1, 1]) == [1, 2])
         #expect(deltas.deliveries.isEmpty && deltas.messages.isEmpty)

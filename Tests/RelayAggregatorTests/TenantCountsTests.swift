@@ -109,7 +109,8 @@ struct TenantCountsTests {
         // Version 5 keeps no token in the clear: the three tokens counted before are digests now.
         #expect(
             try await DistinctMessagesTests.integer(
-                path, "SELECT count(*) FROM registration_tokens WHERE length(registration_token) = 64 AND registration_token NOT GLOB '*[^0-9a-f]*'") == 3)
+                path, "SELECT count(*) FROM registration_tokens WHERE length(registration_token) = 64 AND registration_token NOT GLOB '*[^0-9a-f]*'")
+                == 3)
         #expect(try await DistinctMessagesTests.integer(path, "SELECT count(*) FROM registration_tokens WHERE registration_token = 'testToken'") == 0)
         let refsAfter = try await DistinctMessagesTests.sql(path) { connection throws(SQLiteError) in
             let statement = try connection.prepare(refs)

@@ -92,7 +92,9 @@ struct EncryptedCrashSimulationTests {
         }
     }
 
-    @Test("no (salt, first sequence) seals two different frames across power losses; frames a crash lost are sealed again under another salt", arguments: shards)
+    @Test(
+        "no (salt, first sequence) seals two different frames across power losses; frames a crash lost are sealed again under another salt",
+        arguments: shards)
     func nonceNeverReused(shard: Int) async throws {
         var tally = Tally()
         for index in 0..<Self.seedsPerShard {
@@ -272,7 +274,8 @@ struct EncryptedCrashSimulationTests {
         let last = try await reopened.append([TestEvents.tracking(2_000_000)])
         #expect(last.lowerBound == after.upperBound)
         await reopened.close()
-        var final = LogReader(walDirectory: LogLayout(dataDirectory: dataDirectory).walDirectory, fileSystem: recovered, from: durable, keys: Self.keys)
+        var final = LogReader(
+            walDirectory: LogLayout(dataDirectory: dataDirectory).walDirectory, fileSystem: recovered, from: durable, keys: Self.keys)
         #expect(
             try readToEnd(&final).compactMap { TestEvents.id(of: $0.event) }
                 == (0..<Int64(after.count)).map { 1_000_000 + $0 } + [2_000_000], "seed \(seed)")

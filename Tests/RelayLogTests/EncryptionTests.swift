@@ -90,7 +90,8 @@ struct EncryptionTests {
         #expect(
             refused
                 == LogKeyFileError(
-                    path: path, line: nil, problem: "is open to its group or others (mode 644): run chmod 600 \(path), as ssh requires of a private key"))
+                    path: path, line: nil,
+                    problem: "is open to its group or others (mode 644): run chmod 600 \(path), as ssh requires of a private key"))
         #expect(chmod(path, 0o640) == 0)
         #expect(throws: LogKeyFileError.self) { try LogKeyFile.load(path: path) }
 
@@ -128,7 +129,9 @@ struct EncryptionTests {
         return events
     }
 
-    @Test("events of every shape go through an encrypted log on disk and back, by the log's reader and a reader of its own; the file holds none of their text", arguments: [Int32(0), 6])
+    @Test(
+        "events of every shape go through an encrypted log on disk and back, by the log's reader and a reader of its own; the file holds none of their text",
+        arguments: [Int32(0), 6])
     func roundTripOnDisk(compressionLevel: Int32) async throws {
         let events = try Self.everyShape()
         let thirds = [0, events.count / 3, 2 * events.count / 3, events.count]
@@ -202,7 +205,8 @@ struct EncryptionTests {
 
     static let mixedSegment = "00000000000000000001.wal"
 
-    @Test("a log in the clear, then under [k1], then under [k1, k2] reads back whole with both keys; verify counts frames per key with or without them")
+    @Test(
+        "a log in the clear, then under [k1], then under [k1, k2] reads back whole with both keys; verify counts frames per key with or without them")
     func rotationAndMixedLog() async throws {
         let fileSystem = try await Self.mixedLog()
         #expect(try fileSystem.listDirectory("/mixed/wal").filter { $0.hasSuffix(".wal") } == [Self.mixedSegment])
@@ -298,7 +302,8 @@ struct EncryptionTests {
         for (keys, available) in [(encryptionTestRing(("k2", 2)), ["k2"]), (nil, [])] as [(LogKeyRing?, [String])] {
             configuration.encryption = keys
             await #expect(throws: LogError.unreadableFrame(.keyMissing(keyID: "k1", available: available), segment: Self.mixedSegment, offset: 32)) {
-                let refused = try await WriteAheadLog.open(dataDirectory: "/sealed", configuration: configuration, fileSystem: encrypted, logger: quietLogger)
+                let refused = try await WriteAheadLog.open(
+                    dataDirectory: "/sealed", configuration: configuration, fileSystem: encrypted, logger: quietLogger)
                 await refused.close()
             }
         }
@@ -330,7 +335,8 @@ struct EncryptionTests {
         await log.close()
         configuration.encryption = encryptionTestRing(("k1", 99))
         await #expect(throws: LogError.unreadableFrame(.notAuthentic(keyID: "k1"), segment: Self.mixedSegment, offset: 32)) {
-            let refused = try await WriteAheadLog.open(dataDirectory: "/sealed", configuration: configuration, fileSystem: encrypted, logger: quietLogger)
+            let refused = try await WriteAheadLog.open(
+                dataDirectory: "/sealed", configuration: configuration, fileSystem: encrypted, logger: quietLogger)
             await refused.close()
         }
     }
@@ -442,7 +448,8 @@ struct EncryptionTests {
         #expect(events.compactMap { TestEvents.id(of: $0.event) } == [1, 2, 3, 99, 7, 8])
     }
 
-    @Test("a failed commit whose frame stays on disk (superseded) and its rewrite in the next segment have the same first sequence and different salts")
+    @Test(
+        "a failed commit whose frame stays on disk (superseded) and its rewrite in the next segment have the same first sequence and different salts")
     func supersededFrameHasAnotherSalt() async throws {
         let fileSystem = SimulatedFileSystem()
         var configuration = LogConfiguration(segmentBytes: 64 << 10)
@@ -522,7 +529,9 @@ struct EncryptionTests {
             Issue.record("a log whose newest segment holds encrypted frames opened without a key file")
             await opened.close()
         }
-        #expect(refusal == .unreadableFrame(.keyMissing(keyID: "k1", available: []), segment: Self.mixedSegment, offset: firstK1), "\(String(describing: refusal))")
+        #expect(
+            refusal == .unreadableFrame(.keyMissing(keyID: "k1", available: []), segment: Self.mixedSegment, offset: firstK1),
+            "\(String(describing: refusal))")
         let after = parseFrames(try #require(fileSystem.contents("/mixed/wal/\(Self.mixedSegment)")), from: SegmentHeader.size)
         #expect(after == before, "the refused opening changed nothing")
     }

@@ -57,7 +57,7 @@ struct WALRekeyCommand: AsyncParsableCommand {
             let lock: (any FileHandle)?
             do throws(FileSystemError) {
                 lock = try fileSystem.lockExclusively(layout.lockFile)
-            } catch where error.errno == LogLayout.lockHeldErrno {
+            } catch  where error.errno == LogLayout.lockHeldErrno {
                 lock = nil
             } catch {
                 throw RuntimeFailure("cannot open the log's lock \(layout.lockFile): \(error)")
@@ -95,7 +95,9 @@ struct WALRekeyCommand: AsyncParsableCommand {
         var output = StandardOutput.output()
         if json {
             output.line(
-                APIJSON.text(RekeyOutput(directories: reports, deadLettersResealed: deadLetters.letters, deadLetterJournalCleared: deadLetters.journalCleared)))
+                APIJSON.text(
+                    RekeyOutput(directories: reports, deadLettersResealed: deadLetters.letters, deadLetterJournalCleared: deadLetters.journalCleared))
+            )
         } else {
             for report in reports {
                 var line =

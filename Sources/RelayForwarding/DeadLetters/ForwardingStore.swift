@@ -135,16 +135,22 @@ public actor ForwardingStore: BlockingActor {
     /// hashes, in one transaction (then the file is vacuumed, so the old pages go too).
     private static func hashDeliveredRegistrations(_ connection: SQLiteConnection) throws(SQLiteError) {
         try connection.transaction { () throws(SQLiteError) in
-            let read = try connection.prepare("SELECT tenant, platform, integration_key, registration_token, fingerprint, delivered_at FROM delivered_registrations")
+            let read = try connection.prepare(
+                "SELECT tenant, platform, integration_key, registration_token, fingerprint, delivered_at FROM delivered_registrations")
             var rows: [(String, String, String, String, String, String)] = []
             while try read.step() {
                 let token = read.text(3) ?? ""
-                rows.append((read.text(0) ?? "", read.text(1) ?? "", read.text(2) ?? "", tokenDigest(token), fingerprintDigest(token: token, fingerprint: read.text(4) ?? ""), read.text(5) ?? ""))
+                rows.append(
+                    (
+                        read.text(0) ?? "", read.text(1) ?? "", read.text(2) ?? "", tokenDigest(token),
+                        fingerprintDigest(token: token, fingerprint: read.text(4) ?? ""), read.text(5) ?? ""
+                    ))
             }
             read.finalize()
             try connection.execute("DELETE FROM delivered_registrations")
             let insert = try connection.prepare(
-                "INSERT OR REPLACE INTO delivered_registrations (tenant, platform, integration_key, registration_token, fingerprint, delivered_at) VALUES (?, ?, ?, ?, ?, ?)")
+                "INSERT OR REPLACE INTO delivered_registrations (tenant, platform, integration_key, registration_token, fingerprint, delivered_at) VALUES (?, ?, ?, ?, ?, ?)"
+            )
             defer { insert.finalize() }
             for row in rows {
                 insert.reset()
@@ -227,7 +233,9 @@ public actor ForwardingStore: BlockingActor {
     ///
     /// - Throws: ``ForwardingStoreError/sealed(_:letter:)`` for a sealed letter the store's keys
     ///   do not open (naming the key it needs).
-    public func deadLetters(tenant: TenantSelection = .all, includeRequeued: Bool = false, limit: Int? = nil) throws(ForwardingStoreError) -> [DeadLetter] {
+    public func deadLetters(tenant: TenantSelection = .all, includeRequeued: Bool = false, limit: Int? = nil) throws(ForwardingStoreError)
+        -> [DeadLetter]
+    {
         do {
             return try readDeadLetters(tenant: tenant, includeRequeued: includeRequeued, limit: limit)
         } catch let error as ForwardingStoreError {
@@ -404,6 +412,7 @@ public actor ForwardingStore: BlockingActor {
     static func fingerprintDigest(_ registration: Registration) -> String {
         fingerprintDigest(
             token: registration.registrationToken,
-            fingerprint: (registration.userKey ?? "") + "\u{1F}" + AdditionalParamsXML.xml(registration.additionalParams, platform: registration.platform))
+            fingerprint: (registration.userKey ?? "") + "\u{1F}"
+                + AdditionalParamsXML.xml(registration.additionalParams, platform: registration.platform))
     }
 }

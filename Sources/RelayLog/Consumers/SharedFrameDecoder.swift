@@ -232,7 +232,8 @@ package final class SharedFrameDecoder: Sendable {
             ready.lock(whenValue: true)
             defer { ready.unlock() }
             // Set before `ready` became true, under the same lock.
-            return outcome.withLockedValue { $0 } ?? .failure(FrameDecodingError.events(EventBinaryCodec.DecodingError(offset: 0, reason: "frame decoding was lost")))
+            return outcome.withLockedValue { $0 }
+                ?? .failure(FrameDecodingError.events(EventBinaryCodec.DecodingError(offset: 0, reason: "frame decoding was lost")))
         }
     }
 }

@@ -62,7 +62,8 @@ public enum FrameEnvelope {
         let id = String(decoding: idBytes, as: UTF8.self)
         guard LogKeyFile.isValidID(Substring(id)) else { return .failure(.malformedEnvelope("the key id is not \(LogKeyFile.idRule)")) }
         let tagStart = stored.count - tagSize
-        return .success(Parts(keyID: id, salt: Array(stored[saltStart..<cipherStart]), ciphertext: cipherStart..<tagStart, tag: tagStart..<stored.count))
+        return .success(
+            Parts(keyID: id, salt: Array(stored[saltStart..<cipherStart]), ciphertext: cipherStart..<tagStart, tag: tagStart..<stored.count))
     }
 
     /// The frame key of `key` under `salt`.

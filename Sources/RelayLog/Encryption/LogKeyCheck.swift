@@ -51,7 +51,7 @@ enum LogKeyCheck {
                         break walking
                     }
                 }
-            } catch where error.errno == LogLayout.noSuchFileErrno {
+            } catch  where error.errno == LogLayout.noSuchFileErrno {
                 continue
             } catch {
                 throw .fileSystem(error, context: "reading the first frame of \(name)")

@@ -23,7 +23,8 @@ public enum LogKeyFile {
 
     /// Whether `id` is a valid key id.
     public static func isValidID(_ id: Substring) -> Bool {
-        (1...32).contains(id.utf8.count) && id.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D }
+        (1...32).contains(id.utf8.count)
+            && id.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D }
     }
 
     /// Reads and checks the key file at `path`. It reads a file: call it where blocking is allowed
@@ -57,7 +58,8 @@ public enum LogKeyFile {
         var keys: [LogKeyRing.Key] = []
         var seen: Set<Substring> = []
         // A byte-order mark and CR LF line ends (a file written on Windows) are taken as plain text.
-        let lines = (text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
+        let lines = (text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text).split(
+            omittingEmptySubsequences: false, whereSeparator: \.isNewline)
         for (index, rawLine) in lines.enumerated() {
             let number = index + 1
             let content = rawLine.prefix { $0 != "#" }.trimmingCharacters(in: .whitespaces)
@@ -76,7 +78,8 @@ public enum LogKeyFile {
             }
             guard bytes.count == 32 else {
                 throw LogKeyFileError(
-                    path: path, line: number, problem: "key \(id) decodes to \(bytes.count) bytes, not 32 (make one with: head -c 32 /dev/urandom | base64)")
+                    path: path, line: number,
+                    problem: "key \(id) decodes to \(bytes.count) bytes, not 32 (make one with: head -c 32 /dev/urandom | base64)")
             }
             seen.insert(id)
             keys.append(LogKeyRing.Key(id: String(id), bytes: bytes))

@@ -54,7 +54,9 @@ public struct LogExtent: Sendable, Hashable {
         let starts = listing.starts
         guard let oldest = starts.first else { return LogExtent() }
         var extent = LogExtent()
-        if let first = try firstEvent(walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: oldest, keys: keys) {
+        if let first = try firstEvent(
+            walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: oldest, keys: keys)
+        {
             extent.firstSequence = first.sequence
             extent.firstEventTime = first.event.time
         }

@@ -55,7 +55,9 @@ public enum LogVerifier {
     /// - Throws: ``LogError/unreadableFrame(_:segment:offset:)`` when `keys` are given and lack a
     ///   frame's key, or it does not open under it; ``LogError/fileSystem(_:context:)`` when a
     ///   segment cannot be read.
-    public static func verify(walDirectory: String, fileSystem: any FileSystem = PosixFileSystem(), keys: LogKeyRing? = nil) throws(LogError) -> Report {
+    public static func verify(walDirectory: String, fileSystem: any FileSystem = PosixFileSystem(), keys: LogKeyRing? = nil) throws(LogError)
+        -> Report
+    {
         var report = Report()
         let starts: [UInt64]
         do {

@@ -77,12 +77,13 @@ public enum LogRekey {
     }
 
     /// Rewrites one segment, if any of its frames is not sealed with the newest key.
-    private static func rewrite(name: String, directory: String, keys: LogKeyRing, fileSystem: any FileSystem, report: inout Report) throws(LogError) {
+    private static func rewrite(name: String, directory: String, keys: LogKeyRing, fileSystem: any FileSystem, report: inout Report) throws(LogError)
+    {
         let path = "\(directory)/\(name)"
         let handle: any FileHandle
         do {
             handle = try fileSystem.open(path, create: false)
-        } catch where error.errno == LogLayout.noSuchFileErrno {
+        } catch  where error.errno == LogLayout.noSuchFileErrno {
             report.segmentsGone += 1
             return
         } catch {

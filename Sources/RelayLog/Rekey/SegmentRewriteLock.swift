@@ -25,7 +25,7 @@ struct SegmentRewriteLock {
             do {
                 held = try fileSystem.lockExclusively(path)
                 acquired = true
-            } catch where error.errno == LogLayout.lockHeldErrno && ContinuousClock.now < deadline {
+            } catch  where error.errno == LogLayout.lockHeldErrno && ContinuousClock.now < deadline {
                 usleep(5_000)
             } catch {
                 throw .fileSystem(error, context: "waiting for \(path), held while a segment is rewritten (wal rekey) or removed (retention)")

@@ -393,7 +393,8 @@ public actor WriteAheadLog {
                 (owned: inout SegmentWriter) -> (Result<(Int, Int, Duration, [TenantName: Int64]), LogError>, SegmentWriter.RetentionPass) in
                 var retention = handedOff.isEmpty ? SegmentWriter.RetentionPass() : owned.remove(handedOff, archiving: false)
                 do throws(LogError) {
-                    let (bytes, frames, tenantBytes) = try owned.encode(batches, firstSequence: first, compressionLevel: level, tallyingTenants: tallies)
+                    let (bytes, frames, tenantBytes) = try owned.encode(
+                        batches, firstSequence: first, compressionLevel: level, tallyingTenants: tallies)
                     let placement = try owned.commit(bytes, firstSequence: first, passedBelow: floor, mayRemove: mayRemove, retention: &retention)
                     // Before the durable end moves, so a consumer woken by it finds them.
                     if keepsWritten { decoder.keep(written: frames, of: batches, segment: placement.segment, at: placement.offset) }
