@@ -135,16 +135,7 @@ struct CrashSimulationTests {
                     for offset in 0..<size { attempted.insert(nextId + Int64(offset)) }
                     nextId += Int64(size)
                 }
-                let results = await withTaskGroup(of: (Int, Result<Range<UInt64>, LogError>).self) { group in
-                    for (index, batch) in batches.enumerated() {
-                        group.addTask {
-                            do throws(LogError) { return (index, .success(try await log.append(batch))) } catch { return (index, .failure(error)) }
-                        }
-                    }
-                    var collected: [(Int, Result<Range<UInt64>, LogError>)] = []
-                    for await result in group { collected.append(result) }
-                    return collected
-                }
+                let results = await appendConcurrently(batches, to: log)
                 var failed = false
                 for (index, result) in results {
                     switch result {

@@ -30,3 +30,18 @@ func frameStartOffsets(_ bytes: [UInt8]) -> [Int] {
     }
     return starts
 }
+
+/// Appends each of `batches` from a task of its own, so that they share group commits; returns
+/// each batch's index with what its append returned, in the order they finished.
+func appendConcurrently(_ batches: [[Event]], to log: WriteAheadLog) async -> [(Int, Result<Range<UInt64>, LogError>)] {
+    await withTaskGroup(of: (Int, Result<Range<UInt64>, LogError>).self) { group in
+        for (index, batch) in batches.enumerated() {
+            group.addTask {
+                do throws(LogError) { return (index, .success(try await log.append(batch))) } catch { return (index, .failure(error)) }
+            }
+        }
+        var collected: [(Int, Result<Range<UInt64>, LogError>)] = []
+        for await result in group { collected.append(result) }
+        return collected
+    }
+}
