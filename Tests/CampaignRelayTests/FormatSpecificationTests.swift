@@ -16,14 +16,10 @@ struct FormatSpecificationTests {
         let binary = try RelayBinary.path()
         let python = try #require(
             ["/usr/bin/python3", "/usr/local/bin/python3"].first { FileManager.default.isExecutableFile(atPath: $0) }, "python3 is needed")
-        let specification = try String(contentsOf: Self.repository.appendingPathComponent("docs/wal-format.md"), encoding: .utf8)
-        let decoder = try #require(specification.components(separatedBy: "```python\n").dropFirst().first?.components(separatedBy: "```").first)
-
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spec-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let script = "\(directory)/decode.py"
-        try decoder.write(toFile: script, atomically: true, encoding: .utf8)
+        let script = try Self.writeReferenceDecoder(into: directory)
 
         let ingest = try await RelayBinary.run(
             binary, ["ingest", Self.repository.appendingPathComponent("examples/events.jsonl").path, "--data-dir", "\(directory)/data", "--json"])
@@ -62,7 +58,105 @@ struct FormatSpecificationTests {
         #expect(dumped.filter { $0.contains(#""request":{"key":"order-42 é","index":300}"#) }.count == 1, "the dump prints the request identity")
         #expect(pythonLines.count == 16)
         #expect(dumped.filter { $0.contains(#""tenant":"b-2""#) && $0.contains(#""relayOrigin""#) }.count == 1, "the dump prints the tenant")
-        // Every field of every event the reference decoder prints equals what `wal dump` says.
+        try Self.expectSameEvents(python: pythonLines, dump: dumped)
+        #expect(dumped.filter { $0.contains(#""relayHop":{"relayId":"0b6a1c1e-7f43-4d7e-9a51-2f1c8d3e4b5a","epoch":1,"sequence":42}"#) }.count == 1)
+    }
+
+    @Test("the reference decoder in docs/wal-format.md opens a log encrypted with two keys, among plain frames")
+    func pythonDecoderReadsAnEncryptedLog() async throws {
+        let binary = try RelayBinary.path()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spec-encrypted-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let script = try Self.writeReferenceDecoder(into: directory)
+        let data = "\(directory)/data"
+        let events = Self.repository.appendingPathComponent("examples/events.jsonl").path
+
+        // Two keys. The file of both has what the format allows: comments, a blank line, a key
+        // without its base64 padding.
+        func randomKey() -> String { Data((0..<32).map { _ in UInt8.random(in: .min ... .max) }).base64EncodedString() }
+        let (oldKey, newKey) = (randomKey(), randomKey())
+        let oneKey = "\(directory)/one.keys"
+        let twoKeys = "\(directory)/two.keys"
+        try Self.writeKeyFile(oneKey, "# the first key only\nold-1:\(oldKey)\n")
+        try Self.writeKeyFile(
+            twoKeys, "# keys of the log, newest last\n\nold-1:\(oldKey)\nnew-2:\(newKey.replacingOccurrences(of: "=", with: ""))   # newest\n")
+
+        // A log written in the clear, then sealed with the first key, then with the second (one
+        // frame of it stored uncompressed): one segment holding every kind of frame.
+        for arguments in [
+            [], ["--encryption-key-file", oneKey], ["--encryption-key-file", twoKeys, "--compression-level", "0"],
+            ["--encryption-key-file", twoKeys],
+        ] {
+            let ingest = try await RelayBinary.run(binary, ["ingest", events, "--data-dir", data, "--json"] + arguments)
+            #expect(ingest.status == 0, "ingest \(arguments): \(ingest.stderr)")
+        }
+        let segments = try FileManager.default.contentsOfDirectory(atPath: "\(data)/wal").filter { $0.hasSuffix(".wal") }
+        #expect(segments.count == 1)
+        let frames = try segments.flatMap { try Self.frameKinds(segment: "\(data)/wal/\($0)") }
+        #expect(frames == ["plain zlib", "old-1 zlib", "new-2 stored", "new-2 zlib"], "the frames: \(frames)")
+
+        // python3 as .ci/run installs `cryptography` into it.
+        let decoded = try await RelayBinary.run("/usr/bin/env", ["python3", script, data, twoKeys])
+        try #require(
+            !decoded.stderr.contains("No module named 'cryptography'"),
+            "the reference decoder opens encrypted frames with cryptography: python3 -m pip install cryptography==48.0.0 (.ci/run installs it)")
+        #expect(decoded.status == 0, "\(decoded.stderr)")
+        let dump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", data, "--encryption-key-file", twoKeys])
+        #expect(dump.status == 0, "\(dump.stderr)")
+        let pythonLines = decoded.stdout.split(separator: "\n")
+        let dumped = dump.stdout.split(separator: "\n")
+        #expect(pythonLines.count == 36)
+        #expect(pythonLines.count == dumped.count)
+        try Self.expectSameEvents(python: pythonLines, dump: dumped)
+
+        // Without a key a frame names, both stop there, naming it.
+        let withoutNewest = try await RelayBinary.run("/usr/bin/env", ["python3", script, data, oneKey])
+        #expect(withoutNewest.status != 0 && withoutNewest.stderr.contains("new-2"), "\(withoutNewest.stderr)")
+        let withoutKeys = try await RelayBinary.run("/usr/bin/env", ["python3", script, data])
+        #expect(withoutKeys.status != 0 && withoutKeys.stderr.contains("old-1"), "\(withoutKeys.stderr)")
+        let dumpWithoutNewest = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", data, "--encryption-key-file", oneKey])
+        #expect(dumpWithoutNewest.status != 0 && dumpWithoutNewest.stderr.contains("new-2"), "\(dumpWithoutNewest.stderr)")
+    }
+
+    /// Writes the ```python block of `docs/wal-format.md` to `directory`/decode.py and returns its path.
+    static func writeReferenceDecoder(into directory: String) throws -> String {
+        let specification = try String(contentsOf: repository.appendingPathComponent("docs/wal-format.md"), encoding: .utf8)
+        let decoder = try #require(specification.components(separatedBy: "```python\n").dropFirst().first?.components(separatedBy: "```").first)
+        let script = "\(directory)/decode.py"
+        try decoder.write(toFile: script, atomically: true, encoding: .utf8)
+        return script
+    }
+
+    /// Creates a key file readable by its owner alone, as the relay requires.
+    static func writeKeyFile(_ path: String, _ text: String) throws {
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+    }
+
+    /// Each frame of a segment as "plain" or its key id, then its codec, read from the bytes as
+    /// the document describes them (header flag bit 0, the envelope's key id).
+    static func frameKinds(segment path: String) throws -> [String] {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        func u32(_ at: Int) -> Int { (0..<4).reduce(0) { $0 | Int(bytes[at + $1]) << (8 * $1) } }
+        var kinds: [String] = []
+        var offset = 32
+        while offset + 36 <= bytes.count, bytes[offset..<(offset + 4)].elementsEqual("CRWF".utf8) {
+            let codec = bytes[offset + 5] == 0 ? "stored" : "zlib"
+            let flags = Int(bytes[offset + 6]) | Int(bytes[offset + 7]) << 8
+            if flags & 1 != 0 {
+                let length = Int(bytes[offset + 36])
+                kinds.append("\(String(decoding: bytes[(offset + 37)..<(offset + 37 + length)], as: UTF8.self)) \(codec)")
+            } else {
+                kinds.append("plain \(codec)")
+            }
+            offset += 36 + u32(offset + 24)
+        }
+        return kinds
+    }
+
+    /// Every field of every event the reference decoder printed equals what `wal dump` says.
+    static func expectSameEvents(python pythonLines: [Substring], dump dumped: [Substring]) throws {
         for (pythonLine, dumpLine) in zip(pythonLines, dumped) {
             let python = try #require(try JSONSerialization.jsonObject(with: Data(pythonLine.utf8)) as? [String: Any], "\(pythonLine)")
             let dump = try #require(try JSONSerialization.jsonObject(with: Data(dumpLine.utf8)) as? [String: Any])
@@ -119,7 +213,6 @@ struct FormatSpecificationTests {
                     "\(context): \(field) sequence")
             }
         }
-        #expect(dumped.filter { $0.contains(#""relayHop":{"relayId":"0b6a1c1e-7f43-4d7e-9a51-2f1c8d3e4b5a","epoch":1,"sequence":42}"#) }.count == 1)
     }
 
     /// The `additionalParams` of a dumped line in their order, values as their JSON text

@@ -573,7 +573,7 @@ struct RawFrame: Sendable, Hashable {
     /// Where the frame starts in the bytes parsed.
     var offset: Int
     var header: FrameHeader
-    /// The header's 24 authenticated bytes (magic to stored length).
+    /// The header's 28 authenticated bytes (magic to stored length).
     var authenticated: [UInt8]
     /// The stored payload (for an encrypted frame: the whole envelope).
     var stored: [UInt8]

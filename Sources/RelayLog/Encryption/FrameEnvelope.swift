@@ -15,7 +15,7 @@ import Crypto
 ///
 /// **Frame key**: HKDF-SHA256 of the key (input key material), with the salt, info
 /// `campaign-relay wal frame v1`, 32 bytes out. **Nonce**: the frame's first sequence number,
-/// 8 bytes little-endian, then 4 zero bytes. **Additional data**: the frame header's bytes 0..<24
+/// 8 bytes little-endian, then 4 zero bytes. **Additional data**: the frame header's bytes 0..<28
 /// (magic to stored length), so neither the sequence numbers, the count nor the codec can be
 /// changed without the tag failing. The header's payload CRC covers the whole envelope.
 ///

@@ -80,7 +80,7 @@ public struct FrameHeader: Sendable, Hashable {
         return writer.bytes
     }
 
-    /// The header's first 24 bytes (magic to stored length): what an encrypted frame's tag
+    /// The header's first 28 bytes (magic to stored length): what an encrypted frame's tag
     /// authenticates besides its payload.
     func authenticatedPrefix() -> [UInt8] {
         var writer = BinaryWriter(capacity: Self.size)
