@@ -17,9 +17,9 @@ import Testing
 /// four injects one). Every acknowledged event must survive, as without encryption.
 @Suite("Encrypted log under simulated power loss")
 struct EncryptedCrashSimulationTests {
-    /// 2 shards × 400 seeds (about 10 s on two cores); `CAMPAIGN_RELAY_ENCRYPTED_CRASH_SEEDS_PER_SHARD` runs more.
+    /// 2 shards × 250 seeds (about 5 s on two cores); `CAMPAIGN_RELAY_ENCRYPTED_CRASH_SEEDS_PER_SHARD` runs more.
     static let shards = [0, 1]
-    static let seedsPerShard = ProcessInfo.processInfo.environment["CAMPAIGN_RELAY_ENCRYPTED_CRASH_SEEDS_PER_SHARD"].flatMap { Int($0) } ?? 400
+    static let seedsPerShard = ProcessInfo.processInfo.environment["CAMPAIGN_RELAY_ENCRYPTED_CRASH_SEEDS_PER_SHARD"].flatMap { Int($0) } ?? 250
     /// Seeds of their own, away from those of ``CrashSimulationTests``.
     static let firstSeed: UInt64 = 7_000_000
 

@@ -134,7 +134,7 @@ public actor ForwardingStore: BlockingActor {
     /// Replaces the tokens and fingerprints of a store written before they were hashed by their
     /// hashes, in one transaction (then the file is vacuumed, so the old pages go too).
     private static func hashDeliveredRegistrations(_ connection: SQLiteConnection) throws(SQLiteError) {
-        try connection.transaction { () throws(SQLiteError) in
+        let hashed = try connection.transaction { () throws(SQLiteError) -> Int in
             let read = try connection.prepare(
                 "SELECT tenant, platform, integration_key, registration_token, fingerprint, delivered_at FROM delivered_registrations")
             var rows: [(String, String, String, String, String, String)] = []
@@ -163,8 +163,14 @@ public actor ForwardingStore: BlockingActor {
                 try insert.step()
             }
             try connection.execute("PRAGMA user_version = \(hashedDeliveriesVersion)")
+            return rows.count
         }
-        try connection.execute("VACUUM")
+        // A new store had nothing to hash: no old page to give back.
+        // The checkpoint then writes the vacuumed file over the old one and empties the journal.
+        if hashed > 0 {
+            try connection.execute("VACUUM")
+            try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        }
     }
 
     /// What `delivered_registrations` keeps of a token: its SHA-256 in hex (``TokenDigest``).
