@@ -21,7 +21,7 @@ struct CampaignRelayCommand: AsyncParsableCommand {
         version: RelayVersion.current,
         subcommands: [
             ServeCommand.self, IngestCommand.self, AggregateCommand.self, StatsCommand.self, UploadCommand.self, ReplayCommand.self,
-            DeadLetterCommand.self,
+            DeadLetterCommand.self, EraseCommand.self,
             EmulateCommand.self, WALCommand.self, ConfigCommand.self,
         ]
     )

@@ -121,6 +121,9 @@ enum AggregateSchema {
         ) WITHOUT ROWID;
         \(registrationsTable("registrations"))
         \(registrationTokensTable("registration_tokens"))
+        CREATE TABLE IF NOT EXISTS erased_registrations (
+            sequence INTEGER PRIMARY KEY
+        );
         CREATE TABLE IF NOT EXISTS relay_origins (
             relay_id TEXT NOT NULL,
             via_relay_id TEXT NOT NULL,

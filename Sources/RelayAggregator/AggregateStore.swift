@@ -7,7 +7,7 @@ import RelaySQLite
 /// double-counts an event.
 final class AggregateStore {
     let path: String
-    private let connection: SQLiteConnection
+    let connection: SQLiteConnection
     private let messageSets: MessageSets
     private let insertToken: SQLiteStatement
     private let findDelivery: SQLiteStatement
@@ -17,6 +17,7 @@ final class AggregateStore {
     private let upsertOrigin: SQLiteStatement
     private let readState: SQLiteStatement
     private let writePosition: SQLiteStatement
+    let insertErased: SQLiteStatement
     /// `deliveries.delivery_ref` by tenant and delivery id; only holds refs of committed rows.
     private var deliveryRefs: [CountDeltas.DeliveryKey: Int64] = [:]
 
@@ -58,6 +59,7 @@ final class AggregateStore {
             upsertOrigin = try connection.prepare(AggregateSchema.upsertOrigin)
             readState = try connection.prepare("SELECT schema_version, next_sequence, first_sequence FROM aggregator_state WHERE id = 1")
             writePosition = try connection.prepare("UPDATE aggregator_state SET next_sequence = ?, updated_at = ? WHERE id = 1")
+            insertErased = try connection.prepare("INSERT OR IGNORE INTO erased_registrations (sequence) VALUES (?)")
         } catch let error as AggregatorError {
             throw error
         } catch let error as SQLiteError {
@@ -167,7 +169,7 @@ final class AggregateStore {
         deliveryRefs.merge(created) { old, _ in old }
     }
 
-    private func rollBack() {
+    func rollBack() {
         try? connection.execute("ROLLBACK")
     }
 
@@ -227,6 +229,11 @@ final class AggregateStore {
             try upsertRegistration.bind(7, delta.last)
             try upsertRegistration.step()
         }
+        for sequence in deltas.erasedSequences {
+            insertErased.reset()
+            try insertErased.bind(1, Int64(bitPattern: sequence))
+            try insertErased.step()
+        }
         for origin in deltas.origins {
             upsertOrigin.reset()
             try upsertOrigin.bind(1, origin.key.relayID)
@@ -273,7 +280,7 @@ final class AggregateStore {
     func close() {
         messageSets.finalize()
         for statement in [
-            insertToken, findDelivery, insertDelivery, addToDelivery, upsertRegistration, upsertOrigin, readState, writePosition,
+            insertToken, findDelivery, insertDelivery, addToDelivery, upsertRegistration, upsertOrigin, readState, writePosition, insertErased,
         ] {
             statement.finalize()
         }

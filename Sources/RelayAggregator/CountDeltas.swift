@@ -191,6 +191,9 @@ package struct CountDeltas: Sendable {
     package private(set) var origins: [Origin] = []
     /// Events counted (copies of earlier entries are not).
     package private(set) var events = 0
+    /// The sequence numbers of erased registrations met (``RelayCore/ErasedEntry``): counted for
+    /// nothing, and recorded so that an erasure never takes them out of the counts again.
+    package private(set) var erasedSequences: [UInt64] = []
 
     /// Reduces `batch`.
     package init(_ batch: some Sequence<SequencedEvent>) {
@@ -206,6 +209,10 @@ package struct CountDeltas: Sendable {
         var originIndex: [OriginKey: Int] = [:]
         var origins: [Origin] = []
         for sequenced in batch where sequenced.event.origin == nil {
+            if case .erased = sequenced.event {
+                erasedSequences.append(sequenced.sequence)
+                continue
+            }
             events += 1
             let event = sequenced.event
             if let chain = event.chain {
@@ -236,6 +243,8 @@ package struct CountDeltas: Sendable {
                 case .integer(let value): integerKeys[index * 3 + action].append(value)
                 case .uuid(let text): uuidKeys[index * 3 + action].append(text)
                 }
+            case .erased:
+                break
             case .registration(let registration):
                 let app = App(
                     tenant: registration.tenant.storedName, integrationKey: registration.integrationKey, platform: registration.platform.rawValue)

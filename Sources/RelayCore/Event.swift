@@ -9,6 +9,8 @@ public enum Event: Sendable, Hashable {
     /// bulk of the traffic, would be moved and copied at a registration's size on every step of
     /// its way (``EventLayoutTests``).
     indirect case registration(Registration)
+    /// A registration erased at a person's request (see ``ErasedEntry``): consumers pass over it.
+    case erased(ErasedEntry)
 
     /// The entry this event is a copy of; `nil` for an original (see ``EventOrigin``).
     public var origin: EventOrigin? {
@@ -16,6 +18,7 @@ public enum Event: Sendable, Hashable {
             switch self {
             case .tracking(let event): event.origin
             case .registration(let registration): registration.origin
+            case .erased(let entry): entry.origin
             }
         }
         set {
@@ -26,6 +29,9 @@ public enum Event: Sendable, Hashable {
             case .registration(var registration):
                 registration.origin = newValue
                 self = .registration(registration)
+            case .erased(var entry):
+                entry.origin = newValue
+                self = .erased(entry)
             }
         }
     }
@@ -36,6 +42,7 @@ public enum Event: Sendable, Hashable {
             switch self {
             case .tracking(let event): event.request
             case .registration(let registration): registration.request
+            case .erased(let entry): entry.request
             }
         }
         set {
@@ -46,6 +53,9 @@ public enum Event: Sendable, Hashable {
             case .registration(var registration):
                 registration.request = newValue
                 self = .registration(registration)
+            case .erased(var entry):
+                entry.request = newValue
+                self = .erased(entry)
             }
         }
     }
@@ -56,6 +66,7 @@ public enum Event: Sendable, Hashable {
             switch self {
             case .tracking(let event): event.chain
             case .registration(let registration): registration.chain
+            case .erased(let entry): entry.chain
             }
         }
         set {
@@ -66,6 +77,9 @@ public enum Event: Sendable, Hashable {
             case .registration(var registration):
                 registration.chain = newValue
                 self = .registration(registration)
+            case .erased(var entry):
+                entry.chain = newValue
+                self = .erased(entry)
             }
         }
     }
@@ -76,6 +90,7 @@ public enum Event: Sendable, Hashable {
             switch self {
             case .tracking(let event): event.tenant
             case .registration(let registration): registration.tenant
+            case .erased(let entry): entry.tenant
             }
         }
         set {
@@ -86,6 +101,9 @@ public enum Event: Sendable, Hashable {
             case .registration(var registration):
                 registration.tenant = newValue
                 self = .registration(registration)
+            case .erased(var entry):
+                entry.tenant = newValue
+                self = .erased(entry)
             }
         }
     }
@@ -95,6 +113,7 @@ public enum Event: Sendable, Hashable {
         switch self {
         case .tracking(let event): event.time
         case .registration(let registration): registration.time
+        case .erased(let entry): entry.time
         }
     }
 }

@@ -77,6 +77,7 @@ public struct EventAdmission: Sendable, Hashable {
         switch event {
         case .tracking(let hit): key = hit.integrationKey
         case .registration(let registration): key = registration.integrationKey
+        case .erased: key = nil
         }
         guard let key, !integrationKeys.contains(key) else { return nil }
         return EventInputError(field: "integrationKey", "integration key \(key.quotedForMessage) is not known to this relay (UnknownUUID)")

@@ -15,6 +15,11 @@ public enum EventEncoder {
             out += ","
         }
         switch event {
+        case .erased(let entry):
+            // What `wal dump` shows of an erased registration: that it was one, and when.
+            out += "\"kind\":\"erased\",\"time\":\""
+            out += entry.time.rfc3339
+            out += "\""
         case .tracking(let hit):
             out += "\"kind\":\"track\",\"action\":\""
             out += hit.action.rawValue

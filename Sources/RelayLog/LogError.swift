@@ -39,6 +39,8 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     case unreadableFrame(FrameEncryptionError, segment: String, offset: Int64)
     /// Encrypting a commit's frames failed; nothing in it was acknowledged.
     case sealingFailed(FrameEncryptionError)
+    /// The plan of an unfinished erasure (``ErasurePlan``) does not decode.
+    case unreadableErasurePlan(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -68,6 +70,8 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
             "cannot read the frame of segment \(segment) at offset \(offset): \(error); nothing was changed"
         case .sealingFailed(let error):
             "encrypting a commit failed, nothing acknowledged: \(error)"
+        case .unreadableErasurePlan(let path, let reason):
+            "the plan of an unfinished erasure, \(path), cannot be read (\(reason)); nothing was changed: restore it from a backup, or, to give that erasure up, move it away and run the same erase again"
         }
     }
 }

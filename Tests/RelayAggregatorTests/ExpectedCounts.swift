@@ -32,6 +32,8 @@ struct ExpectedCounts: Equatable {
                 delivery.first = min(delivery.first, hit.time.nanosecondsSinceEpoch)
                 delivery.last = max(delivery.last, hit.time.nanosecondsSinceEpoch)
                 deliveries[hit.deliveryId] = delivery
+            case .erased:
+                continue
             case .registration(let registration):
                 let key = "\(registration.integrationKey)|\(registration.platform.rawValue)"
                 registrations[key, default: Registrations()].count += 1

@@ -109,6 +109,9 @@ struct IngestDumpRoundTripTests {
         case .registration(var registration):
             registration.time = time
             return .registration(registration)
+        case .erased(var entry):
+            entry.time = time
+            return .erased(entry)
         }
     }
 

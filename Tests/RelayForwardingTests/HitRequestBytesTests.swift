@@ -47,7 +47,7 @@ struct HitRequestBytesTests {
         // stopped under a connection it accepted but never read from can trap in NIO
         // (NIOAsyncWriter deinitialised unfinished), which a test must not provoke.
         // Delivered, or on a starved machine retryable: either way the connection has been served.
-        let good = await pipeline.send([CampaignRequest.carrying(hit(1), to: host)])
+        let good = await pipeline.send([try #require(CampaignRequest.carrying(hit(1), to: host))])
         let request = CampaignRequest(method: .get, host: host, pathAndQuery: "/r/?id=hd828,f 0190,1", headers: [], body: nil)
         let outcomes = await pipeline.send([request])
         await pipeline.shutdown()

@@ -19,7 +19,7 @@ struct SinkTests {
             if case .tracking(let hit) = event { return hit.action == .click }
             return false
         }
-        func request(for event: Event) -> CampaignRequest {
+        func request(for event: Event) -> CampaignRequest? {
             guard case .tracking(let hit) = event else { return .tracking(TrackingEvent.placeholder, host: host) }
             return .tracking(hit, host: host)
         }
@@ -109,8 +109,8 @@ struct SinkTests {
         var tenantRegistered = registered
         tenantRegistered.tenant = tenant
         #expect(!tracking.carries(tenantClick) && !marketing.carries(tenantRegistered))
-        #expect(tracking.request(for: click).url == "https://track.example/r/?id=hd828,f0190,2")
-        #expect(marketing.request(for: registered).pathAndQuery == "/nms/mobile/1/registerAndroid.jssp")
+        #expect(tracking.request(for: click)?.url == "https://track.example/r/?id=hd828,f0190,2")
+        #expect(marketing.request(for: registered)?.pathAndQuery == "/nms/mobile/1/registerAndroid.jssp")
         #expect([tracking.cursorName, marketing.cursorName] == ["upload-tracking", "upload-marketing"])
         #expect(tracking.destinationName == "tracking host")
         #expect(marketing.destinationName == "marketing host")

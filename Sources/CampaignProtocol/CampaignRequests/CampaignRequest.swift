@@ -43,11 +43,13 @@ public struct CampaignRequest: Sendable, Hashable {
         )
     }
 
-    /// The request that carries `event` to `host`, as the SDKs send it: a tracking hit or a registration.
-    public static func carrying(_ event: Event, to host: CampaignHost) -> CampaignRequest {
+    /// The request that carries `event` to `host`, as the SDKs send it: a tracking hit or a
+    /// registration; `nil` for an erased registration, which nothing carries.
+    public static func carrying(_ event: Event, to host: CampaignHost) -> CampaignRequest? {
         switch event {
         case .tracking(let hit): .tracking(hit, host: host)
         case .registration(let registration): .registration(registration, host: host)
+        case .erased: nil
         }
     }
 

@@ -61,6 +61,8 @@ struct ReplayDryRun: Encodable {
                     case .click: count.clicks += 1
                     }
                     deliveries[hit.deliveryId] = count
+                case .erased:
+                    continue
                 case .registration(let registration):
                     registrations += 1
                     let key = registration.platform.rawValue + "\u{1F}" + registration.integrationKey

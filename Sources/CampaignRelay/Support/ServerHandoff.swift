@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
 import NIOSSL
 import RelayCore
 import RelayEventJSON
@@ -77,6 +78,26 @@ final class ServerHandoff: Sendable {
             }
         } catch {
             return .failed("cannot reach \(name): \(error)")
+        }
+    }
+
+    /// Sends `body` (JSON) to `path` with `token` as the Bearer admin token, and returns the
+    /// answer's status and body; `nil` with why when the server cannot be reached.
+    func exchange(_ method: HTTPMethod, path: String, body: String?, token: String?) async -> Result<(status: UInt, body: String), RuntimeFailure> {
+        var request = HTTPClientRequest(url: record.url + path)
+        request.method = method
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        do {
+            // An erasure rewrites segments: it may take minutes on a large log.
+            let response = try await client.execute(request, timeout: .seconds(3600))
+            let answer = try await response.body.collect(upTo: 64 << 20)
+            return .success((response.status.code, String(buffer: answer)))
+        } catch {
+            return .failure(RuntimeFailure("cannot reach \(name): \(error)"))
         }
     }
 

@@ -18,7 +18,7 @@ public actor ForwardingStore: BlockingActor {
 
     /// The thread every SQLite call of the store runs on.
     public nonisolated let executor: BlockingExecutor
-    private let connection: SQLiteConnection
+    let connection: SQLiteConnection
     private let dataDirectory: String
     /// The data directory's pseudonymizer, read or made on first use.
     private var loadedPseudonymizer: Pseudonymizer?

@@ -11,8 +11,9 @@ public import RelayCore
 public protocol EventSink: Sink {
     /// Whether `event` goes to this destination; the others are passed over.
     func carries(_ event: Event) -> Bool
-    /// The request that carries `event`, byte for byte as the SDKs send it.
-    func request(for event: Event) -> CampaignRequest
+    /// The request that carries `event`, byte for byte as the SDKs send it; `nil` for an event
+    /// nothing carries (an erased registration).
+    func request(for event: Event) -> CampaignRequest?
 }
 
 extension EventSink {

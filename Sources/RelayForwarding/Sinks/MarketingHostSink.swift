@@ -22,5 +22,5 @@ public struct MarketingHostSink: EventSink {
 
     public func carries(_ event: Event) -> Bool { UploadLane.Kind.marketing.carries(event, of: tenant) }
 
-    public func request(for event: Event) -> CampaignRequest { .carrying(event, to: host) }
+    public func request(for event: Event) -> CampaignRequest? { .carrying(event, to: host) }
 }

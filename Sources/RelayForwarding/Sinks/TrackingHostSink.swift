@@ -20,5 +20,5 @@ public struct TrackingHostSink: EventSink {
 
     public func carries(_ event: Event) -> Bool { UploadLane.Kind.tracking.carries(event, of: tenant) }
 
-    public func request(for event: Event) -> CampaignRequest { .carrying(event, to: host) }
+    public func request(for event: Event) -> CampaignRequest? { .carrying(event, to: host) }
 }

@@ -6,6 +6,8 @@ public struct LaneStatistics: Sendable, Hashable {
     public var delivered = 0
     /// Registrations skipped because they equal the last one delivered for their token.
     public var skippedDuplicates = 0
+    /// Registrations not sent because they were erased after the lane read them.
+    public var skippedErased = 0
     /// Events the host rejected permanently, now in the dead-letter store.
     public var deadLettered = 0
     /// Events a replay's host rejected (or the replay gave up on): reported, not stored, since the

@@ -119,7 +119,15 @@ extension UploadLane {
         guard case .closed = breaker.state else { return .batch(done: [], retry: events, abandoned: Task.isCancelled) }
         var done: [UInt64] = []
         var retry: [SequencedEvent] = []
-        let requests = events.map { sink.request(for: $0.event) }
+        // A registration erased since it was read is not sent (``erasures``).
+        var events = events
+        events.removeAll { event in
+            guard erasures.contains(event.sequence) else { return false }
+            done.append(event.sequence)
+            return true
+        }
+        let requests = events.compactMap { sink.request(for: $0.event) }
+        guard requests.count == events.count else { return .batch(done: done + events.map(\.sequence), retry: [], abandoned: false) }
         let outcomes = await pipeline.send(requests)
         var answered = false
         var firstFailure: (reason: String, retryAfter: Duration?)?
@@ -174,7 +182,11 @@ extension UploadLane {
             statistics.skippedDuplicates += 1
             return .done(event.sequence)
         }
-        let request = sink.request(for: event.event)
+        // Erased since it was read (``erasures``), or never carried: nothing goes out.
+        guard !erasures.contains(event.sequence), let request = sink.request(for: event.event) else {
+            statistics.skippedErased += 1
+            return .done(event.sequence)
+        }
         var retry = EventRetryStateMachine(configuration: configuration)
         while !Task.isCancelled {
             guard await waitForPermission() else { break }

@@ -41,7 +41,12 @@ extension UploadLane {
             }
             // Sequences the log holds no event for (damage) are covered too: the batch says the lane is past them.
             let batchEnd = batch.events.isEmpty ? end : batch.position
-            let events = batch.events
+            // Erased registrations go nowhere (the batch covers their sequence numbers all the
+            // same), nor do registrations erased since the reader read them.
+            let events = batch.events.filter { event in
+                if case .erased = event.event { return false }
+                return !erasures.contains(event.sequence)
+            }
             statistics.oldestUnsentEvent = events.first?.event.time
             recordGauges()
             let request = sink.request(for: events, sequences: position..<batchEnd, epoch: epoch, relayID: identity.relayID)

@@ -89,6 +89,10 @@ public actor UploadLane: BlockingActor, BreakerGate {
     /// Where given-up events go (the event sinks'); a batch sink's refusals wait in the log instead.
     let store: ForwardingStore?
     let source: Source
+    /// The registrations being erased in this process (the log's ``WriteAheadLog/erasureMask``):
+    /// one the lane read before its erasure began is not sent. A replay's reader masks the
+    /// unfinished erasures itself.
+    let erasures: ErasureMask
     let configuration: UploadConfiguration
     let logger: Logger
     let deduplicates: Bool
@@ -147,6 +151,10 @@ public actor UploadLane: BlockingActor, BreakerGate {
         self.transport = transport
         self.store = store
         self.source = source
+        switch source {
+        case .cursor(let log): self.erasures = log.erasureMask
+        case .range: self.erasures = ErasureMask()
+        }
         self.configuration = configuration
         self.deduplicates = deduplicates
         self.logger = logger

@@ -22,6 +22,7 @@ public enum EventBinaryCodec {
     static let requestTag: UInt8 = 5
     static let chainTag: UInt8 = 6
     static let tenantTag: UInt8 = 7
+    static let erasedTag: UInt8 = 8
 
     /// Encodes `events` in order.
     public static func encode<C: Collection<Event>>(_ events: C) -> [UInt8] {
@@ -111,6 +112,10 @@ public enum EventBinaryCodec {
             return
         }
         switch event {
+        case .erased(let entry):
+            // Nothing of the registration: only its time, for the frame's time deltas.
+            writer.u8(erasedTag)
+            encode(entry.time, into: &writer, previousTime: &previousTime)
         case .tracking(let hit):
             writer.u8(trackingTag)
             writer.u8(actionCode(hit.action))
@@ -276,6 +281,8 @@ public enum EventBinaryCodec {
             let integrationKey = try reader.optionalString()
             let time = try decodeTime(&reader, previousTime: &previousTime)
             return .tracking(TrackingEvent(action: action, messageId: messageId, deliveryId: deliveryId, integrationKey: integrationKey, time: time))
+        case erasedTag:
+            return .erased(ErasedEntry(time: try decodeTime(&reader, previousTime: &previousTime)))
         case sdkRegistrationTag:
             let platform = try decodePlatform(&reader)
             let body = try reader.string()

@@ -24,9 +24,9 @@ public enum Frame {
     }
 
     /// The frame bytes for `events` as ``encode(_:firstSequence:compressionLevel:)`` makes them, then
-    /// encrypted by `sealer` (``FrameEnvelope``).
+    /// encrypted by `sealer` (``FrameEnvelope``) when there is one.
     static func encode<C: Collection<Event>>(
-        _ events: C, firstSequence: UInt64, compressionLevel: Int32, sealer: FrameSealer
+        _ events: C, firstSequence: UInt64, compressionLevel: Int32, sealer: FrameSealer?
     ) throws(FrameEncryptionError) -> [UInt8] {
         try encodeWithHeader(
             plain: EventBinaryCodec.encode(events), eventCount: events.count, firstSequence: firstSequence, compressionLevel: compressionLevel,
@@ -51,17 +51,32 @@ public enum Frame {
             firstSequence: firstSequence, eventCount: UInt32(eventCount), uncompressedLength: UInt32(plain.count),
             storedLength: UInt32(stored.count), payloadCRC: 0, codec: codec
         )
-        if let sealer {
-            header.isEncrypted = true
-            header.storedLength = UInt32(stored.count + sealer.overhead)
-            stored = try sealer.seal(stored, firstSequence: firstSequence, authenticatedPrefix: header.authenticatedPrefix())
-        }
+        if let sealer { stored = try seal(stored, header: &header, sealer: sealer) }
         header.payloadCRC = Zlib.crc32(stored)
         var frame = header.encoded()
         frame.reserveCapacity(FrameHeader.size + stored.count)
         frame.append(contentsOf: stored)
         stored = []
         return (frame, header)
+    }
+
+    /// The envelope of `inner` (what an unencrypted frame of `header` stores), with `header` made
+    /// that of an encrypted frame: flag and stored length set before sealing, since the envelope
+    /// authenticates the header's first bytes (``FrameHeader/authenticatedPrefix()``).
+    private static func seal<Sealing: FrameSealing>(_ inner: [UInt8], header: inout FrameHeader, sealer: Sealing) throws(Sealing.Failure) -> [UInt8] {
+        header.isEncrypted = true
+        header.storedLength = UInt32(inner.count + sealer.overhead)
+        return try sealer.seal(inner, firstSequence: header.firstSequence, authenticatedPrefix: header.authenticatedPrefix())
+    }
+
+    /// The whole frame (header and envelope) of `header` holding `inner`, what an unencrypted frame
+    /// stores, sealed by `sealer`: how `wal rekey` encrypts a frame in the clear or seals an opened
+    /// one anew, its events untouched.
+    static func seal(_ inner: [UInt8], header: FrameHeader, sealer: FrameSealer) throws(FrameEncryptionError) -> [UInt8] {
+        var sealed = header
+        let envelope = try seal(inner, header: &sealed, sealer: sealer)
+        sealed.payloadCRC = Zlib.crc32(envelope)
+        return sealed.encoded() + envelope
     }
 
     /// Decodes the events of a frame whose stored payload is `stored` (its CRC already checked),

@@ -23,6 +23,9 @@ public struct LogReader: Sendable {
     /// The sequence number of the next event this reader returns (or the first after it, if that
     /// one is missing from the log).
     public private(set) var position: UInt64
+    /// The registrations being erased, handed out as erased entries (``ErasureMask``): the log's,
+    /// or, for a reader of its own, loaded from the unfinished erasures' plans at its first read.
+    private var erasures: ErasureMask?
 
     private var segments: [UInt64] = []
     private var segmentIndex = 0
@@ -47,8 +50,9 @@ public struct LogReader: Sendable {
     /// A reader that decodes through `sharedDecoder` (the log's, for its consumers).
     init(
         walDirectory: String, archiveDirectory: String?, fileSystem: any FileSystem, from position: UInt64, keys: LogKeyRing?,
-        sharedDecoder: SharedFrameDecoder?, damageLogger: Logger?
+        sharedDecoder: SharedFrameDecoder?, damageLogger: Logger?, erasures: ErasureMask? = nil
     ) {
+        self.erasures = erasures
         self.keys = keys
         self.walDirectory = walDirectory
         self.archiveDirectory = archiveDirectory
@@ -92,6 +96,8 @@ public struct LogReader: Sendable {
             }
         }
         batch.position = position
+        if erasures == nil { erasures = ErasureMask.pending(walDirectory: walDirectory, fileSystem: fileSystem) }
+        erasures?.apply(to: &batch.events)
         return batch
     }
 

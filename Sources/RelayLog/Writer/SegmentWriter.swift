@@ -226,6 +226,11 @@ struct SegmentWriter: Sendable {
         }
     }
 
+    /// Takes no more frames into the active segment (if it has any): the next commit rolls.
+    mutating func sealActive() {
+        if let current = active, current.offset > Int64(SegmentHeader.size) { active?.sealed = true }
+    }
+
     private func needsRoll(forAdditional bytes: Int64) -> Bool {
         guard let current = active else { return true }
         if current.abandoned || current.sealed { return true }

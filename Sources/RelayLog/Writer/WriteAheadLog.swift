@@ -30,6 +30,10 @@ public actor WriteAheadLog {
     package nonisolated let sharedDecoder: SharedFrameDecoder
     /// The data directory's relay id and epochs, as opening the log found or made them.
     public nonisolated let identity: RelayIdentity
+    /// The registrations being erased, which this log's readers hand out as erased entries
+    /// (``ErasureMask``): those of unfinished erasures found on open, and those an erasure in this
+    /// process adds before it rewrites a segment.
+    public nonisolated let erasureMask: ErasureMask
 
     /// The segment writer while it is home; `nil` while a group commit or a removal has it on the
     /// I/O thread, and once the log is shut. Where it is and what may take it is ``machine``'s say.
@@ -139,6 +143,10 @@ public actor WriteAheadLog {
             throw error
         }
         let (positions, writer, report, identity, change) = opened
+        let erasures = await io.run { ErasureMask.pending(walDirectory: layout.walDirectory, fileSystem: fileSystem) }
+        if !erasures.isEmpty {
+            logger.notice("an erasure was cut short; its registrations are masked until it is finished (serve and erase finish it)")
+        }
         switch change {
         case .unchanged:
             break
@@ -166,7 +174,7 @@ public actor WriteAheadLog {
         }
         let log = WriteAheadLog(
             layout: layout, configuration: configuration, fileSystem: fileSystem, writer: writer, report: report,
-            cursors: cursors, positions: positions, lock: lock, io: io, identity: identity, logger: logger,
+            cursors: cursors, positions: positions, lock: lock, io: io, identity: identity, logger: logger, erasures: erasures,
             // Decoded frames are kept for a log that several consumers read (one alone never reads a
             // frame twice), and written ones for consumers at its end, when configured.
             decodedEventsKept: max(configuration.writtenEventsKept, consumers.count > 1 ? SharedFrameDecoder.defaultCapacity : 0)
@@ -235,8 +243,9 @@ public actor WriteAheadLog {
     private init(
         layout: LogLayout, configuration: LogConfiguration, fileSystem: any FileSystem, writer: SegmentWriter,
         report: RecoveryReport, cursors: CursorStore, positions: [String: UInt64], lock: (any FileHandle)?, io: BlockingExecutor,
-        identity: RelayIdentity, logger: Logger, decodedEventsKept: Int
+        identity: RelayIdentity, logger: Logger, erasures: ErasureMask, decodedEventsKept: Int
     ) {
+        self.erasureMask = erasures
         self.identity = identity
         self.walDirectory = layout.walDirectory
         self.configuration = configuration
@@ -629,7 +638,7 @@ public actor WriteAheadLog {
     public nonisolated func reader(from position: UInt64, archiveDirectory: String? = nil) -> LogReader {
         LogReader(
             walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: position,
-            keys: configuration.encryption, sharedDecoder: sharedDecoder, damageLogger: nil)
+            keys: configuration.encryption, sharedDecoder: sharedDecoder, damageLogger: nil, erasures: erasureMask)
     }
 
     /// The first event at or after `sequence` and below `limit` (one frame decoded), or `nil`.
@@ -778,6 +787,15 @@ public actor WriteAheadLog {
                 ])
         }
         removalObserver?(pass.removals)
+    }
+
+    /// Seals the segment being appended to, so that the next commit starts a new one, and returns
+    /// the log's durable end: every event below it is then in a segment no commit writes to again,
+    /// which an erasure may rewrite (``LogErasure``). Waits for the group commit under way.
+    public func sealActiveSegment() async -> UInt64 {
+        await waitUntilIdle()
+        writer?.sealActive()
+        return nextSequence
     }
 
     /// Waits until the writer is home with nothing queued and no retention pass under way.

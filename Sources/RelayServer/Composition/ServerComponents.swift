@@ -31,6 +31,8 @@ struct ServerComponents {
     let ingestor: EventIngestor
     /// The tenants requests are served as, by their path's first segment.
     let tenants: TenantDirectory
+    /// Erases a person's registrations (`POST /v1/privacy/erasures`).
+    let erasure: PersonalDataErasure
     let logger: Logger
 
     /// Opens the log with every consumer `configuration` declares, then builds the parts around
@@ -95,11 +97,17 @@ struct ServerComponents {
         if let postgres = configuration.postgres {
             logger.notice("counting into the fleet's PostgreSQL too", metadata: ["database": "\(postgres)"])
         }
+        // An erasure a stop cut short is finished before anything reads the log or serves.
+        let erasure = PersonalDataErasure(
+            log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: configuration.log.archiveDirectory.map { [$0] } ?? [],
+            store: store, aggregator: aggregator, logger: logger)
+        _ = try await erasure.finishPending()
         return ServerComponents(
             configuration: configuration, log: log, metrics: metrics, history: history, store: store, idempotency: idempotency,
             aggregator: aggregator, uploader: uploader, fleet: fleet,
             ingestor: EventIngestor(log: log, metrics: metrics),
-            tenants: TenantDirectory(integrationKeys: configuration.integrationKeys, tenants: configuration.tenants), logger: logger)
+            tenants: TenantDirectory(integrationKeys: configuration.integrationKeys, tenants: configuration.tenants), erasure: erasure, logger: logger
+        )
     }
 
     /// The routes `serve` answers, in the order they are added (the admin token and route rules
@@ -117,6 +125,7 @@ struct ServerComponents {
                 log: log,
                 fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }, aggregator: aggregator),
             HealthRoutes(ingestor: ingestor, upstream: relayLane, fleet: fleet?.status),
+            PrivacyRoutes(erasure: erasure, dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants),
             StatusRoutes(
                 adminToken: configuration.adminToken, tenants: tenants, log: log, store: store, history: history, uploader: uploader,
                 relayLane: relayLane, relayURL: configuration.upstreamRelay?.description, aggregator: aggregator, fleet: fleet?.status),

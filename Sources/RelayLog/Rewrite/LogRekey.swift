@@ -59,12 +59,7 @@ public enum LogRekey {
         progress: (Report) -> Void = { _ in }
     ) throws(LogError) -> Report {
         var report = Report(directory: directory, keyId: keys.newest.id)
-        var starts: [UInt64]
-        do {
-            starts = try fileSystem.listDirectory(directory).compactMap(SegmentHeader.firstSequence(fromFileName:)).sorted()
-        } catch {
-            throw .fileSystem(error, context: "listing \(directory)")
-        }
+        var starts = try SegmentRewriter.segmentStarts(in: directory, fileSystem: fileSystem)
         if skippingNewest, let newest = starts.popLast() { report.activeSegmentSkipped = SegmentHeader.fileName(firstSequence: newest) }
         for start in starts {
             let name = SegmentHeader.fileName(firstSequence: start)
@@ -79,96 +74,44 @@ public enum LogRekey {
     /// Rewrites one segment, if any of its frames is not sealed with the newest key.
     private static func rewrite(name: String, directory: String, keys: LogKeyRing, fileSystem: any FileSystem, report: inout Report) throws(LogError)
     {
-        let path = "\(directory)/\(name)"
-        let handle: any FileHandle
-        do {
-            handle = try fileSystem.open(path, create: false)
-        } catch  where error.errno == LogLayout.noSuchFileErrno {
-            report.segmentsGone += 1
-            return
-        } catch {
-            throw .fileSystem(error, context: "opening \(path)")
-        }
-        defer { handle.close() }
         let sealer = FrameSealer(key: keys.newest)
-        var output: [UInt8]
         var encrypted = 0
         var resealed = 0
-        var damaged = 0
-        do {
-            output = try handle.read(at: 0, count: SegmentHeader.size)
-            var walker = try FrameWalker(handle: handle)
-            walking: while true {
-                switch try walker.next() {
-                case .frame(let header, let offset, let stored):
-                    let keyID = header.isEncrypted ? FrameEnvelope.keyID(of: stored) : nil
-                    if let keyID, keyID == sealer.key.id {
-                        output += header.encoded() + stored
-                        continue
+        let outcome = try SegmentRewriter.rewrite(name: name, directory: directory, fileSystem: fileSystem) {
+            (header, offset, stored) throws(LogError) -> [UInt8]? in
+            if header.isEncrypted, FrameEnvelope.keyID(of: stored) == sealer.key.id { return nil }
+            let inner: [UInt8]
+            if header.isEncrypted {
+                do throws(FrameEncryptionError) {
+                    inner = try stored.withUnsafeBufferPointer { buffer throws(FrameEncryptionError) in
+                        try FrameEnvelope.open(buffer, header: header, keys: keys)
                     }
-                    let inner: [UInt8]
-                    if header.isEncrypted {
-                        do {
-                            inner = try stored.withUnsafeBufferPointer { buffer throws(FrameEncryptionError) in
-                                try FrameEnvelope.open(buffer, header: header, keys: keys)
-                            }
-                        } catch {
-                            throw RekeyFailure.log(.unreadableFrame(error, segment: name, offset: offset))
-                        }
-                        resealed += 1
-                    } else {
-                        inner = stored
-                        encrypted += 1
-                    }
-                    output += try reseal(inner, header: header, sealer: sealer)
-                case .damaged(let range, _), .damagedTail(let range, _):
-                    damaged += 1
-                    output += try handle.read(at: range.lowerBound, count: Int(range.count))
-                case .end:
-                    break walking
+                } catch {
+                    throw .unreadableFrame(error, segment: name, offset: offset)
                 }
+                resealed += 1
+            } else {
+                inner = stored
+                encrypted += 1
             }
-        } catch let failure as RekeyFailure {
-            switch failure {
-            case .log(let error): throw error
+            do throws(FrameEncryptionError) {
+                return try Frame.seal(inner, header: header, sealer: sealer)
+            } catch {
+                throw .sealingFailed(error)
             }
-        } catch let error as FileSystemError {
-            throw .fileSystem(error, context: "reading \(path)")
-        } catch {
-            throw .fileSystem(FileSystemError(operation: "read", path: path, errno: 0, reason: "\(error)"), context: "rekeying \(path)")
         }
-        guard encrypted + resealed > 0 else {
-            report.segmentsCurrent += 1
+        guard let outcome else {
+            report.segmentsGone += 1
             return
         }
-        do {
-            try fileSystem.writeAtomically(output, to: path, directory: directory)
-        } catch {
-            throw .fileSystem(error, context: "rewriting \(path) (it is unchanged; run wal rekey again)")
+        guard outcome.rewritten else {
+            report.segmentsCurrent += 1
+            return
         }
         report.segmentsRewritten += 1
         report.framesEncrypted += encrypted
         report.framesResealed += resealed
-        report.damagedRangesKept += damaged
-        report.bytesWritten += Int64(output.count)
-    }
-
-    /// The frame of `header` holding `inner` (what an unencrypted frame stores) sealed by `sealer`.
-    private static func reseal(_ inner: [UInt8], header: FrameHeader, sealer: FrameSealer) throws(RekeyFailure) -> [UInt8] {
-        var sealed = header
-        sealed.isEncrypted = true
-        sealed.storedLength = UInt32(inner.count + sealer.overhead)
-        let envelope: [UInt8]
-        do {
-            envelope = try sealer.seal(inner, firstSequence: header.firstSequence, authenticatedPrefix: sealed.authenticatedPrefix())
-        } catch {
-            throw .log(.sealingFailed(error))
-        }
-        sealed.payloadCRC = Zlib.crc32(envelope)
-        return sealed.encoded() + envelope
-    }
-
-    private enum RekeyFailure: Error {
-        case log(LogError)
+        report.damagedRangesKept += outcome.damagedRanges
+        report.bytesWritten += outcome.bytes
     }
 }

@@ -1,0 +1,172 @@
+import ArgumentParser
+import Foundation
+import RelayCore
+import RelayForwarding
+import RelayIO
+import RelayLog
+import RelayServer
+
+/// `campaign-relay erase`: erases a person's registrations from everything the relay keeps, or
+/// lists the erasures done (`--list`).
+struct EraseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "erase",
+        abstract: "Erase a person's registrations (a privacy request) from the log, archives, dead letters, deduplication state and aggregates.",
+        discussion: """
+            Every registration of the push token (--registration-token) or of the user key \
+            (--user-key), of one app with --integration-key, received before the request is \
+            replaced in the log and in each --archive-dir by an erased entry that keeps its \
+            sequence number; its dead letters and deduplication rows are deleted; the aggregates \
+            count it no more and forget its token. Tracking hits carry no personal data and stay. \
+            An erased registration not yet forwarded never will be. The answer says how many \
+            were already sent to Campaign or a central relay, and when, so that the request can \
+            be filed with Campaign's own privacy service too, and which edge relays handed them on. \
+            Beside a running serve, the server does the erasure (POST /v1/privacy/erasures, with \
+            --admin-token or CAMPAIGN_RELAY_ADMIN_TOKEN); without one, this command does. An \
+            erasure interrupted at any point is finished by the next serve or erase. Each is \
+            recorded, without personal data, in <data-dir>/erasures.jsonl: --list shows them. \
+            Exit status 0 when done, 1 when it failed (see docs/privacy.md).
+            """
+    )
+
+    @Option(help: ArgumentHelp("Erase the registrations of this push token.", valueName: "token"))
+    var registrationToken: String?
+
+    @Option(help: ArgumentHelp("Erase the registrations of this user key (often an email address).", valueName: "key"))
+    var userKey: String?
+
+    @Option(help: ArgumentHelp("Only the registrations of this app (mobileAppUuid).", valueName: "key"))
+    var integrationKey: String?
+
+    @Flag(help: "Count what would be erased and change nothing.")
+    var dryRun = false
+
+    @Flag(help: "Show the erasures done (the audit log) instead.")
+    var list = false
+
+    @Option(
+        name: .customLong("archive-dir"),
+        help: ArgumentHelp("Also erase from the segments of this archive directory (--archive-dir of serve; repeatable).", valueName: "dir"))
+    var archiveDirectories: [String] = []
+
+    @Option(help: ArgumentHelp("The admin token of the running server (default: CAMPAIGN_RELAY_ADMIN_TOKEN).", valueName: "token"))
+    var adminToken: String?
+
+    @OptionGroup var encryption: EncryptionOptions
+
+    @OptionGroup var common: CommonOptions
+
+    func validate() throws {
+        if list {
+            guard registrationToken == nil, userKey == nil, !dryRun else { throw ValidationError("--list takes no selector and no --dry-run") }
+            return
+        }
+        guard (registrationToken == nil) != (userKey == nil) else { throw ValidationError("give exactly one of --registration-token and --user-key") }
+        if registrationToken?.isEmpty == true || userKey?.isEmpty == true || integrationKey?.isEmpty == true {
+            throw ValidationError("--registration-token, --user-key and --integration-key must not be empty")
+        }
+        if archiveDirectories.contains(where: \.isEmpty) { throw ValidationError("--archive-dir must not be empty") }
+    }
+
+    private var selector: ErasureSelector {
+        ErasureSelector(registrationToken.map { .registrationToken($0) } ?? .userKey(userKey ?? ""), integrationKey: integrationKey)
+    }
+
+    func run() async throws {
+        try common.requireDataDirectory()
+        var output = StandardOutput.output()
+        defer { output.flush() }
+        if list {
+            let records = try await ErasureAuditLog.records(dataDirectory: common.dataDir, on: BlockingExecutor(name: "erasure-audit"))
+            if common.json {
+                output.line(APIJSON.text(ErasureList(erasures: records)))
+            } else if records.isEmpty {
+                output.line("no erasure recorded in \(ErasureAuditLog.path(dataDirectory: common.dataDir))")
+            } else {
+                for record in records { output.line(Self.summary(record)) }
+            }
+            return
+        }
+        for archive in archiveDirectories { try await ArchiveDirectoryCheck.requireExisting(archive) }
+        let report: ErasureReport
+        if let server = ServerRecord.running(dataDirectory: common.dataDir) {
+            report = try await handOff(to: server)
+        } else {
+            report = try await eraseHere()
+        }
+        if common.json {
+            output.line(APIJSON.text(report))
+        } else {
+            output.line(Self.summary(report))
+            if report.forwarded.toCampaign + report.forwarded.toCentralRelay > 0 {
+                output.line(
+                    "  already sent on: \(report.forwarded.toCampaign) to Campaign, \(report.forwarded.toCentralRelay) to a central relay (received \(report.forwarded.firstReceivedAt ?? "?") to \(report.forwarded.lastReceivedAt ?? "?")): file the request with Campaign's privacy service too"
+                )
+            }
+            if !report.originRelays.isEmpty {
+                output.line("  handed on by the relays \(report.originRelays.joined(separator: ", ")): run the same erase there")
+            }
+        }
+    }
+
+    /// The erasure done by this process, which opens the log (no server holds it).
+    private func eraseHere() async throws -> ErasureReport {
+        var configuration = LogConfiguration()
+        configuration.encryption = try await encryption.keyRing()
+        let logger = common.logger("campaign-relay.erase")
+        let log = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: configuration, logger: logger)
+        let store: ForwardingStore
+        do {
+            store = try await ForwardingStore(dataDirectory: common.dataDir, keys: configuration.encryption)
+        } catch {
+            await log.close()
+            throw RuntimeFailure("opening \(ForwardingStore.path(dataDirectory: common.dataDir)): \(error)")
+        }
+        let erasure = PersonalDataErasure(
+            log: log, dataDirectory: common.dataDir, archiveDirectories: archiveDirectories, store: store, aggregator: nil, logger: logger)
+        do {
+            let report = try await erasure.erase(selector, dryRun: dryRun)
+            await log.close()
+            return report
+        } catch {
+            await log.close()
+            throw RuntimeFailure("erasing: \(error)")
+        }
+    }
+
+    /// The erasure done by the running server.
+    private func handOff(to record: ServerRecord) async throws -> ErasureReport {
+        if !archiveDirectories.isEmpty {
+            throw RuntimeFailure("a server holds the log: it erases from its own --archive-dir; stop it to erase from other archives")
+        }
+        let handoff = ServerHandoff(record: record)
+        var body: [String: Any] = [registrationToken == nil ? "userKey" : "registrationToken": registrationToken ?? userKey ?? ""]
+        if let integrationKey { body["integrationKey"] = integrationKey }
+        if dryRun { body["dryRun"] = true }
+        let text = String(decoding: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]), as: UTF8.self)
+        let token = adminToken ?? ProcessInfo.processInfo.environment["CAMPAIGN_RELAY_ADMIN_TOKEN"]
+        switch await handoff.exchange(.POST, path: "/v1/privacy/erasures", body: text, token: token) {
+        case .failure(let failure):
+            await handoff.shutdown()
+            throw failure
+        case .success(let answer):
+            await handoff.shutdown()
+            guard answer.status == 200 else {
+                throw RuntimeFailure("\(handoff.name) answered \(answer.status): \(answer.body)")
+            }
+            do {
+                return try JSONDecoder().decode(ErasureReport.self, from: Data(answer.body.utf8))
+            } catch {
+                throw RuntimeFailure("\(handoff.name) answered an erasure this version cannot read (\(error)): \(answer.body)")
+            }
+        }
+    }
+
+    /// One line per erasure, as a person reads it.
+    static func summary(_ report: ErasureReport) -> String {
+        let erased = report.rewrites.reduce(0) { $0 + $1.entriesErased }
+        let verb = report.dryRun ? "would erase" : "erased"
+        return
+            "\(report.id) \(report.requestedAt) \(report.selector.kind) \(report.selector.hash): \(verb) \(report.registrations) registrations (\(erased) log and archive entries), \(report.deadLetters) dead letters, \(report.deduplicationRecords) deduplication rows; \(report.notYetForwarded) not yet forwarded"
+    }
+}

@@ -1,0 +1,211 @@
+public import Logging
+public import RelayAggregator
+public import RelayCore
+public import RelayForwarding
+import RelayIO
+public import RelayLog
+
+/// Erases a person's registrations from everything the relay keeps: the log and its archives,
+/// the dead letters, the uploader's deduplication state, and the aggregates (their counts and
+/// distinct-token state). Tracking hits carry no personal data and stay; everyone else's events
+/// keep their sequence numbers and bytes.
+///
+/// An erasure runs in steps, each safe to repeat:
+/// 1. It seals the segment being appended to, so that every registration before the request is in
+///    a segment no commit writes to again, finds them there and in the archives (below that
+///    boundary), and finds the dead letters that hold them.
+/// 2. It writes its ``ErasurePlan`` (no personal data) durably. From here on it is finished
+///    whatever happens: a restart (``finishPending()``, which `serve` and `erase` call first)
+///    carries on from the plan, and every reader masks the planned registrations meanwhile.
+/// 3. It masks them in this process's readers, between two transactions of the aggregator, and
+///    takes them out of the aggregates.
+/// 4. It deletes the dead letters and deduplication rows.
+/// 5. It rewrites the segments holding them, in the log and each archive (``LogErasure``).
+/// 6. It appends its record to the audit log (``ErasureAuditLog``) and removes its plan.
+///
+/// One erasure runs at a time (an actor).
+public actor PersonalDataErasure {
+    /// The open log: the server's own, or one `erase` opened (then no server runs).
+    let log: WriteAheadLog
+    let dataDirectory: String
+    /// `<data-dir>/wal`.
+    let walDirectory: String
+    let archiveDirectories: [String]
+    let store: ForwardingStore
+    /// The server's running aggregator; `nil` when none runs (the database, if any, is changed directly).
+    let aggregator: Aggregator?
+    let logger: Logger
+    private let io = BlockingExecutor(name: "erasure")
+
+    /// An erasure of the registrations in `log` (of `dataDirectory`), the archives, `store`'s dead
+    /// letters and deduplication state, and the aggregates: through the running `aggregator`, or
+    /// the database directly when there is none.
+    public init(
+        log: WriteAheadLog, dataDirectory: String, archiveDirectories: [String], store: ForwardingStore, aggregator: Aggregator?, logger: Logger
+    ) {
+        self.log = log
+        self.dataDirectory = dataDirectory
+        self.walDirectory = LogLayout(dataDirectory: dataDirectory).walDirectory
+        self.archiveDirectories = archiveDirectories
+        self.store = store
+        self.aggregator = aggregator
+        self.logger = logger
+    }
+
+    /// Erases the registrations `selector` matches (with `dryRun`, only counts them) and returns
+    /// what was done. Unfinished erasures are finished first.
+    ///
+    /// - Throws: ``ErasureError``; once the plan is written, what was done stays done and the next
+    ///   start finishes the rest.
+    public func erase(_ selector: ErasureSelector, dryRun: Bool) async throws(ErasureError) -> ErasureReport {
+        _ = try await finishPending()
+        let requested = EventTime.now()
+        let boundary = await log.sealActiveSegment()
+        let keys = log.configuration.encryption
+        let walDirectory = walDirectory
+        let directories = [walDirectory] + archiveDirectories
+        let matches = try await io.run { () throws(ErasureError) -> [LogErasure.Match] in
+            var found: [UInt64: LogErasure.Match] = [:]
+            for directory in directories {
+                do throws(LogError) {
+                    for match in try LogErasure.find(selector, in: directory, below: boundary, keys: keys) { found[match.sequence] = match }
+                } catch {
+                    throw .log(error)
+                }
+            }
+            return found.values.sorted { $0.sequence < $1.sequence }
+        }
+        let digests = Set(matches.map { TokenDigest.hex($0.registration.registrationToken) })
+        let findings: ForwardingStore.ErasureFindings
+        let pseudonymizer: Pseudonymizer
+        do {
+            findings = try await store.erasureFindings(selector, tokenDigests: digests)
+            pseudonymizer = try await store.pseudonymizer()
+        } catch {
+            throw .forwarding("\(error)")
+        }
+        var targets: [ErasurePlan.Target] = []
+        for match in matches {
+            let registration = match.registration
+            let lane = "upload-" + UploadLane.Kind.marketing.laneName(of: registration.tenant)
+            let forwarded = await log.cursorPosition(lane).map { match.sequence < $0 } ?? false
+            let handedOn = await log.cursorPosition(CentralRelaySink.cursorName).map { match.sequence < $0 } ?? false
+            targets.append(
+                ErasurePlan.Target(
+                    sequence: match.sequence, tenant: registration.tenant.storedName, integrationKey: registration.integrationKey,
+                    platform: registration.platform.rawValue, tokenDigest: TokenDigest.hex(registration.registrationToken),
+                    timeNanoseconds: registration.time.nanosecondsSinceEpoch, originRelayId: registration.chain?.first.relayID,
+                    viaRelayId: registration.chain?.hop?.relayID, forwarded: forwarded, handedOn: handedOn))
+        }
+        var plan = ErasurePlan(
+            id: ErasurePlan.newID(at: requested), requestedAt: requested.rfc3339, selectorKind: selector.kind,
+            selectorHash: pseudonymizer.pseudonym(selector.hashedText), integrationKey: selector.integrationKey, boundary: boundary,
+            targets: targets, archiveDirectories: archiveDirectories)
+        plan.deadLetterIDs = findings.deadLetterIDs
+        plan.lastDeliveredAt = findings.lastDeliveredAt
+        if dryRun {
+            return Self.report(plan, rewrites: [], deadLetters: plan.deadLetterIDs.count, deduplicationRecords: 0, aggregates: nil, dryRun: true)
+        }
+        let planned = plan
+        try await io.run { () throws(ErasureError) in
+            do throws(LogError) { try planned.write(walDirectory: walDirectory) } catch { throw .log(error) }
+        }
+        logger.notice(
+            "erasing a person's registrations",
+            metadata: ["erasure": "\(plan.id)", "selector": "\(plan.selectorHash)", "registrations": "\(targets.count)"])
+        return try await finish(plan)
+    }
+
+    /// Finishes the erasures a crash or a failure cut short (their plans are in the log's
+    /// directory), oldest first, and returns their reports.
+    ///
+    /// - Throws: ``ErasureError`` at the first that cannot be finished.
+    public func finishPending() async throws(ErasureError) -> [ErasureReport] {
+        let walDirectory = walDirectory
+        let plans = try await io.run { () throws(ErasureError) -> [ErasurePlan] in
+            do throws(LogError) { return try ErasurePlan.pending(walDirectory: walDirectory) } catch { throw .log(error) }
+        }
+        var reports: [ErasureReport] = []
+        for plan in plans {
+            logger.notice("finishing an erasure a stop cut short", metadata: ["erasure": "\(plan.id)"])
+            reports.append(try await finish(plan))
+        }
+        return reports
+    }
+
+    /// Steps 3 to 6 of an erasure whose plan is written.
+    private func finish(_ plan: ErasurePlan) async throws(ErasureError) -> ErasureReport {
+        let sequences = plan.targets.map(\.sequence)
+        let mask = log.erasureMask
+        let dataDirectory = dataDirectory
+        var aggregates: AggregateErasure?
+        do throws(AggregatorError) {
+            if let aggregator {
+                aggregates = try await aggregator.applyErasure(plan.targets) { mask.insert(sequences) }
+            } else {
+                mask.insert(sequences)
+                aggregates = try await io.run { () throws(AggregatorError) -> AggregateErasure? in
+                    try Aggregator.applyErasure(plan.targets, dataDirectory: dataDirectory)
+                }
+            }
+        } catch {
+            throw .aggregates(error)
+        }
+        let forwarding: ForwardingStore.Erasure
+        do {
+            forwarding = try await store.erase(deadLetterIDs: plan.deadLetterIDs, tokenDigests: Set(plan.targets.map(\.tokenDigest)))
+        } catch {
+            throw .forwarding("\(error)")
+        }
+        let keys = log.configuration.encryption
+        let level = log.configuration.compressionLevel
+        let set = Set(sequences)
+        let walDirectory = walDirectory
+        let rewrites = try await io.run { () throws(ErasureError) -> [LogErasure.Rewrite] in
+            var rewrites: [LogErasure.Rewrite] = []
+            for directory in [walDirectory] + plan.archiveDirectories {
+                do throws(LogError) {
+                    rewrites.append(try LogErasure.erase(set, in: directory, walDirectory: walDirectory, keys: keys, compressionLevel: level))
+                } catch {
+                    throw .log(error)
+                }
+            }
+            return rewrites
+        }
+        var report = Self.report(
+            plan, rewrites: rewrites, deadLetters: forwarding.deadLetters, deduplicationRecords: forwarding.deliveredRecords, aggregates: aggregates,
+            dryRun: false)
+        report.completedAt = EventTime.now().rfc3339
+        let finished = report
+        try await io.run { () throws(ErasureError) in
+            try ErasureAuditLog.append(finished, dataDirectory: dataDirectory)
+            do throws(LogError) { try plan.remove(walDirectory: walDirectory) } catch { throw .log(error) }
+        }
+        logger.notice(
+            "erased a person's registrations",
+            metadata: [
+                "erasure": "\(plan.id)", "selector": "\(plan.selectorHash)", "registrations": "\(plan.targets.count)",
+                "dead-letters": "\(forwarding.deadLetters)", "forwarded-before": "\(report.forwarded.toCampaign)",
+            ])
+        return report
+    }
+
+    /// The report of `plan` with what its steps did.
+    private static func report(
+        _ plan: ErasurePlan, rewrites: [LogErasure.Rewrite], deadLetters: Int, deduplicationRecords: Int, aggregates: AggregateErasure?, dryRun: Bool
+    ) -> ErasureReport {
+        let sent = plan.targets.filter { $0.forwarded || $0.handedOn }
+        var forwarded = ErasureReport.Forwarded()
+        forwarded.toCampaign = plan.targets.filter(\.forwarded).count
+        forwarded.toCentralRelay = plan.targets.filter(\.handedOn).count
+        forwarded.firstReceivedAt = sent.map(\.timeNanoseconds).min().map { EventTime(nanosecondsSinceEpoch: $0).rfc3339 }
+        forwarded.lastReceivedAt = sent.map(\.timeNanoseconds).max().map { EventTime(nanosecondsSinceEpoch: $0).rfc3339 }
+        forwarded.lastDeliveredAt = plan.lastDeliveredAt
+        return ErasureReport(
+            id: plan.id, requestedAt: plan.requestedAt, completedAt: nil, dryRun: dryRun,
+            selector: .init(kind: plan.selectorKind, hash: plan.selectorHash, integrationKey: plan.integrationKey), registrations: plan.targets.count,
+            boundary: plan.boundary, rewrites: rewrites, deadLetters: deadLetters, deduplicationRecords: deduplicationRecords, aggregates: aggregates,
+            forwarded: forwarded, notYetForwarded: plan.targets.count - sent.count,
+            originRelays: Array(Set(plan.targets.compactMap(\.originRelayId))).sorted())
+    }
+}

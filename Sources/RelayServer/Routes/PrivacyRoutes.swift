@@ -1,0 +1,60 @@
+import Hummingbird
+import RelayCore
+import RelayIO
+
+/// `POST /v1/privacy/erasures` (erase a person's registrations, see ``PersonalDataErasure``) and
+/// `GET /v1/privacy/erasures` (the audit log, ``ErasureAuditLog``), behind the relay's own admin
+/// token: an erasure reaches every tenant's data, so no tenant's token opens them.
+struct PrivacyRoutes: RouteGroup, Sendable {
+    let erasure: PersonalDataErasure
+    let dataDirectory: String
+    let adminToken: String?
+    let tenants: TenantDirectory
+
+    /// Where the audit log is read.
+    static let auditIO = BlockingExecutor(name: "erasure-audit")
+
+    /// Requests are a few fields: a larger body is not one.
+    static let maximumBodyBytes = 16 << 10
+
+    func add(to table: RouteTable) {
+        let routes = table.group(AdminAuthentication(token: adminToken, tenants: tenants))
+        routes.post("v1/privacy/erasures") { request, _ in
+            guard let body = try? await request.body.collect(upTo: Self.maximumBodyBytes) else {
+                return Responses.tooLarge(Self.maximumBodyBytes, json: true)
+            }
+            let parsed: (ErasureSelector, Bool)
+            switch ErasureRequest.parse(Array(buffer: body)) {
+            case .success(let request): parsed = request
+            case .failure(let problem): return Responses.error(.badRequest, problem.message)
+            }
+            do {
+                let report = try await erasure.erase(parsed.0, dryRun: parsed.1)
+                return Responses.json(.ok, APIJSON.text(report))
+            } catch {
+                return Responses.error(
+                    .serviceUnavailable, "the erasure failed partway: \(error). What was done stays done; the relay finishes it at its next start")
+            }
+        }
+        routes.get("v1/privacy/erasures") { _, _ in
+            let directory = dataDirectory
+            do {
+                let records = try await ErasureAuditLog.records(dataDirectory: directory, on: Self.auditIO)
+                return Responses.json(.ok, APIJSON.text(ErasureList(erasures: records)))
+            } catch {
+                return Responses.error(.internalServerError, "\(error)")
+            }
+        }
+    }
+}
+
+/// `GET /v1/privacy/erasures`: every finished erasure, oldest first.
+public struct ErasureList: Sendable, Codable {
+    /// The records of the audit log.
+    public var erasures: [ErasureReport]
+
+    /// A list of `erasures`.
+    public init(erasures: [ErasureReport]) {
+        self.erasures = erasures
+    }
+}

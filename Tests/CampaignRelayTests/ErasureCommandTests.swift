@@ -1,0 +1,176 @@
+import CampaignEmulator
+import Foundation
+import RelayProcessTestSupport
+import RelayTestSupport
+import Testing
+
+/// `campaign-relay erase` on the real binary: a person's registrations leave the log, the counts
+/// and every file, everyone else's stay exactly as they were, the uploader never sends what was
+/// erased, and a `kill -9` at any moment leaves the old state or the new one, finished by the next run.
+@Suite("Erasing a person", .serialized, .timeLimit(.minutes(10)))
+struct ErasureCommandTests {
+    /// Three people; Ada twice (two devices), with her canaries in every personal field.
+    static let events = [
+        #"{"kind":"register","platform":"android","integrationKey":"app","registrationToken":"pdcanaryadatoken1","userKey":"pdcanaryadauser","deviceName":"pdcanaryadadevice","additionalParams":{"k":"pdcanaryadaparam"}}"#,
+        #"{"kind":"track","action":"impression","messageId":"55336","deliveryId":"d1"}"#,
+        #"{"kind":"register","platform":"android","integrationKey":"app","registrationToken":"pdcanarybobtoken","userKey":"pdcanarybobuser"}"#,
+        #"{"kind":"track","action":"open","messageId":"55337","deliveryId":"d1"}"#,
+        #"{"kind":"register","platform":"ios","integrationKey":"app","registrationToken":"pdcanaryadatoken2","userKey":"pdcanaryadauser","deviceName":"pdcanaryadaphone"}"#,
+        #"{"kind":"register","platform":"ios","integrationKey":"app","registrationToken":"pdcanarycaratoken","userKey":"pdcanarycarauser"}"#,
+    ]
+
+    /// A data directory holding ``events`` in uncompressed frames (a byte of a registration left
+    /// anywhere shows), counted.
+    static func prepared(_ label: String) async throws -> String {
+        let binary = try RelayBinary.path()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("erase-\(label)-\(UUID().uuidString)").path
+        let input = Data((events.joined(separator: "\n") + "\n").utf8)
+        let ingested = try await RelayBinary.run(binary, ["ingest", "--data-dir", directory, "--compression-level", "0", "-"], input: input)
+        #expect(ingested.status == 0, "\(ingested.stderr)")
+        let counted = try await RelayBinary.run(binary, ["aggregate", "--data-dir", directory])
+        #expect(counted.status == 0, "\(counted.stderr)")
+        return directory
+    }
+
+    /// `wal dump`'s lines without their times.
+    static func dump(_ directory: String) async throws -> [String] {
+        let dumped = try await RelayBinary.run(try RelayBinary.path(), ["wal", "dump", "--data-dir", directory])
+        #expect(dumped.status == 0, "\(dumped.stderr)")
+        return dumped.stdout.split(separator: "\n").map { String($0).replacing(/,"time":"[^"]*"/, with: "") }
+    }
+
+    /// The registrations per app as `stats --json --no-catch-up` shows them: platform → (registrations, distinct tokens).
+    static func registrations(_ directory: String) async throws -> [String: [Int]] {
+        let stats = try await RelayBinary.run(try RelayBinary.path(), ["stats", "--data-dir", directory, "--json", "--no-catch-up"])
+        #expect(stats.status == 0, "\(stats.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any]
+        var result: [String: [Int]] = [:]
+        for row in object?["registrations"] as? [[String: Any]] ?? [] {
+            result[row["platform"] as? String ?? ""] = [row["registrations"] as? Int ?? -1, row["distinctTokens"] as? Int ?? -1]
+        }
+        return result
+    }
+
+    /// The erasure records of `erase --list --json`.
+    static func records(_ directory: String) async throws -> [[String: Any]] {
+        let listed = try await RelayBinary.run(try RelayBinary.path(), ["erase", "--data-dir", directory, "--list", "--json"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [String: Any]
+        return object?["erasures"] as? [[String: Any]] ?? []
+    }
+
+    static let untouched = [
+        #"{"seq":1,"kind":"register","platform":"android","integrationKey":"app","registrationToken":"pdcanaryadatoken1","userKey":"pdcanaryadauser","deviceName":"pdcanaryadadevice","additionalParams":{"k":"pdcanaryadaparam"}}"#,
+        #"{"seq":2,"kind":"track","action":"impression","messageId":"55336","deliveryId":"d1"}"#,
+        #"{"seq":3,"kind":"register","platform":"android","integrationKey":"app","registrationToken":"pdcanarybobtoken","userKey":"pdcanarybobuser"}"#,
+        #"{"seq":4,"kind":"track","action":"open","messageId":"55337","deliveryId":"d1"}"#,
+        #"{"seq":5,"kind":"register","platform":"ios","integrationKey":"app","registrationToken":"pdcanaryadatoken2","userKey":"pdcanaryadauser","deviceName":"pdcanaryadaphone"}"#,
+        #"{"seq":6,"kind":"register","platform":"ios","integrationKey":"app","registrationToken":"pdcanarycaratoken","userKey":"pdcanarycarauser"}"#,
+    ]
+    static let erased = [
+        #"{"seq":1,"kind":"erased"}"#, untouched[1], untouched[2], untouched[3], #"{"seq":5,"kind":"erased"}"#, untouched[5],
+    ]
+
+    /// Ada's canaries found in any file of `directory`.
+    static func adaCanaries(_ directory: String) -> [String: Set<String>] {
+        PersonalDataAtRestTests.canaries(under: directory).compactMapValues { hits in
+            let ada = hits.filter { $0.hasPrefix("pdcanaryada") }
+            return ada.isEmpty ? nil : ada
+        }
+    }
+
+    @Test("erase --user-key: her two registrations become erased entries, counts drop by two, no file holds her, upload never sends her")
+    func eraseWithoutServer() async throws {
+        let binary = try RelayBinary.path()
+        let directory = try await Self.prepared("offline")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        #expect(try await Self.dump(directory) == Self.untouched)
+        #expect(try await Self.registrations(directory) == ["android": [2, 2], "ios": [2, 2]])
+
+        let dry = try await RelayBinary.run(binary, ["erase", "--data-dir", directory, "--user-key", "pdcanaryadauser", "--dry-run", "--json"])
+        #expect(dry.status == 0, "\(dry.stderr)")
+        #expect(dry.stdout.contains(#""registrations":2"#) && dry.stdout.contains(#""dryRun":true"#))
+        #expect(try await Self.dump(directory) == Self.untouched, "a dry run changes nothing")
+
+        let erased = try await RelayBinary.run(binary, ["erase", "--data-dir", directory, "--user-key", "pdcanaryadauser", "--json"])
+        #expect(erased.status == 0, "\(erased.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(erased.stdout.utf8)) as? [String: Any])
+        #expect(report["registrations"] as? Int == 2)
+        #expect(report["notYetForwarded"] as? Int == 2)
+        #expect((report["rewrites"] as? [[String: Any]])?.first?["entriesErased"] as? Int == 2)
+        let aggregates = try #require(report["aggregates"] as? [String: Any])
+        #expect(aggregates["registrationsUncounted"] as? Int == 2 && aggregates["tokensForgotten"] as? Int == 2)
+        #expect(!erased.stdout.contains("pdcanary") && !erased.stderr.contains("pdcanary"), "the answer and the log lines hold no personal data")
+
+        #expect(try await Self.dump(directory) == Self.erased)
+        #expect(try await Self.registrations(directory) == ["android": [1, 1], "ios": [1, 1]])
+        #expect(Self.adaCanaries(directory).isEmpty, "\(Self.adaCanaries(directory))")
+        // Bob's bytes are where they were: the scan would have seen Ada's.
+        #expect(PersonalDataAtRestTests.canaries(under: directory).values.contains { $0.contains("pdcanarybobtoken") })
+
+        // A rebuild from the log counts what the erasure left.
+        let rebuilt = try await RelayBinary.run(binary, ["stats", "--data-dir", directory, "--rebuild", "--json"])
+        #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
+        #expect(try await Self.registrations(directory) == ["android": [1, 1], "ios": [1, 1]])
+
+        // Campaign gets Bob and Cara, never Ada.
+        let campaign = try await RunningEmulator.start()
+        let uploaded = try await RelayBinary.run(
+            binary, ["upload", "--data-dir", directory, "--tracking-host", campaign.url, "--marketing-host", campaign.url, "--until-drained"])
+        #expect(uploaded.status == 0, "\(uploaded.stderr)")
+        let tokens = await campaign.emulator.recorder.acceptedRegistrations.compactMap { $0["registrationToken"] }.sorted()
+        #expect(tokens == ["pdcanarybobtoken", "pdcanarycaratoken"])
+
+        // Again: nothing left to erase; both recorded.
+        let again = try await RelayBinary.run(binary, ["erase", "--data-dir", directory, "--user-key", "pdcanaryadauser", "--json"])
+        #expect(again.status == 0 && again.stdout.contains(#""registrations":0"#), "\(again.stdout) \(again.stderr)")
+        #expect(try await Self.records(directory).map { $0["registrations"] as? Int } == [2, 0])
+    }
+
+    @Test("kill -9 of erase at random moments: the old state or the new one, never between; the next run finishes it")
+    func killNineLoop() async throws {
+        let binary = try RelayBinary.path()
+        let template = try await Self.prepared("kill-template")
+        defer { try? FileManager.default.removeItem(atPath: template) }
+        // How long one erasure takes here, start to exit: the kills land anywhere within it.
+        let timed = template + "-timed"
+        try FileManager.default.copyItem(atPath: template, toPath: timed)
+        let started = ContinuousClock.now
+        let whole = try await RelayBinary.run(binary, ["erase", "--data-dir", timed, "--registration-token", "pdcanaryadatoken1"])
+        let span = max(10, Int((ContinuousClock.now - started) / .milliseconds(1)))
+        try? FileManager.default.removeItem(atPath: timed)
+        #expect(whole.status == 0, "\(whole.stderr)")
+        var outcomes: [String: Int] = [:]
+        for round in 0..<12 {
+            let directory = template + "-\(round)"
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try FileManager.default.copyItem(atPath: template, toPath: directory)
+            let eraser = try ChildProcess(binary, ["erase", "--data-dir", directory, "--registration-token", "pdcanaryadatoken1"])
+            try await Task.sleep(for: .milliseconds(Int.random(in: span / 3...span)))
+            kill(eraser.process.processIdentifier, SIGKILL)
+            _ = await eraser.exit(within: 30)
+            // Any erase finishes an erasure cut short before its own (a dry run of no one here).
+            let finishing = try await RelayBinary.run(
+                binary, ["erase", "--data-dir", directory, "--registration-token", "nobody", "--dry-run"], seconds: 120)
+            #expect(finishing.status == 0, "\(finishing.stderr)")
+            let dump = try await Self.dump(directory)
+            let records = try await Self.records(directory)
+            let counts = try await Self.registrations(directory)
+            if records.isEmpty {
+                outcomes["old", default: 0] += 1
+                #expect(dump == Self.untouched, "round \(round): no record, so nothing erased")
+                #expect(counts == ["android": [2, 2], "ios": [2, 2]], "round \(round)")
+            } else {
+                outcomes["new", default: 0] += 1
+                #expect(records.count == 1 && records.first?["registrations"] as? Int == 1, "round \(round): \(records)")
+                var expected = Self.untouched
+                expected[0] = #"{"seq":1,"kind":"erased"}"#
+                #expect(dump == expected, "round \(round)")
+                #expect(counts == ["android": [1, 1], "ios": [2, 2]], "round \(round)")
+                #expect(!PersonalDataAtRestTests.canaries(under: directory).values.contains { $0.contains("pdcanaryadatoken1") }, "round \(round)")
+            }
+            #expect(!(try FileManager.default.contentsOfDirectory(atPath: directory + "/wal")).contains { $0.hasSuffix(".plan") }, "round \(round)")
+        }
+        print("erase kill loop: \(outcomes)")
+    }
+}
