@@ -57,7 +57,9 @@ extension AggregateStore {
                 isErased.reset()
                 try isErased.bind(1, Int64(bitPattern: target.sequence))
                 if try isErased.step() { continue }
-                if target.sequence < position {
+                if target.isCopy {
+                    // A copy was never counted (the entry it copies was, and is a target of its own).
+                } else if target.sequence < position {
                     try bindApp(uncountRegistration, target)
                     try uncountRegistration.step()
                     if let origin = target.originRelayId {

@@ -1,6 +1,6 @@
 /// Whose registrations an erasure removes (`campaign-relay erase`, `POST /v1/privacy/erasures`):
 /// every registration of one push token, or of one user key, optionally of one app
-/// (integration key) and one tenant.
+/// (integration key), whatever its tenant.
 public struct ErasureSelector: Sendable, Hashable {
     /// What a registration is matched on.
     public enum Subject: Sendable, Hashable {

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import RelayCore
 import Synchronization
 
@@ -12,7 +13,7 @@ import Synchronization
 /// the plans of the erasures not finished yet (``ErasurePlan``) when it first reads: an erasure
 /// cut short by a crash is masked until a restart finishes it.
 public final class ErasureMask: Sendable {
-    private let sequences = Mutex<Set<UInt64>>([])
+    private let sequences = NIOLockedValueBox<Set<UInt64>>([])
     /// Kept apart so that the readers' check, once per batch, takes no lock while nothing is erased.
     private let count = Atomic<Int>(0)
 
@@ -37,12 +38,12 @@ public final class ErasureMask: Sendable {
     /// Whether `sequence` is masked.
     public func contains(_ sequence: UInt64) -> Bool {
         guard !isEmpty else { return false }
-        return sequences.withLock { $0.contains(sequence) }
+        return sequences.withLockedValue { $0.contains(sequence) }
     }
 
     /// Masks `added` from now on.
     public func insert(_ added: some Sequence<UInt64>) {
-        sequences.withLock { set in
+        sequences.withLockedValue { set in
             set.formUnion(added)
             count.store(set.count, ordering: .releasing)
         }
@@ -51,7 +52,7 @@ public final class ErasureMask: Sendable {
     /// `events` with the masked ones as erased entries.
     func apply(to events: inout [SequencedEvent]) {
         guard !isEmpty else { return }
-        sequences.withLock { set in
+        sequences.withLockedValue { set in
             for index in events.indices where set.contains(events[index].sequence) {
                 if case .erased = events[index].event { continue }
                 events[index].event = .erased(ErasedEntry(erasing: events[index].event))

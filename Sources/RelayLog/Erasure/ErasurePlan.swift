@@ -32,6 +32,9 @@ public struct ErasurePlan: Sendable, Hashable, Codable {
         public var forwarded: Bool
         /// Whether the relay lane had handed it on to a central relay when the erasure began.
         public var handedOn: Bool
+        /// Whether it is a copy of an earlier entry (a re-queued dead letter), which the
+        /// aggregates never count.
+        public var isCopy = false
 
         /// Creates a target.
         public init(
@@ -101,7 +104,7 @@ public struct ErasurePlan: Sendable, Hashable, Codable {
     /// Writes the plan durably (temporary file, fdatasync, rename, directory sync).
     ///
     /// - Throws: ``LogError/fileSystem(_:context:)`` when it cannot be written (nothing was erased).
-    public func write(walDirectory: String, fileSystem: any FileSystem = PosixFileSystem()) throws(LogError) {
+    public func store(walDirectory: String, fileSystem: any FileSystem = PosixFileSystem()) throws(LogError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let bytes: [UInt8]

@@ -36,6 +36,22 @@ public actor PersonalDataErasure {
     let aggregator: Aggregator?
     let logger: Logger
     private let io = BlockingExecutor(name: "erasure")
+    /// Whether an erasure (or the finishing of unfinished ones) is under way: the actor lets
+    /// another request in at each `await`, and two erasures must not interleave their steps.
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    private func takeTurn() async {
+        while busy { await withCheckedContinuation { waiting.append($0) } }
+        busy = true
+    }
+
+    private func endTurn() {
+        busy = false
+        let waiters = waiting
+        waiting = []
+        for waiter in waiters { waiter.resume() }
+    }
 
     /// An erasure of the registrations in `log` (of `dataDirectory`), the archives, `store`'s dead
     /// letters and deduplication state, and the aggregates: through the running `aggregator`, or
@@ -58,7 +74,9 @@ public actor PersonalDataErasure {
     /// - Throws: ``ErasureError``; once the plan is written, what was done stays done and the next
     ///   start finishes the rest.
     public func erase(_ selector: ErasureSelector, dryRun: Bool) async throws(ErasureError) -> ErasureReport {
-        _ = try await finishPending()
+        await takeTurn()
+        defer { endTurn() }
+        _ = try await finishPlans()
         let requested = EventTime.now()
         let boundary = await log.sealActiveSegment()
         let keys = log.configuration.encryption
@@ -90,12 +108,14 @@ public actor PersonalDataErasure {
             let lane = "upload-" + UploadLane.Kind.marketing.laneName(of: registration.tenant)
             let forwarded = await log.cursorPosition(lane).map { match.sequence < $0 } ?? false
             let handedOn = await log.cursorPosition(CentralRelaySink.cursorName).map { match.sequence < $0 } ?? false
-            targets.append(
+            var target =
                 ErasurePlan.Target(
                     sequence: match.sequence, tenant: registration.tenant.storedName, integrationKey: registration.integrationKey,
                     platform: registration.platform.rawValue, tokenDigest: TokenDigest.hex(registration.registrationToken),
                     timeNanoseconds: registration.time.nanosecondsSinceEpoch, originRelayId: registration.chain?.first.relayID,
-                    viaRelayId: registration.chain?.hop?.relayID, forwarded: forwarded, handedOn: handedOn))
+                    viaRelayId: registration.chain?.hop?.relayID, forwarded: forwarded, handedOn: handedOn)
+            target.isCopy = registration.origin != nil
+            targets.append(target)
         }
         var plan = ErasurePlan(
             id: ErasurePlan.newID(at: requested), requestedAt: requested.rfc3339, selectorKind: selector.kind,
@@ -108,7 +128,7 @@ public actor PersonalDataErasure {
         }
         let planned = plan
         try await io.run { () throws(ErasureError) in
-            do throws(LogError) { try planned.write(walDirectory: walDirectory) } catch { throw .log(error) }
+            do throws(LogError) { try planned.store(walDirectory: walDirectory) } catch { throw .log(error) }
         }
         logger.notice(
             "erasing a person's registrations",
@@ -121,6 +141,13 @@ public actor PersonalDataErasure {
     ///
     /// - Throws: ``ErasureError`` at the first that cannot be finished.
     public func finishPending() async throws(ErasureError) -> [ErasureReport] {
+        await takeTurn()
+        defer { endTurn() }
+        return try await finishPlans()
+    }
+
+    /// ``finishPending()`` within a turn already taken.
+    private func finishPlans() async throws(ErasureError) -> [ErasureReport] {
         let walDirectory = walDirectory
         let plans = try await io.run { () throws(ErasureError) -> [ErasurePlan] in
             do throws(LogError) { return try ErasurePlan.pending(walDirectory: walDirectory) } catch { throw .log(error) }
