@@ -650,10 +650,12 @@ final class FrameWriteRecorder: Sendable {
     var frames: [WrittenFrame] { recorded.withLock { $0 } }
 
     func record(_ bytes: [UInt8], path: String) {
-        // Only buffers of frames: segment headers start with "CRWS", preallocation is zeros.
-        guard bytes.count >= FrameHeader.size, Array(bytes[0..<4]) == FrameHeader.magic else { return }
+        // Buffers of frames, or whole segments (a rewrite: `wal rekey`, an erasure) whose frames
+        // follow the segment header; preallocation is zeros.
+        let start = bytes.count >= SegmentHeader.size && Array(bytes[0..<4]) == SegmentHeader.magic ? SegmentHeader.size : 0
+        guard bytes.count >= start + FrameHeader.size, Array(bytes[start..<(start + 4)]) == FrameHeader.magic else { return }
         let session = session.load(ordering: .relaxed)
-        let frames = parseFrames(bytes, from: 0).map { frame in
+        let frames = parseFrames(bytes, from: start).map { frame in
             WrittenFrame(
                 path: path, session: session, header: frame.header, authenticated: frame.authenticated, keyID: frame.keyID, salt: frame.salt,
                 ciphertext: frame.ciphertext, tag: frame.tag)
