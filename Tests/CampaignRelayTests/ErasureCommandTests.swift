@@ -174,3 +174,120 @@ struct ErasureCommandTests {
         print("erase kill loop: \(outcomes)")
     }
 }
+
+/// `erase` beside a running `serve`: handed to the server, which erases from its log (the active
+/// segment sealed first), its archive, its dead letters and its counts while it takes and forwards
+/// events, and never sends a registration its uploader had read and was retrying.
+@Suite("Erasing a person beside a running server", .serialized, .timeLimit(.minutes(10)))
+struct ErasureBesideServeTests {
+    static let token = "erasure-admin-token-0123456789"
+
+    static func registration(_ person: String, _ number: Int, key: String = "app") -> String {
+        #"{"kind":"register","platform":"ios","integrationKey":"\#(key)","registrationToken":"pdcanary\#(person)token\#(number)","userKey":"pdcanary\#(person)user","deviceName":"pdcanary\#(person)device\#(number)"}"#
+    }
+
+    static func hits(_ range: ClosedRange<Int>) -> [String] {
+        range.map { #"{"kind":"track","action":"impression","messageId":"\#($0)","deliveryId":"d1"}"# }
+    }
+
+    @Test("encrypted log, archive, dead letter, a delivered and an in-flight registration: erased everywhere; Campaign never gets the in-flight one")
+    func eraseBesideServe() async throws {
+        let binary = try RelayBinary.path()
+        var faults = EmulatorFaults()
+        faults.knownIntegrationKeys = ["app"]
+        let campaign = try await RunningEmulator.start(faults: faults)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("erase-serve-\(UUID().uuidString)").path
+        let archive = directory + "-archive"
+        let keys = try PersonalDataAtRestTests.keyFile(in: directory)
+        defer {
+            for path in [directory, archive, keys] { try? FileManager.default.removeItem(atPath: path) }
+        }
+        try FileManager.default.createDirectory(atPath: archive, withIntermediateDirectories: true)
+        let server = try ChildProcess(
+            binary,
+            [
+                "serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--log-format", "json", "--encryption-key-file", keys,
+                "--compression-level", "0",
+                "--segment-bytes", "4096", "--retain", "0", "--archive-dir", archive, "--tracking-host", campaign.url, "--marketing-host",
+                campaign.url, "--admin-token", Self.token,
+            ]
+        )
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(try await server.await(#""address":"127\.0\.0\.1:(\d+)""#))"
+        let http = TestHTTPClient()
+        let admin = [("Authorization", "Bearer \(Self.token)")]
+        let json = [("Content-Type", "application/json")]
+        func post(_ events: [String]) async throws {
+            #expect(try await http.post(url + "/v1/events", "[" + events.joined(separator: ",") + "]", headers: json).status == 200)
+        }
+
+        // Hers: one Campaign refuses (a dead letter), one it takes; hits enough to roll segments into the archive.
+        try await post([Self.registration("ada", 0, key: "stranger"), Self.registration("ada", 1)] + Self.hits(1...150))
+        // Each request is a commit; a segment rolls at the first commit that does not fit.
+        for batch in 1...4 { try await post(Self.hits((batch * 1000)...(batch * 1000 + 150))) }
+        try await TenantIsolationTests.eventually("her dead letter, her delivered registration, a segment archived") {
+            let accepted = await campaign.emulator.recorder.acceptedRegistrations.count
+            let letters = try await http.get(url + "/v1/deadletters", headers: admin).body
+            let archived = (try? FileManager.default.contentsOfDirectory(atPath: archive))?.contains { $0.hasSuffix(".wal") } ?? false
+            return accepted == 1 && letters.components(separatedBy: #""id":"#).count - 1 == 1 && archived
+        }
+        // Campaign goes down: her next registration and Bob's are read and retried.
+        var down = campaign.emulator.currentFaults
+        down.failureRate = 1
+        down.failureStatus = 503
+        campaign.emulator.currentFaults = down
+        let before = await campaign.emulator.recorder.receivedRequests
+        try await post([Self.registration("ada", 2), Self.registration("bob", 1)] + Self.hits(151...160))
+        try await TenantIsolationTests.eventually("the uploader trying her registration against a Campaign that fails") {
+            let received = await campaign.emulator.recorder.receivedRequests
+            let tried = await campaign.emulator.recorder.lastRequests(50).contains { $0.body.contains("pdcanaryadatoken2") && $0.status == 503 }
+            return tried && received > before
+        }
+
+        let erased = try await RelayBinary.run(
+            binary, ["erase", "--data-dir", directory, "--user-key", "pdcanaryadauser", "--admin-token", Self.token, "--json"])
+        #expect(erased.status == 0, "\(erased.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(erased.stdout.utf8)) as? [String: Any])
+        #expect(report["registrations"] as? Int == 3, "\(erased.stdout)")
+        #expect(report["deadLetters"] as? Int == 1)
+        #expect((report["forwarded"] as? [String: Any])?["toCampaign"] as? Int == 1, "only the one Campaign took")
+        #expect(report["notYetForwarded"] as? Int == 2)
+        let rewritten = (report["rewrites"] as? [[String: Any]] ?? []).reduce(0) { $0 + ($1["entriesErased"] as? Int ?? 0) }
+        #expect(rewritten >= 3, "in the log and the archive: \(erased.stdout)")
+
+        // Campaign comes back: Bob goes, her in-flight registration never does.
+        campaign.emulator.currentFaults = faults
+        try await TenantIsolationTests.eventually("Bob's registration delivered") {
+            await campaign.emulator.recorder.acceptedRegistrations.contains { $0["registrationToken"] == "pdcanarybobtoken1" }
+        }
+        try await post([Self.registration("cara", 1)])
+        try await TenantIsolationTests.eventually("a later registration delivered after Bob's") {
+            await campaign.emulator.recorder.acceptedRegistrations.contains { $0["registrationToken"] == "pdcanarycaratoken1" }
+        }
+        let tokens = await campaign.emulator.recorder.acceptedRegistrations.compactMap { $0["registrationToken"] }.sorted()
+        #expect(
+            tokens == ["pdcanaryadatoken1", "pdcanarybobtoken1", "pdcanarycaratoken1"], "the one delivered before the erasure, then Bob and Cara")
+        #expect(try await http.get(url + "/v1/deadletters", headers: admin).body.components(separatedBy: #""id":"#).count == 1)
+        let listed = try await http.get(url + "/v1/privacy/erasures", headers: admin)
+        #expect(listed.status == 200 && listed.body.components(separatedBy: #""id":"#).count - 1 == 1, "\(listed.body)")
+        #expect(try await http.get(url + "/v1/privacy/erasures").status == 401, "the audit needs the admin token")
+        await http.shutdown()
+        server.stop()
+
+        // From outside: nothing of hers in the log or the archive, Bob's still there, the counts exact.
+        let again = try await RelayBinary.run(
+            binary,
+            [
+                "erase", "--data-dir", directory, "--user-key", "pdcanaryadauser", "--archive-dir", archive, "--encryption-key-file", keys,
+                "--dry-run",
+                "--json",
+            ])
+        #expect(again.status == 0 && again.stdout.contains(#""registrations":0"#), "\(again.stdout) \(again.stderr)")
+        let dump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", directory, "--encryption-key-file", keys])
+        #expect(!dump.stdout.contains("pdcanaryada") && dump.stdout.contains("pdcanarybobtoken1"))
+        #expect(ErasureCommandTests.adaCanaries(directory).isEmpty && ErasureCommandTests.adaCanaries(archive).isEmpty)
+        #expect(!server.text.contains("pdcanaryada"), "the server's log lines hold no personal data")
+        let stats = try await RelayBinary.run(binary, ["stats", "--data-dir", directory, "--json", "--encryption-key-file", keys])
+        #expect(stats.stdout.contains(#""distinctTokens":2"#) && stats.stdout.contains(#""registrations":2,"#), "Bob and Cara: \(stats.stdout)")
+    }
+}

@@ -7,6 +7,8 @@ extension ForwardingStore {
     public struct ErasureFindings: Sendable, Hashable, Codable {
         /// The dead letters whose registration the selector matches (ids: not personal data).
         public var deadLetterIDs: [Int64] = []
+        /// The log sequence numbers of those dead letters: Campaign refused them, so they were not delivered.
+        public var deadLetteredSequences: Set<UInt64> = []
         /// When the uploader last delivered a registration of each of the person's tokens (RFC 3339),
         /// as the deduplication state remembers it (registrations from JSON or files only).
         public var lastDeliveredAt: [String] = []
@@ -27,6 +29,7 @@ extension ForwardingStore {
                 selector.matches(registration)
             else { continue }
             findings.deadLetterIDs.append(letter.id)
+            findings.deadLetteredSequences.insert(letter.sequence)
         }
         do throws(SQLiteError) {
             let read = try connection.prepare("SELECT delivered_at FROM delivered_registrations WHERE registration_token = ?")

@@ -190,6 +190,11 @@ extension UploadLane {
         var retry = EventRetryStateMachine(configuration: configuration)
         while !Task.isCancelled {
             guard await waitForPermission() else { break }
+            // Erased while it waited for its next attempt: it goes no further.
+            if erasures.contains(event.sequence) {
+                statistics.skippedErased += 1
+                return .done(event.sequence)
+            }
             let outcome = await transport.send(request, timeout: configuration.requestTimeout)
             var breakerOpened = false
             var firstFailure = false

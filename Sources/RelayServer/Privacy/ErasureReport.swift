@@ -18,7 +18,8 @@ public struct ErasureReport: Sendable, Hashable, Codable {
     /// What had already left the relay when the erasure began: a privacy request must also go to
     /// Campaign's own privacy service (and to the central relay) for these.
     public struct Forwarded: Sendable, Hashable, Codable {
-        /// Registrations the uploader had sent to a Campaign marketing host.
+        /// Registrations the uploader had delivered to a Campaign marketing host (its lane had
+        /// passed them, and they are not dead letters).
         public var toCampaign = 0
         /// Registrations the relay lane had handed on to a central relay.
         public var toCentralRelay = 0

@@ -106,7 +106,9 @@ public actor PersonalDataErasure {
         for match in matches {
             let registration = match.registration
             let lane = "upload-" + UploadLane.Kind.marketing.laneName(of: registration.tenant)
-            let forwarded = await log.cursorPosition(lane).map { match.sequence < $0 } ?? false
+            // Passed by the marketing lane and not a dead letter: Campaign took it.
+            let passed = await log.cursorPosition(lane).map { match.sequence < $0 } ?? false
+            let forwarded = passed && !findings.deadLetteredSequences.contains(match.sequence)
             let handedOn = await log.cursorPosition(CentralRelaySink.cursorName).map { match.sequence < $0 } ?? false
             var target =
                 ErasurePlan.Target(
