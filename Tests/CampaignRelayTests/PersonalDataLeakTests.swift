@@ -79,6 +79,10 @@ struct PersonalDataLeakTests {
             ("deadletter list", ["deadletter", "list"]), ("deadletter list --json", ["deadletter", "list", "--json"]),
             ("stats", ["stats", "--log-level", "trace"]), ("wal verify", ["wal", "verify"]),
             ("replay", ["replay", "--from", "1", "--log-level", "trace"] + hosts),
+            ("erase --dry-run", ["erase", "--registration-token", "pdcanarytoken7 x", "--dry-run", "--log-level", "trace"]),
+            ("erase", ["erase", "--user-key", "pdcanaryuser7", "--log-level", "trace"]),
+            ("erase --json", ["erase", "--registration-token", "pdcanarytoken1", "--json", "--log-level", "trace"]),
+            ("erase --list", ["erase", "--list"]), ("erase --list --json", ["erase", "--list", "--json"]),
         ] {
             let run = try await RelayBinary.run(binary, arguments + ["--data-dir", directory])
             printed[name] = run.stdout + run.stderr
@@ -97,5 +101,8 @@ struct PersonalDataLeakTests {
             #expect(bodies.contains(value), "Campaign never got \(value)")
         }
         #expect(printed["deadletter list --json"]?.contains("hash:") == true)
+        // The erasures did erase (their outputs were worth searching).
+        #expect(printed["erase"]?.contains("erased 1 registration (1 log and archive entry)") == true, "\(printed["erase"] ?? "")")
+        #expect(printed["erase --list"]?.contains("user-key hash:") == true, "\(printed["erase --list"] ?? "")")
     }
 }

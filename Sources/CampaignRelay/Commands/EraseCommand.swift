@@ -167,6 +167,6 @@ struct EraseCommand: AsyncParsableCommand {
         let erased = report.rewrites.reduce(0) { $0 + $1.entriesErased }
         let verb = report.dryRun ? "would erase" : "erased"
         return
-            "\(report.id) \(report.requestedAt) \(report.selector.kind) \(report.selector.hash): \(verb) \(report.registrations) registrations (\(erased) log and archive entries), \(report.deadLetters) dead letters, \(report.deduplicationRecords) deduplication rows; \(report.notYetForwarded) not yet forwarded"
+            "\(report.id) \(report.requestedAt) \(report.selector.kind) \(report.selector.hash): \(verb) \(counted(report.registrations, "registration")) (\(counted(erased, "log and archive entry", "log and archive entries"))), \(counted(report.deadLetters, "dead letter")), \(counted(report.deduplicationRecords, "deduplication row")); \(report.notYetForwarded) not yet forwarded"
     }
 }
