@@ -96,15 +96,21 @@ extension AggregateStore {
 
 extension Aggregator {
     /// Takes the registrations of `targets` out of the aggregates (see ``AggregateStore``'s
-    /// `applyErasure`), between two of this aggregator's transactions, after `beforehand` (which
-    /// masks them in the log's readers: ``WriteAheadLog/erasureMask``) has run with no catch-up
-    /// under way: every target read before was counted and is below the position, every one read
-    /// after is an erased entry.
-    public func applyErasure(_ targets: [ErasurePlan.Target], beforehand: @Sendable () -> Void) async throws(AggregatorError) -> AggregateErasure {
+    /// `applyErasure`), between two of this aggregator's transactions, after `whileQuiescent`
+    /// (which masks them in the log's readers: ``WriteAheadLog/erasureMask``, and may change the
+    /// fleet's counts the same way) has run with no catch-up under way: every target read before
+    /// was counted and is below the position, every one read after is an erased entry. Returns
+    /// what changed, and what `whileQuiescent` returned.
+    ///
+    /// - Throws: what `whileQuiescent` throws (nothing changed here then), or
+    ///   ``AggregatorError`` when the database cannot be changed.
+    public func applyErasure<Value: Sendable>(
+        _ targets: [ErasurePlan.Target], whileQuiescent: @Sendable () async throws -> Value
+    ) async throws -> (AggregateErasure, Value) {
         await enterExclusive()
         defer { leaveExclusive() }
-        beforehand()
-        return try store.applyErasure(targets)
+        let value = try await whileQuiescent()
+        return (try store.applyErasure(targets), value)
     }
 
     /// Takes the registrations of `targets` out of the aggregates database of `dataDirectory`, if

@@ -42,6 +42,36 @@ public actor FleetAggregator {
     private let logger: Logger
     /// `deliveries.delivery_ref` by tenant and delivery id; refs are committed before they are used.
     private var deliveryRefs: [CountDeltas.DeliveryKey: Int64] = [:]
+    /// Whether a catch-up or an erasure's change (``applyErasure(_:whileQuiescent:)``) is under
+    /// way: they take turns, since the actor lets one run while the other awaits.
+    private var exclusive = false
+    private var exclusiveWaiters: [CheckedContinuation<Void, Never>] = []
+
+    private func enterExclusive() async {
+        while exclusive { await withCheckedContinuation { exclusiveWaiters.append($0) } }
+        exclusive = true
+    }
+
+    private func leaveExclusive() {
+        exclusive = false
+        let waiters = exclusiveWaiters
+        exclusiveWaiters = []
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Takes the registrations of `targets` out of the fleet's counts of this relay (see
+    /// ``FleetErasure``), between two of this aggregator's transactions, after `whileQuiescent`
+    /// (which masks them in the log's readers) has run with no catch-up under way.
+    public func applyErasure(
+        _ targets: [ErasurePlan.Target], whileQuiescent: @Sendable () async throws -> Void
+    ) async throws -> FleetErasure.Result {
+        await enterExclusive()
+        defer { leaveExclusive() }
+        try await whileQuiescent()
+        watch.begin()
+        defer { watch.end() }
+        return try await FleetErasure.apply(targets, relayID: relayID, connection: connection, logger: logger)
+    }
 
     /// Migrates the schema if needed, finds (or creates) this relay's position, and positions the
     /// aggregator after the last event PostgreSQL has counted.
@@ -137,6 +167,8 @@ public actor FleetAggregator {
     /// - Throws: ``FleetError``; what was committed before the error stays counted, and the next
     ///   call goes on from there.
     public func catchUp(progress: (@Sendable (CatchUpProgress) -> Void)? = nil) async throws(FleetError) -> CatchUpSummary {
+        await enterExclusive()
+        defer { leaveExclusive() }
         let outcome = await LogCatchUp.run(
             log: log, reader: reader, from: position, batchSize: batchSize, readAhead: readAhead, cursor: cursor, logger: logger,
             progress: progress
@@ -297,6 +329,16 @@ public actor FleetAggregator {
                         unique_clicks = delivery_counts.unique_clicks + excluded.unique_clicks,
                         first_event_ns = least(delivery_counts.first_event_ns, excluded.first_event_ns),
                         last_event_ns = greatest(delivery_counts.last_event_ns, excluded.last_event_ns)
+                    """, logger: logger)
+            }
+            if !deltas.erasedSequences.isEmpty {
+                // Erased registrations met: counted for nothing, and remembered so that an erasure
+                // never takes them out of the counts again.
+                try await connection.query(
+                    """
+                    INSERT INTO erased_registrations (relay_id, sequence)
+                    SELECT \(relayID)::uuid, s FROM unnest(\(deltas.erasedSequences.map { Int64(bitPattern: $0) })::int8[]) AS t(s)
+                    ON CONFLICT DO NOTHING
                     """, logger: logger)
             }
             if !deltas.registrations.isEmpty {

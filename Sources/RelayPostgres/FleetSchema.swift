@@ -4,9 +4,10 @@ public import PostgresNIO
 /// The fleet's tables in PostgreSQL (documented in `docs/aggregates-postgres.md`), created and
 /// migrated by whichever relay starts first.
 public enum FleetSchema {
-    /// The version this relay writes and reads: 3, where deliveries, registrations and tokens are
-    /// kept per tenant, and tokens as their digests (`TokenDigest` of RelayLog).
-    public static let version = 3
+    /// The version this relay writes and reads: 4, where deliveries, registrations and tokens are
+    /// kept per tenant, tokens as their digests (`TokenDigest` of RelayLog), and each relay's
+    /// erased registrations are remembered (`erased_registrations`).
+    public static let version = 4
 
     /// The key of the advisory lock that serializes migrations across relays starting at once.
     static let migrationLock: Int64 = 0x6361_6D70_7265_6C79  // "camprely"
@@ -153,6 +154,22 @@ public enum FleetSchema {
                 """
                 UPDATE registration_tokens
                     SET registration_token = encode(sha256(convert_to(registration_token, 'UTF8')), 'hex')
+                """
+            ]
+        ),
+        (
+            // Erasure of a person (docs/privacy.md): the registrations of each relay the fleet never
+            // counts, or counts no more. A relay of version 3 would count an erased entry's sequence
+            // as nothing without remembering it, and an erasure's change after it twice: it refuses
+            // this version by name, and a fleet moves to it together.
+            4,
+            [
+                """
+                CREATE TABLE erased_registrations (
+                    relay_id uuid NOT NULL,
+                    sequence bigint NOT NULL,
+                    PRIMARY KEY (relay_id, sequence)
+                )
                 """
             ]
         ),

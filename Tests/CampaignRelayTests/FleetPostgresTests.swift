@@ -185,7 +185,7 @@ struct FleetPostgresTests {
         }
         for child in children { #expect(await child.exit(within: 60), "\(child.text)") }
         #expect(children.allSatisfy { $0.process.terminationStatus == 0 }, "\(children.map(\.text))")
-        #expect(try await postgres.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM campaign_relay_schema") == "1,2,3")
+        #expect(try await postgres.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM campaign_relay_schema") == "1,2,3,4")
         // The relay that migrates logs both migrations (1 and 2); the others log neither.
         let migrated = children.filter { $0.text.contains("migrated the fleet schema") }.count
         #expect(migrated == 1, "exactly one relay migrates; the others find it done (\(migrated))")
@@ -411,7 +411,7 @@ struct FleetPostgresTests {
             try await FleetSchema.migrate(connection, logger: quietLogger)
         }
         #expect(found == 1)
-        #expect(try await postgres.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM campaign_relay_schema") == "1,2,3")
+        #expect(try await postgres.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM campaign_relay_schema") == "1,2,3,4")
         // Every row is the default tenant's, every delivery keeps its ref (the counts and the
         // uniques point at it), and the keys are the tenant's.
         #expect(

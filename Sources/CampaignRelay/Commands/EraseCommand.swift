@@ -4,6 +4,7 @@ import RelayCore
 import RelayForwarding
 import RelayIO
 import RelayLog
+import RelayPostgres
 import RelayServer
 
 /// `campaign-relay erase`: erases a person's registrations from everything the relay keeps, or
@@ -23,7 +24,10 @@ struct EraseCommand: AsyncParsableCommand {
             be filed with Campaign's own privacy service too, and which edge relays handed them on. \
             Beside a running serve, the server does the erasure (POST /v1/privacy/erasures, with \
             --admin-token or CAMPAIGN_RELAY_ADMIN_TOKEN); without one, this command does. An \
-            erasure interrupted at any point is finished by the next serve or erase. Each is \
+            erasure interrupted at any point is finished by the next serve or erase. A relay that \
+            counts into the fleet's PostgreSQL (serve --postgres-url) has its fleet counts and \
+            token digests changed there too: give erase the same --postgres-url when no server \
+            runs. Each is \
             recorded, without personal data, in <data-dir>/erasures.jsonl: --list shows them. \
             Exit status 0 when done, 1 when it failed (see docs/privacy.md).
             """
@@ -54,6 +58,8 @@ struct EraseCommand: AsyncParsableCommand {
 
     @OptionGroup var encryption: EncryptionOptions
 
+    @OptionGroup var postgres: PostgresOptions
+
     @OptionGroup var common: CommonOptions
 
     func validate() throws {
@@ -66,6 +72,7 @@ struct EraseCommand: AsyncParsableCommand {
             throw ValidationError("--registration-token, --user-key and --integration-key must not be empty")
         }
         if archiveDirectories.contains(where: \.isEmpty) { throw ValidationError("--archive-dir must not be empty") }
+        if list, postgres.postgresUrl != nil { throw ValidationError("--list takes no --postgres-url") }
     }
 
     private var selector: ErasureSelector {
@@ -122,8 +129,17 @@ struct EraseCommand: AsyncParsableCommand {
             await log.close()
             throw RuntimeFailure("opening \(ForwardingStore.path(dataDirectory: common.dataDir)): \(error)")
         }
+        let location: PostgresLocation?
+        do {
+            location = try postgres.location()
+        } catch {
+            await log.close()
+            throw error
+        }
+        let fleet = location.map { PersonalDataErasure.directFleetStep(location: $0, relayID: log.identity.relayID, logger: logger) }
         let erasure = PersonalDataErasure(
-            log: log, dataDirectory: common.dataDir, archiveDirectories: archiveDirectories, store: store, aggregator: nil, logger: logger)
+            log: log, dataDirectory: common.dataDir, archiveDirectories: archiveDirectories, store: store, aggregator: nil, fleet: fleet,
+            logger: logger)
         do {
             let report = try await erasure.erase(selector, dryRun: dryRun)
             await log.close()

@@ -97,17 +97,41 @@ struct ServerComponents {
         if let postgres = configuration.postgres {
             logger.notice("counting into the fleet's PostgreSQL too", metadata: ["database": "\(postgres)"])
         }
-        // An erasure a stop cut short is finished before anything reads the log or serves.
+        let archives = configuration.log.archiveDirectory.map { [$0] } ?? []
+        // An erasure a stop cut short is finished before anything reads the log or serves (no
+        // counter runs yet: the fleet's counts are changed in a session of its own). Should that
+        // fail (PostgreSQL down), its registrations stay masked and the next erase finishes it.
+        do {
+            _ = try await PersonalDataErasure(
+                log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: archives, store: store, aggregator: aggregator,
+                fleet: fleet.map { PersonalDataErasure.directFleetStep(location: $0.location, relayID: log.identity.relayID, logger: logger) },
+                logger: logger
+            ).finishPending()
+        } catch {
+            logger.error(
+                "an unfinished erasure cannot be finished now; its registrations stay masked, and the next erase finishes it",
+                metadata: ["error": "\(error)"])
+        }
         let erasure = PersonalDataErasure(
-            log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: configuration.log.archiveDirectory.map { [$0] } ?? [],
-            store: store, aggregator: aggregator, logger: logger)
-        _ = try await erasure.finishPending()
+            log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: archives, store: store, aggregator: aggregator,
+            fleet: fleet.map { Self.fleetErasure(status: $0.status) }, logger: logger)
         return ServerComponents(
             configuration: configuration, log: log, metrics: metrics, history: history, store: store, idempotency: idempotency,
             aggregator: aggregator, uploader: uploader, fleet: fleet,
             ingestor: EventIngestor(log: log, metrics: metrics),
             tenants: TenantDirectory(integrationKeys: configuration.integrationKeys, tenants: configuration.tenants), erasure: erasure, logger: logger
         )
+    }
+
+    /// An erasure's change to the fleet's counts, through the fleet aggregator of the session open
+    /// now; it fails while PostgreSQL does not answer.
+    private static func fleetErasure(status: FleetStatus) -> PersonalDataErasure.FleetStep {
+        { targets, mask in
+            guard let counting = status.aggregator else {
+                throw FleetError.database("the fleet's PostgreSQL does not answer now (\(status.current.lastError ?? "not connected yet"))")
+            }
+            return try await counting.applyErasure(targets) { mask() }
+        }
     }
 
     /// The routes `serve` answers, in the order they are added (the admin token and route rules

@@ -1,5 +1,6 @@
 public import RelayAggregator
 public import RelayLog
+public import RelayPostgres
 
 /// The answer to an erasure, and its record in the audit log (``ErasureAuditLog``): when, whose
 /// (the selector's keyed hash, never the selector), how many registrations, and where they were.
@@ -55,6 +56,8 @@ public struct ErasureReport: Sendable, Hashable, Codable {
     public var deduplicationRecords: Int
     /// What changed in the aggregates; `nil` when the data directory has none.
     public var aggregates: AggregateErasure?
+    /// What changed in the fleet's PostgreSQL; `nil` when the relay counts into none.
+    public var fleet: FleetErasure.Result?
     /// What had already been sent on.
     public var forwarded: Forwarded
     /// Registrations found that had not been sent on yet, and now never will be.

@@ -4,6 +4,7 @@ public import RelayCore
 public import RelayForwarding
 import RelayIO
 public import RelayLog
+public import RelayPostgres
 
 /// Erases a person's registrations from everything the relay keeps: the log and its archives,
 /// the dead letters, the uploader's deduplication state, and the aggregates (their counts and
@@ -34,6 +35,28 @@ public actor PersonalDataErasure {
     let store: ForwardingStore
     /// The server's running aggregator; `nil` when none runs (the database, if any, is changed directly).
     let aggregator: Aggregator?
+    /// Changes the fleet's PostgreSQL (``FleetErasure``) for the targets, after running the
+    /// closure it is handed (which masks them) with the fleet aggregator quiescent; `nil` when the
+    /// relay counts into no fleet.
+    let fleet: FleetStep?
+
+    /// The fleet step of a process where no fleet aggregator of this relay runs (`erase` without a
+    /// server, `serve` before its services start): the mask first, then ``FleetErasure`` in a
+    /// session of its own.
+    public static func directFleetStep(location: PostgresLocation, relayID: String, logger: Logger) -> FleetStep {
+        { targets, mask in
+            mask()
+            return try await location.connectedSession(logger: logger) { connection, watch in
+                try await FleetSchema.migrate(connection, logger: logger)
+                watch.begin()
+                defer { watch.end() }
+                return try await FleetErasure.apply(targets, relayID: relayID, connection: connection, logger: logger)
+            }
+        }
+    }
+
+    /// See ``fleet``.
+    public typealias FleetStep = @Sendable ([ErasurePlan.Target], @escaping @Sendable () -> Void) async throws -> FleetErasure.Result
     let logger: Logger
     private let io = BlockingExecutor(name: "erasure")
     /// Whether an erasure (or the finishing of unfinished ones) is under way: the actor lets
@@ -57,8 +80,10 @@ public actor PersonalDataErasure {
     /// letters and deduplication state, and the aggregates: through the running `aggregator`, or
     /// the database directly when there is none.
     public init(
-        log: WriteAheadLog, dataDirectory: String, archiveDirectories: [String], store: ForwardingStore, aggregator: Aggregator?, logger: Logger
+        log: WriteAheadLog, dataDirectory: String, archiveDirectories: [String], store: ForwardingStore, aggregator: Aggregator?,
+        fleet: FleetStep? = nil, logger: Logger
     ) {
+        self.fleet = fleet
         self.log = log
         self.dataDirectory = dataDirectory
         self.walDirectory = LogLayout(dataDirectory: dataDirectory).walDirectory
@@ -167,18 +192,38 @@ public actor PersonalDataErasure {
         let sequences = plan.targets.map(\.sequence)
         let mask = log.erasureMask
         let dataDirectory = dataDirectory
-        var aggregates: AggregateErasure?
-        do throws(AggregatorError) {
-            if let aggregator {
-                aggregates = try await aggregator.applyErasure(plan.targets) { mask.insert(sequences) }
-            } else {
+        // The fleet's counts, then the relay's own, nested so that every counter is between two
+        // of its transactions when the mask goes in.
+        let fleet = fleet
+        let targets = plan.targets
+        let fleetStep: @Sendable () async throws -> FleetErasure.Result? = {
+            guard let fleet else {
                 mask.insert(sequences)
+                return nil
+            }
+            do {
+                return try await fleet(targets) { mask.insert(sequences) }
+            } catch {
+                throw ErasureError.fleet(FleetError.describe(error).description)
+            }
+        }
+        var aggregates: AggregateErasure?
+        let fleetResult: FleetErasure.Result?
+        do {
+            if let aggregator {
+                (aggregates, fleetResult) = try await aggregator.applyErasure(targets, whileQuiescent: fleetStep)
+            } else {
+                fleetResult = try await fleetStep()
                 aggregates = try await io.run { () throws(AggregatorError) -> AggregateErasure? in
-                    try Aggregator.applyErasure(plan.targets, dataDirectory: dataDirectory)
+                    try Aggregator.applyErasure(targets, dataDirectory: dataDirectory)
                 }
             }
-        } catch {
+        } catch let error as ErasureError {
+            throw error
+        } catch let error as AggregatorError {
             throw .aggregates(error)
+        } catch {
+            throw .fleet("\(error)")
         }
         let forwarding: ForwardingStore.Erasure
         do {
@@ -204,6 +249,7 @@ public actor PersonalDataErasure {
         var report = Self.report(
             plan, rewrites: rewrites, deadLetters: forwarding.deadLetters, deduplicationRecords: forwarding.deliveredRecords, aggregates: aggregates,
             dryRun: false)
+        report.fleet = fleetResult
         report.completedAt = EventTime.now().rfc3339
         let finished = report
         try await io.run { () throws(ErasureError) in
@@ -234,7 +280,7 @@ public actor PersonalDataErasure {
             id: plan.id, requestedAt: plan.requestedAt, completedAt: nil, dryRun: dryRun,
             selector: .init(kind: plan.selectorKind, hash: plan.selectorHash, integrationKey: plan.integrationKey), registrations: plan.targets.count,
             boundary: plan.boundary, rewrites: rewrites, deadLetters: deadLetters, deduplicationRecords: deduplicationRecords, aggregates: aggregates,
-            forwarded: forwarded, notYetForwarded: plan.targets.count - sent.count,
+            fleet: nil, forwarded: forwarded, notYetForwarded: plan.targets.count - sent.count,
             originRelays: Array(Set(plan.targets.compactMap(\.originRelayId))).sorted())
     }
 }

@@ -16,6 +16,13 @@ final class FleetStatus: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
+    /// The aggregator of the session open now: an erasure changes the fleet's counts through it.
+    private let session = NIOLockedValueBox<FleetAggregator?>(nil)
+
+    /// The aggregator counting now; `nil` while PostgreSQL does not answer.
+    var aggregator: FleetAggregator? { session.withLockedValue { $0 } }
+
+    func attach(_ aggregator: FleetAggregator?) { session.withLockedValue { $0 = aggregator } }
 
     var current: State { state.withLockedValue { $0 } }
 
@@ -60,6 +67,8 @@ struct FleetAggregationService: Service {
                     let aggregator = try await FleetAggregator(connection: connection, watch: watch, log: log, priority: .background, logger: logger)
                     let next = await aggregator.nextSequence
                     status.counted(through: next)
+                    status.attach(aggregator)
+                    defer { status.attach(nil) }
                     logger.notice(
                         recovering ? "PostgreSQL answers again; counting goes on" : "counting into PostgreSQL", metadata: ["next-sequence": "\(next)"]
                     )
