@@ -154,7 +154,9 @@ struct ErasureCommandTests {
                 binary, ["erase", "--data-dir", directory, "--registration-token", "nobody", "--dry-run"], seconds: 120)
             #expect(finishing.status == 0, "\(finishing.stderr)")
             let dump = try await Self.dump(directory)
-            let records = try await Self.records(directory)
+            // The audit log's lines (docs/privacy.md), read as a script would.
+            let audit = (try? String(contentsOfFile: directory + "/erasures.jsonl", encoding: .utf8)) ?? ""
+            let records = try audit.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
             let counts = try await Self.registrations(directory)
             if records.isEmpty {
                 outcomes["old", default: 0] += 1
@@ -225,7 +227,7 @@ struct ErasureBesideServeTests {
         try await post([Self.registration("ada", 0, key: "stranger"), Self.registration("ada", 1)] + Self.hits(1...150))
         // Each request is a commit; a segment rolls at the first commit that does not fit.
         for batch in 1...4 { try await post(Self.hits((batch * 1000)...(batch * 1000 + 150))) }
-        try await TenantIsolationTests.eventually("her dead letter, her delivered registration, a segment archived") {
+        try await waitUntil("her dead letter, her delivered registration, a segment archived", seconds: 240) {
             let accepted = await campaign.emulator.recorder.acceptedRegistrations.count
             let letters = try await http.get(url + "/v1/deadletters", headers: admin).body
             let archived = (try? FileManager.default.contentsOfDirectory(atPath: archive))?.contains { $0.hasSuffix(".wal") } ?? false
@@ -238,7 +240,7 @@ struct ErasureBesideServeTests {
         campaign.emulator.currentFaults = down
         let before = await campaign.emulator.recorder.receivedRequests
         try await post([Self.registration("ada", 2), Self.registration("bob", 1)] + Self.hits(151...160))
-        try await TenantIsolationTests.eventually("the uploader trying her registration against a Campaign that fails") {
+        try await waitUntil("the uploader trying her registration against a Campaign that fails", seconds: 240) {
             let received = await campaign.emulator.recorder.receivedRequests
             let tried = await campaign.emulator.recorder.lastRequests(50).contains { $0.body.contains("pdcanaryadatoken2") && $0.status == 503 }
             return tried && received > before
@@ -257,11 +259,11 @@ struct ErasureBesideServeTests {
 
         // Campaign comes back: Bob goes, her in-flight registration never does.
         campaign.emulator.currentFaults = faults
-        try await TenantIsolationTests.eventually("Bob's registration delivered") {
+        try await waitUntil("Bob's registration delivered", seconds: 240) {
             await campaign.emulator.recorder.acceptedRegistrations.contains { $0["registrationToken"] == "pdcanarybobtoken1" }
         }
         try await post([Self.registration("cara", 1)])
-        try await TenantIsolationTests.eventually("a later registration delivered after Bob's") {
+        try await waitUntil("a later registration delivered after Bob's", seconds: 240) {
             await campaign.emulator.recorder.acceptedRegistrations.contains { $0["registrationToken"] == "pdcanarycaratoken1" }
         }
         let tokens = await campaign.emulator.recorder.acceptedRegistrations.compactMap { $0["registrationToken"] }.sorted()

@@ -45,7 +45,7 @@ struct ErasureFleetTests {
         let json = [("Content-Type", "application/json")]
         let events = [Self.registration("ada", 1), Self.registration("ada", 2, platform: "android"), Self.registration("bob", 1)]
         #expect(try await http.post(url + "/v1/events", "[" + events.joined(separator: ",") + "]", headers: json).status == 200)
-        try await waitUntil("the fleet to count the three registrations") {
+        try await waitUntil("the fleet to count the three registrations", seconds: 240) {
             (try? await sql("SELECT coalesce(sum(registrations), 0) || '/' || (SELECT count(*) FROM registration_tokens) FROM registration_counts"))
                 == "3/3"
         }
@@ -62,7 +62,7 @@ struct ErasureFleetTests {
 
         // Counting goes on.
         #expect(try await http.post(url + "/v1/events", "[" + Self.registration("cara", 1) + "]", headers: json).status == 200)
-        try await waitUntil("the fleet to count Cara") {
+        try await waitUntil("the fleet to count Cara", seconds: 240) {
             (try? await sql("SELECT sum(registrations) FROM registration_counts")) == "2"
         }
         relay.stop()
@@ -78,7 +78,7 @@ struct ErasureFleetTests {
         #expect(offline.stdout.contains(#""registrationsNeverCounted":1"#), "\(offline.stdout)")
         relay = try serve()
         url = "http://127.0.0.1:\(try await relay.await(#""address":"127\.0\.0\.1:(\d+)""#))"
-        try await waitUntil("the fleet to pass Dan's erased registration") {
+        try await waitUntil("the fleet to pass Dan's erased registration", seconds: 240) {
             (try? await sql("SELECT next_sequence FROM relay_positions")) == "6"
         }
         #expect(

@@ -54,6 +54,8 @@ public actor WriteAheadLog {
     private nonisolated let submitted = NIOLockedValueBox<[PendingAppend]?>([])
     /// Callers of ``close()`` waiting for the writer to be idle.
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Callers of ``sealActiveSegment()`` waiting for the writer to come home.
+    private var sealWaiters: [CheckedContinuation<UInt64, Never>] = []
     private var durableWaiters: [Int: (beyond: UInt64, continuation: CheckedContinuation<UInt64, Never>)] = [:]
     private var nextWaiterID = 0
     private var cursorPositions: [String: UInt64]
@@ -438,6 +440,7 @@ public actor WriteAheadLog {
                     metadata: ["error": "\(error)", "events": "\(batches.reduce(0) { $0 + $1.count })"])
                 for append in group { append.complete(.failure(error)) }
             }
+            sealForWaiters()
             // Appends that queued meanwhile are this loop's next round, not a wake-up.
             perform(LogWriterStateMachine.Effects(resumeIdleWaiters: effects.resumeIdleWaiters))
         }
@@ -742,6 +745,7 @@ public actor WriteAheadLog {
             writer = nil
             let (returned, removed) = await io.run(moving: taken) { (owned: inout SegmentWriter) in owned.remove(removals, archiving: false) }
             comeHome(returned)
+            sealForWaiters()
             perform(machine.removalReturned())
             var deleted = removed.get()
             deleted.merge(pass)
@@ -791,11 +795,26 @@ public actor WriteAheadLog {
 
     /// Seals the segment being appended to, so that the next commit starts a new one, and returns
     /// the log's durable end: every event below it is then in a segment no commit writes to again,
-    /// which an erasure may rewrite (``LogErasure``). Waits for the group commit under way.
+    /// which an erasure may rewrite (``LogErasure``). With the writer home it is done at once;
+    /// otherwise as the writer comes home from the group commit (or removal) under way, before it
+    /// leaves again: it never waits for the appends queued behind, so a log under constant load
+    /// seals within one group commit.
     public func sealActiveSegment() async -> UInt64 {
-        await waitUntilIdle()
+        if writer != nil {
+            writer?.sealActive()
+            return nextSequence
+        }
+        return await withCheckedContinuation { sealWaiters.append($0) }
+    }
+
+    /// Seals the active segment for the callers of ``sealActiveSegment()`` waiting, once the
+    /// writer is home and ``nextSequence`` counts its last commit.
+    private func sealForWaiters() {
+        guard !sealWaiters.isEmpty, writer != nil else { return }
         writer?.sealActive()
-        return nextSequence
+        let waiters = sealWaiters
+        sealWaiters = []
+        for waiter in waiters { waiter.resume(returning: nextSequence) }
     }
 
     /// Waits until the writer is home with nothing queued and no retention pass under way.
@@ -824,6 +843,7 @@ public actor WriteAheadLog {
         try? await removeConsumedSegments()
         repeat { await waitUntilIdle() } while !machine.shut()
         wakeDurableWaiters(all: true)
+        sealForWaiters()
         writer?.close()
         writer = nil
         lock?.close()

@@ -103,7 +103,8 @@ public actor PersonalDataErasure {
         defer { endTurn() }
         _ = try await finishPlans()
         let requested = EventTime.now()
-        let boundary = await log.sealActiveSegment()
+        // A dry run only reads: it looks at what is durable now, and leaves the segments as they are.
+        let boundary = dryRun ? await log.durableSequence : await log.sealActiveSegment()
         let keys = log.configuration.encryption
         let walDirectory = walDirectory
         let directories = [walDirectory] + archiveDirectories
