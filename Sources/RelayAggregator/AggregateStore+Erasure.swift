@@ -21,7 +21,7 @@ extension AggregateStore {
     /// `erased_registrations` holds every registration the aggregates will never count: the ones an
     /// erasure took out, and the erased entries the aggregator met in the log (``CountDeltas``). A
     /// target found there is done already (this erasure ran before, or the aggregator met it
-    /// erased: not counted). Otherwise one below the stored position was counted and its app's
+    /// erased: not counted). Otherwise one between the database's first sequence and its position was counted and its app's
     /// (and origin's) counts drop by one; one at or after it was not, and is recorded so that it
     /// is not counted when the aggregator meets it. Each target's token digest row goes, and its
     /// app's distinct tokens drop by one per row removed. Idempotent: running it again changes nothing.
@@ -32,8 +32,15 @@ extension AggregateStore {
         var result = AggregateErasure()
         do { try connection.execute("BEGIN IMMEDIATE") } catch { throw .database(error) }
         do throws(SQLiteError) {
-            let position: UInt64
-            do { position = try state().nextSequence } catch { throw SQLiteError(code: 1, message: "\(error)", context: path) }
+            // What the database counted: from its first sequence (a database made on a trimmed log
+            // never counted what came before) to its position.
+            let counted: Range<UInt64>
+            do {
+                let current = try state()
+                counted = current.firstSequence..<max(current.firstSequence, current.nextSequence)
+            } catch {
+                throw SQLiteError(code: 1, message: "\(error)", context: path)
+            }
             let isErased = try connection.prepare("SELECT 1 FROM erased_registrations WHERE sequence = ?")
             let uncountRegistration = try connection.prepare(
                 "UPDATE registrations SET registrations = registrations - 1 WHERE tenant = ? AND integration_key = ? AND platform = ? AND registrations > 0"
@@ -59,7 +66,7 @@ extension AggregateStore {
                 if try isErased.step() { continue }
                 if target.isCopy {
                     // A copy was never counted (the entry it copies was, and is a target of its own).
-                } else if target.sequence < position {
+                } else if counted.contains(target.sequence) {
                     try bindApp(uncountRegistration, target)
                     try uncountRegistration.step()
                     if let origin = target.originRelayId {

@@ -60,14 +60,11 @@ public actor FleetAggregator {
     }
 
     /// Takes the registrations of `targets` out of the fleet's counts of this relay (see
-    /// ``FleetErasure``), between two of this aggregator's transactions, after `whileQuiescent`
-    /// (which masks them in the log's readers) has run with no catch-up under way.
-    public func applyErasure(
-        _ targets: [ErasurePlan.Target], whileQuiescent: @Sendable () async throws -> Void
-    ) async throws -> FleetErasure.Result {
+    /// ``FleetErasure``), between two of this aggregator's transactions: every batch read before
+    /// they were masked is committed, so the position says which were counted.
+    public func applyErasure(_ targets: [ErasurePlan.Target]) async throws -> FleetErasure.Result {
         await enterExclusive()
         defer { leaveExclusive() }
-        try await whileQuiescent()
         watch.begin()
         defer { watch.end() }
         return try await FleetErasure.apply(targets, relayID: relayID, connection: connection, logger: logger)

@@ -293,3 +293,40 @@ struct ErasureBesideServeTests {
         #expect(stats.stdout.contains(#""distinctTokens":2"#) && stats.stdout.contains(#""registrations":2,"#), "Bob and Cara: \(stats.stdout)")
     }
 }
+
+/// An erasure a crash cut short after writing its plan, finished by `serve` as it starts: the
+/// segment it rewrites is the one the server would append to, and what the server acknowledges
+/// afterwards is kept (the segment is sealed before it is rewritten).
+@Suite("An unfinished erasure finished by serve", .serialized, .timeLimit(.minutes(10)))
+struct UnfinishedErasureTests {
+    @Test("serve finishes a plan a crash left before it serves; the events it then acknowledges survive a restart")
+    func serveFinishesAPlan() async throws {
+        let binary = try RelayBinary.path()
+        let directory = try await ErasureCommandTests.prepared("unfinished")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The plan of an erasure of Ada's two registrations (sequences 1 and 5), as step 2 writes it.
+        let target = { (sequence: Int, platform: String) in
+            #"{"forwarded":false,"handedOn":false,"integrationKey":"app","isCopy":false,"platform":"\#(platform)","sequence":\#(sequence),"tenant":"","timeNanoseconds":0,"tokenDigest":"0"}"#
+        }
+        let plan =
+            #"{"archiveDirectories":[],"boundary":7,"countsIntoFleet":false,"deadLetterIDs":[],"id":"e20261127000000-00000001","lastDeliveredAt":[],"requestedAt":"2026-11-27T00:00:00.000Z","selectorHash":"hash:000000000000","selectorKind":"user-key","targets":["#
+            + target(1, "android") + "," + target(5, "ios") + "]}"
+        #expect(FileManager.default.createFile(atPath: directory + "/wal/erasure-e20261127000000-00000001.plan", contents: Data(plan.utf8)))
+
+        let server = try ChildProcess(binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--log-format", "json"])
+        let url = "http://127.0.0.1:\(try await server.await(#""address":"127\.0\.0\.1:(\d+)""#))"
+        let http = TestHTTPClient()
+        let hits = (1...3).map { #"{"kind":"track","action":"click","messageId":"\#(77_000 + $0)","deliveryId":"d2"}"# }
+        let answer = try await http.post(url + "/v1/events", "[" + hits.joined(separator: ",") + "]", headers: [("Content-Type", "application/json")])
+        #expect(answer.status == 200 && answer.body.contains(#""firstSequence":7"#), "\(answer.body)")
+        await http.shutdown()
+        server.stop()
+        #expect(server.text.contains("finishing an erasure a stop cut short"))
+
+        var expected = ErasureCommandTests.erased
+        expected += (1...3).map { #"{"seq":\#(6 + $0),"kind":"track","action":"click","messageId":"\#(77_000 + $0)","deliveryId":"d2"}"# }
+        #expect(try await ErasureCommandTests.dump(directory) == expected)
+        #expect(!(try FileManager.default.contentsOfDirectory(atPath: directory + "/wal")).contains { $0.hasSuffix(".plan") })
+        #expect((try? String(contentsOfFile: directory + "/erasures.jsonl", encoding: .utf8))?.contains("e20261127000000-00000001") == true)
+    }
+}

@@ -120,6 +120,8 @@ struct EraseCommand: AsyncParsableCommand {
     private func eraseHere() async throws -> ErasureReport {
         var configuration = LogConfiguration()
         configuration.encryption = try await encryption.keyRing()
+        // Not a consumer, and blind to the server's retention: it deletes no segment on closing.
+        configuration.retention = .keepingEverything
         let logger = common.logger("campaign-relay.erase")
         let log = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: configuration, logger: logger)
         let store: ForwardingStore

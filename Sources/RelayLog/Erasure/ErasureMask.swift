@@ -28,7 +28,8 @@ public final class ErasureMask: Sendable {
     /// The mask of the erasures whose plans are in `walDirectory` (none when it cannot be listed).
     /// It reads files: call it on a thread made for blocking calls.
     public static func pending(walDirectory: String, fileSystem: any FileSystem = PosixFileSystem()) -> ErasureMask {
-        let plans = (try? ErasurePlan.pending(walDirectory: walDirectory, fileSystem: fileSystem)) ?? []
+        // One plan that cannot be read must not unmask the others.
+        let plans = (try? ErasurePlan.pending(walDirectory: walDirectory, fileSystem: fileSystem, skippingUnreadable: true)) ?? []
         return ErasureMask(plans.flatMap { $0.targets.map(\.sequence) })
     }
 

@@ -70,6 +70,8 @@ public struct ErasurePlan: Sendable, Hashable, Codable {
     public var targets: [Target]
     /// The archive directories whose copies are rewritten too.
     public var archiveDirectories: [String]
+    /// Whether the relay counts into the fleet's PostgreSQL: finishing the erasure then needs it.
+    public var countsIntoFleet = false
     /// The forwarding store's dead letters of the selector's registrations (ids).
     public var deadLetterIDs: [Int64] = []
     /// When the uploader last delivered a registration of each token, as its deduplication state
@@ -141,8 +143,11 @@ public struct ErasurePlan: Sendable, Hashable, Codable {
     /// The plans of the erasures not finished in `walDirectory`, oldest first.
     ///
     /// - Throws: ``LogError/fileSystem(_:context:)`` when the directory or a plan cannot be read,
-    ///   ``LogError/unreadableErasurePlan(path:reason:)`` when a plan does not decode.
-    public static func pending(walDirectory: String, fileSystem: any FileSystem = PosixFileSystem()) throws(LogError) -> [ErasurePlan] {
+    ///   ``LogError/unreadableErasurePlan(path:reason:)`` when a plan does not decode (with
+    ///   `skippingUnreadable`, such a plan is left out instead).
+    public static func pending(
+        walDirectory: String, fileSystem: any FileSystem = PosixFileSystem(), skippingUnreadable: Bool = false
+    ) throws(LogError) -> [ErasurePlan] {
         let names: [String]
         do {
             names = try fileSystem.listDirectory(walDirectory).filter { $0.hasPrefix("erasure-") && $0.hasSuffix(".plan") }.sorted()
@@ -158,11 +163,13 @@ public struct ErasurePlan: Sendable, Hashable, Codable {
             do {
                 bytes = try fileSystem.readFile(path)
             } catch {
+                if skippingUnreadable { continue }
                 throw .fileSystem(error, context: "reading the plan of an unfinished erasure")
             }
             do {
                 plans.append(try JSONDecoder().decode(ErasurePlan.self, from: Data(bytes)))
             } catch {
+                if skippingUnreadable { continue }
                 throw .unreadableErasurePlan(path: path, reason: "\(error)")
             }
         }

@@ -71,7 +71,8 @@ public enum LogErasure {
         fileSystem: any FileSystem = PosixFileSystem()
     ) throws(LogError) -> Rewrite {
         var report = Rewrite(directory: directory)
-        guard let highest = sequences.max() else { return report }
+        // An archive the retention has not made yet holds nothing.
+        guard let highest = sequences.max(), fileSystem.exists(directory) else { return report }
         let starts = try SegmentRewriter.segmentStarts(in: directory, fileSystem: fileSystem)
         for (index, start) in starts.enumerated() where start <= highest {
             let end = index + 1 < starts.count ? starts[index + 1] : UInt64.max

@@ -24,6 +24,10 @@ public struct LogRetention: Sendable, Hashable {
     /// up to about 14,600 hits/s; a relay busier than that keeps what fits, newest first.
     public static let standard = LogRetention(age: .seconds(86_400), bytes: 10 << 30)
 
+    /// Keeps every segment: for a process that opens the log for something else than consuming it
+    /// (`erase`), whose consumers it does not know, so that it never deletes what they keep.
+    public static let keepingEverything = LogRetention(age: .seconds(Int64(Int32.max) * 100), bytes: nil)
+
     /// Nothing kept: a segment goes as soon as every consumer has passed it.
     public static let none = LogRetention(age: .zero, bytes: nil)
 

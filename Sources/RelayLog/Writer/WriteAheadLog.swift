@@ -54,6 +54,8 @@ public actor WriteAheadLog {
     private nonisolated let submitted = NIOLockedValueBox<[PendingAppend]?>([])
     /// Callers of ``close()`` waiting for the writer to be idle.
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Set once ``close()`` let the writer go for good.
+    private var isClosedForGood = false
     /// Callers of ``sealActiveSegment()`` waiting for the writer to come home.
     private var sealWaiters: [CheckedContinuation<UInt64, Never>] = []
     private var durableWaiters: [Int: (beyond: UInt64, continuation: CheckedContinuation<UInt64, Never>)] = [:]
@@ -729,7 +731,13 @@ public actor WriteAheadLog {
             for item in chosen {
                 let name = item.segment.name
                 do {
-                    try await copier.run { () throws(LogError) in _ = try archive.store(segmentAt: "\(directory)/\(name)", name: name) }
+                    // Under the rewrite lock: a copy begun before an erasure renamed its rewrite over
+                    // the segment must not land in the archive after the erasure's pass there.
+                    try await copier.run { () throws(LogError) in
+                        _ = try SegmentRewriteLock.holding(walDirectory: directory, fileSystem: archive.fileSystem) { () throws(LogError) in
+                            try archive.store(segmentAt: "\(directory)/\(name)", name: name)
+                        }
+                    }
                     ready.append(item)
                 } catch {
                     pass.failure = error
@@ -800,6 +808,8 @@ public actor WriteAheadLog {
     /// leaves again: it never waits for the appends queued behind, so a log under constant load
     /// seals within one group commit.
     public func sealActiveSegment() async -> UInt64 {
+        // A closed log takes no more commits: everything is sealed already.
+        if isClosedForGood { return nextSequence }
         if writer != nil {
             writer?.sealActive()
             return nextSequence
@@ -844,6 +854,7 @@ public actor WriteAheadLog {
         repeat { await waitUntilIdle() } while !machine.shut()
         wakeDurableWaiters(all: true)
         sealForWaiters()
+        isClosedForGood = true
         writer?.close()
         writer = nil
         lock?.close()

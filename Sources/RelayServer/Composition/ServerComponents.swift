@@ -126,11 +126,11 @@ struct ServerComponents {
     /// An erasure's change to the fleet's counts, through the fleet aggregator of the session open
     /// now; it fails while PostgreSQL does not answer.
     private static func fleetErasure(status: FleetStatus) -> PersonalDataErasure.FleetStep {
-        { targets, mask in
+        { targets in
             guard let counting = status.aggregator else {
                 throw FleetError.database("the fleet's PostgreSQL does not answer now (\(status.current.lastError ?? "not connected yet"))")
             }
-            return try await counting.applyErasure(targets) { mask() }
+            return try await counting.applyErasure(targets)
         }
     }
 

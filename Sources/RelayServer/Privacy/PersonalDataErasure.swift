@@ -35,18 +35,15 @@ public actor PersonalDataErasure {
     let store: ForwardingStore
     /// The server's running aggregator; `nil` when none runs (the database, if any, is changed directly).
     let aggregator: Aggregator?
-    /// Changes the fleet's PostgreSQL (``FleetErasure``) for the targets, after running the
-    /// closure it is handed (which masks them) with the fleet aggregator quiescent; `nil` when the
-    /// relay counts into no fleet.
+    /// Changes the fleet's PostgreSQL (``FleetErasure``) for the targets, with the fleet aggregator
+    /// between two transactions; `nil` when the relay counts into no fleet.
     let fleet: FleetStep?
 
     /// The fleet step of a process where no fleet aggregator of this relay runs (`erase` without a
-    /// server, `serve` before its services start): the mask first, then ``FleetErasure`` in a
-    /// session of its own.
+    /// server, `serve` before its services start): ``FleetErasure`` in a session of its own.
     public static func directFleetStep(location: PostgresLocation, relayID: String, logger: Logger) -> FleetStep {
-        { targets, mask in
-            mask()
-            return try await location.connectedSession(logger: logger) { connection, watch in
+        { targets in
+            try await location.connectedSession(logger: logger) { connection, watch in
                 try await FleetSchema.migrate(connection, logger: logger)
                 watch.begin()
                 defer { watch.end() }
@@ -56,7 +53,7 @@ public actor PersonalDataErasure {
     }
 
     /// See ``fleet``.
-    public typealias FleetStep = @Sendable ([ErasurePlan.Target], @escaping @Sendable () -> Void) async throws -> FleetErasure.Result
+    public typealias FleetStep = @Sendable ([ErasurePlan.Target]) async throws -> FleetErasure.Result
     let logger: Logger
     private let io = BlockingExecutor(name: "erasure")
     /// Whether an erasure (or the finishing of unfinished ones) is under way: the actor lets
@@ -149,6 +146,7 @@ public actor PersonalDataErasure {
             id: ErasurePlan.newID(at: requested), requestedAt: requested.rfc3339, selectorKind: selector.kind,
             selectorHash: pseudonymizer.pseudonym(selector.hashedText), integrationKey: selector.integrationKey, boundary: boundary,
             targets: targets, archiveDirectories: archiveDirectories)
+        plan.countsIntoFleet = fleet != nil
         plan.deadLetterIDs = findings.deadLetterIDs
         plan.lastDeliveredAt = findings.lastDeliveredAt
         if dryRun {
@@ -188,22 +186,52 @@ public actor PersonalDataErasure {
         return reports
     }
 
+    /// How long the fleet's change may take, waiting for the fleet aggregator's turn included,
+    /// before the erasure fails (a session stuck on a PostgreSQL that stopped answering must not
+    /// hold the relay's own aggregator, whose turn the erasure holds meanwhile).
+    static let fleetPatience: Duration = .seconds(120)
+
+    /// `body`'s result, or ``FleetError/database(_:)`` once `limit` has passed (`body` is cancelled).
+    private static func within<Value: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        try await withThrowingTaskGroup(of: Value?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else {
+                throw FleetError.database("no answer within \(limit)")
+            }
+            return value
+        }
+    }
+
     /// Steps 3 to 6 of an erasure whose plan is written.
     private func finish(_ plan: ErasurePlan) async throws(ErasureError) -> ErasureReport {
+        // A plan a stop cut short may name registrations of the segment this process appends to
+        // (it was the active one when the log reopened): sealed first, the rewrite below replaces
+        // a file no commit writes to again.
+        _ = await log.sealActiveSegment()
         let sequences = plan.targets.map(\.sequence)
-        let mask = log.erasureMask
+        // Masked at once, whatever fails below: no reader of this process hands them out again.
+        // The counters' changes take either order: a registration a counter meets masked is
+        // recorded in its erased_registrations, and the change skips it.
+        log.erasureMask.insert(sequences)
         let dataDirectory = dataDirectory
-        // The fleet's counts, then the relay's own, nested so that every counter is between two
-        // of its transactions when the mask goes in.
+        guard fleet != nil || !plan.countsIntoFleet else {
+            throw .fleet(
+                "erasure \(plan.id) began at a relay that counts into the fleet's PostgreSQL: finish it with erase --postgres-url, or with serve --postgres-url"
+            )
+        }
+        // The fleet's counts, then the relay's own, nested so that each counter is between two of
+        // its transactions meanwhile.
         let fleet = fleet
         let targets = plan.targets
         let fleetStep: @Sendable () async throws -> FleetErasure.Result? = {
-            guard let fleet else {
-                mask.insert(sequences)
-                return nil
-            }
+            guard let fleet else { return nil }
             do {
-                return try await fleet(targets) { mask.insert(sequences) }
+                return try await Self.within(Self.fleetPatience) { try await fleet(targets) }
             } catch {
                 throw ErasureError.fleet(FleetError.describe(error).description)
             }
