@@ -47,6 +47,11 @@ public final class SQLiteEventQueue {
                     try insert.bind(1, Int64(2))
                     try insert.bind(6, registration.time.nanosecondsSinceEpoch)
                     try insert.bind(7, EventEncoder.json(event))
+                case .erased(let entry):
+                    // No benchmark appends one; stored as its JSON, a kind of its own.
+                    try insert.bind(1, Int64(3))
+                    try insert.bind(6, entry.time.nanosecondsSinceEpoch)
+                    try insert.bind(7, EventEncoder.json(event))
                 }
                 try insert.step()
             }
