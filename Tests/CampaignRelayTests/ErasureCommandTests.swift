@@ -233,13 +233,15 @@ struct ErasureBesideServeTests {
             let archived = (try? FileManager.default.contentsOfDirectory(atPath: archive))?.contains { $0.hasSuffix(".wal") } ?? false
             return accepted == 1 && letters.components(separatedBy: #""id":"#).count - 1 == 1 && archived
         }
-        // Campaign goes down: her next registration and Bob's are read and retried.
+        // Campaign goes down, asking for a retry in a second: her next registration is read and
+        // retried, the breaker open between tries, each of which is its probe.
         var down = campaign.emulator.currentFaults
         down.failureRate = 1
         down.failureStatus = 503
+        down.retryAfterSeconds = 1
         campaign.emulator.currentFaults = down
         let before = await campaign.emulator.recorder.receivedRequests
-        try await post([Self.registration("ada", 2), Self.registration("bob", 1)] + Self.hits(151...160))
+        try await post([Self.registration("ada", 2)] + Self.hits(151...160))
         try await waitUntil("the uploader trying her registration against a Campaign that fails", seconds: 240) {
             let received = await campaign.emulator.recorder.receivedRequests
             let tried = await campaign.emulator.recorder.lastRequests(50).contains { $0.body.contains("pdcanaryadatoken2") && $0.status == 503 }
@@ -257,8 +259,10 @@ struct ErasureBesideServeTests {
         let rewritten = (report["rewrites"] as? [[String: Any]] ?? []).reduce(0) { $0 + ($1["entriesErased"] as? Int ?? 0) }
         #expect(rewritten >= 3, "in the log and the archive: \(erased.stdout)")
 
-        // Campaign comes back: Bob goes, her in-flight registration never does.
+        // Campaign comes back: Bob goes (the probe her registration was granted passed on), hers
+        // never does.
         campaign.emulator.currentFaults = faults
+        try await post([Self.registration("bob", 1)])
         try await waitUntil("Bob's registration delivered", seconds: 240) {
             await campaign.emulator.recorder.acceptedRegistrations.contains { $0["registrationToken"] == "pdcanarybobtoken1" }
         }

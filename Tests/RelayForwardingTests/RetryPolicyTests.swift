@@ -86,6 +86,25 @@ struct RetryPolicyTests {
         #expect(breaker.failingSince == nil)
     }
 
+    @Test("breaker: a probe granted but not sent (its event erased meanwhile) passes to the next request, which is the probe")
+    func probeNotSent() {
+        var generator = SystemRandomNumberGenerator()
+        var breaker = CircuitBreakerStateMachine(threshold: 1, backoff: Backoff(base: .milliseconds(100), cap: .seconds(1)))
+        let start = ContinuousClock.now
+        guard let until = breaker.recordFailure(now: start, retryAfter: nil, using: &generator) else {
+            Issue.record("the first failure must open the breaker at threshold 1")
+            return
+        }
+        #expect(breaker.permission(now: until) == .proceed)
+        #expect(breaker.permission(now: until) == .waitForProbe)
+        breaker.probeNotSent()
+        #expect(breaker.permission(now: until) == .proceed, "the next request probes")
+        #expect(breaker.permission(now: until) == .waitForProbe, "and only it")
+        breaker.recordAnswer()
+        breaker.probeNotSent()
+        #expect(breaker.permission(now: until) == .proceed, "a closed breaker stays closed")
+    }
+
     @Test("a Retry-After opens the breaker at once, without waiting for the threshold")
     func retryAfterOpensAtOnce() {
         var generator = SystemRandomNumberGenerator()

@@ -55,6 +55,13 @@ public struct CircuitBreakerStateMachine: Sendable {
         }
     }
 
+    /// The request granted as the half-open probe was not sent after all (its event was erased
+    /// meanwhile): the next request is the probe, rather than every one waiting for an answer that
+    /// never comes.
+    public mutating func probeNotSent() {
+        if case .halfOpen(true, let trips) = state { state = .halfOpen(probeInFlight: false, trips: trips) }
+    }
+
     /// The host accepted or permanently rejected a request: it is up.
     public mutating func recordAnswer() {
         state = .closed(consecutiveFailures: 0)

@@ -190,8 +190,10 @@ extension UploadLane {
         var retry = EventRetryStateMachine(configuration: configuration)
         while !Task.isCancelled {
             guard await waitForPermission() else { break }
-            // Erased while it waited for its next attempt: it goes no further.
+            // Erased while it waited for its next attempt: it goes no further, and a probe the
+            // breaker granted it goes to the next request.
             if erasures.contains(event.sequence) {
+                breaker.probeNotSent()
                 statistics.skippedErased += 1
                 return .done(event.sequence)
             }
