@@ -12,6 +12,7 @@ struct SlowClientTests {
         struct Group: Decodable {
             var open: Int
             var closed: Int
+            var firstClosedAfter: Double?
             var lastClosedAfter: Double?
         }
         struct Real: Decodable {
@@ -19,6 +20,9 @@ struct SlowClientTests {
             var failed: Int
             var maxSeconds: Double
             var medianSeconds: Double
+            /// Requests answered before the relay closed its first flood connection.
+            var answeredBeforeFirstClose: Int
+            var firstCloseAfter: Double?
         }
         var idle: Group
         var slow: Group
@@ -26,7 +30,9 @@ struct SlowClientTests {
         var real: Real
     }
 
-    func run(idleTimeout: Int, idle: Int, slow: Int, seconds: Int) async throws -> Report {
+    /// Holds the flood `seconds`; with `closeWait`, then watches until the relay has closed all of
+    /// it or `closeWait` seconds have passed since the start.
+    func run(idleTimeout: Int, idle: Int, slow: Int, seconds: Int, closeWait: Int? = nil) async throws -> Report {
         let binary = try RelayBinary.path()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("slow-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -36,28 +42,34 @@ struct SlowClientTests {
         let port = try await relay.await(#"address=127\.0\.0\.1:(\d+)"#)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Scripts/slow_clients.py").path
         let outcome = try await RelayBinary.run(
-            "/usr/bin/env", ["python3", script, port, String(idle), String(slow), String(seconds)], seconds: Double(seconds + 60))
+            "/usr/bin/env", ["python3", script, port, String(idle), String(slow), String(seconds)] + (closeWait.map { [String($0)] } ?? []),
+            seconds: Double(max(seconds, closeWait ?? 0) + 60))
         try #require(outcome.status == 0, "slow_clients.py: \(outcome.stderr)")
         return try JSONDecoder().decode(Report.self, from: Data(outcome.stdout.utf8))
     }
 
     @Test("600 idle, 200 slowloris and a stalled body are closed after --idle-timeout 3; a real client is served throughout")
     func closedAfterTimeout() async throws {
-        let report = try await run(idleTimeout: 3, idle: 600, slow: 200, seconds: 8)
+        let report = try await run(idleTimeout: 3, idle: 600, slow: 200, seconds: 8, closeWait: 45)
+        // All closed while the script watched, 45 s at most: with the default timeout of 60 s the
+        // same clients stay open (the control below), so it is --idle-timeout 3 that closed them.
+        // Not held to a tighter bound: a loaded 2-core machine delays the closes and their notice
+        // by seconds (the last slowloris close was seen at 7.98 s beside a CPU burner).
         #expect(report.idle.closed == 600, "\(report.idle)")
         #expect(report.slow.closed == 200, "\(report.slow)")
-        #expect(report.stalledBody.closed == 1)
-        // 3 s, plus the time the script takes to notice among 800 sockets.
-        #expect((report.idle.lastClosedAfter ?? 99) < 7 && (report.slow.lastClosedAfter ?? 99) < 7, "\(report)")
-        #expect((report.slow.lastClosedAfter ?? 0) > 2.5, "not before the timeout: \(report.slow)")
+        #expect(report.stalledBody.closed == 1, "\(report.stalledBody)")
+        // Load only delays a close; none comes before the timeout.
+        #expect((report.idle.firstClosedAfter ?? 0) > 2.5 && (report.slow.firstClosedAfter ?? 0) > 2.5, "not before the timeout: \(report)")
         #expect(report.real.failed == 0 && report.real.ok >= 10, "\(report.real)")
-        // Served throughout: had the flood taken the relay's connections or its event loops, the
-        // real client would wait for the timeout to free them (3 s) or fail, and every request
-        // would be slow, not one. The slowest single request is not held to a tighter bound: in a
-        // debug build on a loaded 2-core CI machine, the 800 closes at the timeout took one
-        // request to 1.16 s.
-        #expect(report.real.maxSeconds < 3, "\(report.real)")
+        // Served throughout, told by the order of events rather than by a time: a relay whose
+        // connections or event loops the flood held would answer the real client, which connects
+        // once the flood is open, only when its timeout freed them, after the first close; and
+        // every request would be slow, not one. The
+        // slowest single request is not bounded: while 800 connections close at once, one took
+        // 5.3 s in a debug build beside a CPU burner and the other suites.
+        #expect(report.real.answeredBeforeFirstClose >= 1, "\(report.real)")
         #expect(report.real.medianSeconds < 0.25, "\(report.real)")
+        print("slow clients: \(report)")
     }
 
     @Test("control: with the default timeout (60 s) the same clients are all still open after 4 s")
