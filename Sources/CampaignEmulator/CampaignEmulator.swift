@@ -20,6 +20,9 @@ public import RelayTLS
 public final class CampaignEmulator: Sendable {
     /// What arrived.
     public let recorder: EmulatorRecorder
+    /// Registrations wait here, once they arrived whole, before they are answered (open unless a
+    /// test closes it).
+    public let registrationGate = EmulatorGate()
     private let faults: NIOLockedValueBox<EmulatorFaults>
     private let rateWindow = NIOLockedValueBox<(second: Int64, count: Int)>((0, 0))
     private let firstRequestSinceFaults = NIOLockedValueBox<Double?>(nil)
@@ -144,6 +147,7 @@ public final class CampaignEmulator: Sendable {
     private func register(_ request: Request, _ context: EmulatorContext, platform: Platform) async throws -> Response {
         let body = try await request.body.collect(upTo: 1 << 20)
         let text = String(buffer: body)
+        await registrationGate.pass()
         let response = try await answerRegistration(text, platform: platform, context)
         recorder.record(rawRequest(request, body: text, status: Int(response.status.code)))
         return response

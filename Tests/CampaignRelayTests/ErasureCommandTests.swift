@@ -296,6 +296,62 @@ struct ErasureBesideServeTests {
         let stats = try await RelayBinary.run(binary, ["stats", "--data-dir", directory, "--json", "--encryption-key-file", keys])
         #expect(stats.stdout.contains(#""distinctTokens":2"#) && stats.stdout.contains(#""registrations":2,"#), "Bob and Cara: \(stats.stdout)")
     }
+
+    @Test(
+        "a registration on the wire when the erasure begins: the erasure answers only once Campaign answered it, and counts it as delivered"
+    )
+    func sendOnTheWire() async throws {
+        let binary = try RelayBinary.path()
+        let campaign = try await RunningEmulator.start()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("erase-wire-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try ChildProcess(
+            binary,
+            [
+                "serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--log-format", "json", "--tracking-host", campaign.url,
+                "--marketing-host", campaign.url, "--admin-token", Self.token,
+            ]
+        )
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(try await server.await(#""address":"127\.0\.0\.1:(\d+)""#))"
+        let http = TestHTTPClient()
+        // Campaign holds her registration, whole, unanswered.
+        let gate = campaign.emulator.registrationGate
+        gate.close()
+        let posted = try await http.post(
+            url + "/v1/events", "[" + Self.registration("ada", 1) + "]", headers: [("Content-Type", "application/json")])
+        #expect(posted.status == 200)
+        try await waitUntil("her registration held by Campaign", seconds: 240) { gate.held == 1 }
+
+        async let erasing = RelayBinary.run(
+            binary, ["erase", "--data-dir", directory, "--user-key", "pdcanaryadauser", "--admin-token", Self.token, "--json"])
+        // The erasure masked her registration and waits for the send on the wire; only then does
+        // Campaign answer (200).
+        _ = try await server.await(#"(erasure waits for the answers to sends of its registrations already on the wire)"#, seconds: 240)
+        #expect(await campaign.emulator.recorder.acceptedRegistrations.isEmpty, "Campaign has not answered yet")
+        gate.open()
+        let erased = try await erasing
+        #expect(erased.status == 0, "\(erased.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(erased.stdout.utf8)) as? [String: Any])
+        #expect(report["registrations"] as? Int == 1, "\(erased.stdout)")
+        #expect((report["forwarded"] as? [String: Any])?["toCampaign"] as? Int == 1, "delivered while the erasure waited: \(erased.stdout)")
+        #expect(report["notYetForwarded"] as? Int == 0, "\(erased.stdout)")
+        // Answered before the erasure's own answer; and never sent again.
+        let accepted = await campaign.emulator.recorder.acceptedRegistrations.compactMap { $0["registrationToken"] }
+        #expect(accepted == ["pdcanaryadatoken1"])
+        let bob = try await http.post(url + "/v1/events", "[" + Self.registration("bob", 1) + "]", headers: [("Content-Type", "application/json")])
+        #expect(bob.status == 200)
+        try await waitUntil("Bob's registration delivered", seconds: 240) {
+            await campaign.emulator.recorder.acceptedRegistrations.count == 2
+        }
+        #expect(
+            await campaign.emulator.recorder.acceptedRegistrations.compactMap { $0["registrationToken"] } == [
+                "pdcanaryadatoken1", "pdcanarybobtoken1",
+            ])
+        await http.shutdown()
+        server.stop()
+        await campaign.stop()
+    }
 }
 
 /// An erasure a crash cut short after writing its plan, finished by `serve` as it starts: the

@@ -26,10 +26,10 @@ package final class ChildProcess: Sendable {
 
     package var text: String { output.withLockedValue { $0 } }
 
-    /// The first capture of `pattern` in the output, waiting up to 30 s for it.
-    package func await(_ pattern: String) async throws -> String {
+    /// The first capture of `pattern` in the output, waiting up to `seconds` for it.
+    package func await(_ pattern: String, seconds: Double = 30) async throws -> String {
         let regex = try Regex(pattern)
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if let match = text.firstMatch(of: regex), let capture = match.output[1].substring { return String(capture) }
             if !process.isRunning { break }

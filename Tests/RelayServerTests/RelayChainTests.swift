@@ -8,6 +8,7 @@ import RelayLog
 import RelayProcessTestSupport
 import RelayServer
 import RelayTestSupport
+import Synchronization
 import Testing
 
 /// Edge → central and edge → regional → central, with real logs and real HTTP.
@@ -81,6 +82,67 @@ struct RelayChainTests {
         #expect(stored.count == 2600, "each event once")
         #expect(stored.map { $0.event.chain?.first.sequence } == (1...2600).map { Optional(UInt64($0)) })
         #expect(stored.allSatisfy { $0.event.chain?.first.relayID == edgeID && $0.event.chain?.hop == nil })
+    }
+
+    /// The real transport to the central relay, but for its first request: then the erasure of
+    /// `erased` begins while the request is on the wire, and the request fails unsent.
+    final class ErasingOnFirstAttempt: CampaignTransport {
+        let real: HTTPClientTransport
+        let mask: ErasureMask
+        let erased: UInt64
+        let erasure = Mutex<Task<[String: Set<UInt64>], Never>?>(nil)
+
+        init(real: HTTPClientTransport, mask: ErasureMask, erased: UInt64) {
+            self.real = real
+            self.mask = mask
+            self.erased = erased
+        }
+
+        func send(_ request: CampaignRequest, timeout: Duration) async -> DeliveryOutcome {
+            let first = erasure.withLock { erasure in
+                guard erasure == nil else { return false }
+                let (mask, erased) = (mask, erased)
+                erasure = Task { await mask.insertAwaitingSends([erased]) }
+                return true
+            }
+            guard first else { return await real.send(request, timeout: timeout) }
+            while !mask.contains(erased) { try? await Task.sleep(for: .milliseconds(1)) }
+            return .retryable(reason: "injected: the first attempt fails", retryAfter: nil)
+        }
+    }
+
+    @Test("a registration erased while its batch waits for a retry is left out of the retry, which still covers its sequence number")
+    func erasedBetweenAttempts() async throws {
+        let central = try await RunningServer.start { $0.relayToken = Self.token }
+        let edge = temporaryDirectory("edge-erasure")
+        defer { removeTree(edge) }
+        let log = try await WriteAheadLog.open(dataDirectory: edge, consumers: [CentralRelaySink.consumer], logger: quietLogger)
+        let registration = Event.registration(
+            Registration(
+                platform: .android, integrationKey: "app", registrationToken: "erased-token", userKey: "erased-user", additionalParams: nil,
+                time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)))
+        _ = try await log.append(Self.hits(1...10) + [registration] + Self.hits(11...20))
+        let transport = try HTTPClientTransport(connectionsPerHost: 1)
+        let erasing = ErasingOnFirstAttempt(real: transport, mask: log.erasureMask, erased: 11)
+        let lane = UploadLane(
+            sink: CentralRelaySink(host: try CampaignHost(parsing: central.url, role: "test"), token: Self.token, batchEvents: 1000), log: log,
+            transport: erasing, configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(1), cap: .milliseconds(5))),
+            logger: quietLogger)
+        try await lane.run(until: await log.durableSequence)
+        let statistics = await lane.stats
+        await transport.shutdown()
+        let cursor = await log.cursorPosition(CentralRelaySink.cursorName)
+        await log.close()
+        await central.stop()
+
+        // The erasure waited for the failed attempt, which delivered nothing.
+        let erasure = try #require(erasing.erasure.withLock { $0 })
+        #expect(await erasure.value.isEmpty)
+        #expect(statistics.delivered == 20 && statistics.skippedErased == 1, "\(statistics)")
+        #expect(cursor == 22, "the batch covered the erased registration's sequence number")
+        let stored = try Self.logged(central.dataDirectory)
+        #expect(stored.map { $0.event.chain?.first.sequence } == (Array(1...10) + Array(12...21)).map { Optional(UInt64($0)) })
+        #expect(!stored.contains { if case .registration = $0.event { true } else { false } })
     }
 
     @Test("edge → regional → central: the first origin is kept and every event is stored once at the end")

@@ -191,13 +191,20 @@ extension UploadLane {
         while !Task.isCancelled {
             guard await waitForPermission() else { break }
             // Erased while it waited for its next attempt: it goes no further, and a probe the
-            // breaker granted it goes to the next request.
-            if erasures.contains(event.sequence) {
+            // breaker granted it goes to the next request. A registration's send is marked on the
+            // wire meanwhile, so that an erasure beginning now waits for its answer.
+            let registration: [UInt64] = if case .registration = event.event { [event.sequence] } else { [] }
+            if !erasures.beginSending(registration).isEmpty {
                 breaker.probeNotSent()
                 statistics.skippedErased += 1
                 return .done(event.sequence)
             }
             let outcome = await transport.send(request, timeout: configuration.requestTimeout)
+            if case .delivered = outcome {
+                erasures.endSending(registration, deliveredBy: cursorName)
+            } else {
+                erasures.endSending(registration, deliveredBy: nil)
+            }
             var breakerOpened = false
             var firstFailure = false
             switch outcome {

@@ -49,12 +49,15 @@ extension UploadLane {
             }
             statistics.oldestUnsentEvent = events.first?.event.time
             recordGauges()
-            let request = sink.request(for: events, sequences: position..<batchEnd, epoch: epoch, relayID: identity.relayID)
-            switch await send(request, of: sink, sequences: position..<batchEnd) {
-            case .taken:
+            let covered = position..<batchEnd
+            let batchOutcome = await send(events, of: sink, sequences: covered) { events in
+                sink.request(for: events, sequences: covered, epoch: epoch, relayID: identity.relayID)
+            }
+            switch batchOutcome {
+            case .taken(let sent):
                 statistics.oldestUnsentEvent = nil
-                statistics.delivered += events.count
-                metrics.delivered.increment(by: events.count)
+                statistics.delivered += sent
+                metrics.delivered.increment(by: sent)
                 position = batchEnd
                 do {
                     try await log.commitCursor(cursorName, to: position)
@@ -78,23 +81,47 @@ extension UploadLane {
     }
 
     private enum BatchOutcome {
-        case taken
+        /// Taken, with the number of events the batch carried.
+        case taken(Int)
         case resendFrom(UInt64)
         /// Cancelled before the batch was taken.
         case stopped
     }
 
-    /// Sends one batch until the destination takes it, asks for earlier events, or the task is cancelled.
-    private func send(_ request: CampaignRequest, of sink: any BatchSink, sequences: Range<UInt64>) async -> BatchOutcome {
+    /// Sends one batch of `events`, covering `sequences`, until the destination takes it, asks for
+    /// earlier events, or the task is cancelled. A registration erased between two attempts is
+    /// left out of the next (`request` builds it again without), and one on the wire is marked so
+    /// in ``erasures``, so that an erasure beginning meanwhile waits for the answer.
+    private func send(
+        _ events: [SequencedEvent], of sink: any BatchSink, sequences: Range<UInt64>, request: ([SequencedEvent]) -> CampaignRequest
+    ) async -> BatchOutcome {
+        var events = events
+        var registrations = events.compactMap { event -> UInt64? in
+            if case .registration = event.event { event.sequence } else { nil }
+        }
+        var built = request(events)
         var counted = 0
         while !Task.isCancelled {
             guard await waitForPermission() else { break }
-            let outcome = await transport.send(request, timeout: configuration.requestTimeout)
+            let masked = erasures.beginSending(registrations)
+            if !masked.isEmpty {
+                events.removeAll { masked.contains($0.sequence) }
+                registrations.removeAll { masked.contains($0) }
+                statistics.skippedErased += masked.count
+                built = request(events)
+            }
+            let outcome = await transport.send(built, timeout: configuration.requestTimeout)
+            let answer = sink.answer(outcome, sequences: sequences)
+            if case .taken = answer {
+                erasures.endSending(registrations, deliveredBy: cursorName)
+            } else {
+                erasures.endSending(registrations, deliveredBy: nil)
+            }
             let delay: Duration
-            switch sink.answer(outcome, sequences: sequences) {
+            switch answer {
             case .taken:
                 destinationAnswered()
-                return .taken
+                return .taken(events.count)
             case .resendFrom(let expected):
                 destinationAnswered()
                 return .resendFrom(expected)

@@ -18,8 +18,9 @@ public import RelayPostgres
 /// 2. It writes its ``ErasurePlan`` (no personal data) durably. From here on it is finished
 ///    whatever happens: a restart (``finishPending()``, which `serve` and `erase` call first)
 ///    carries on from the plan, and every reader masks the planned registrations meanwhile.
-/// 3. It masks them in this process's readers, between two transactions of the aggregator, and
-///    takes them out of the aggregates.
+/// 3. It masks them in this process's readers and lanes, waits for the answers to requests
+///    carrying them that were already on the wire, and, between two transactions of the
+///    aggregator, takes them out of the aggregates.
 /// 4. It deletes the dead letters and deduplication rows.
 /// 5. It rewrites the segments holding them, in the log and each archive (``LogErasure``).
 /// 6. It appends its record to the audit log (``ErasureAuditLog``) and removes its plan.
@@ -214,10 +215,26 @@ public actor PersonalDataErasure {
         // a file no commit writes to again.
         _ = await log.sealActiveSegment()
         let sequences = plan.targets.map(\.sequence)
-        // Masked at once, whatever fails below: no reader of this process hands them out again.
+        // Masked at once, whatever fails below: no reader of this process hands them out again,
+        // and no lane sends them again. A send already on the wire is waited for (it ends within
+        // the request timeout): once the erasure answers, nothing of them can still arrive
+        // anywhere, and one delivered meanwhile counts as sent on.
         // The counters' changes take either order: a registration a counter meets masked is
         // recorded in its erased_registrations, and the change skips it.
-        log.erasureMask.insert(sequences)
+        let logger = logger
+        let deliveredMeanwhile = await log.erasureMask.insertAwaitingSends(sequences) { onTheWire in
+            logger.notice(
+                "erasure waits for the answers to sends of its registrations already on the wire",
+                metadata: ["erasure": "\(plan.id)", "registrations": "\(onTheWire)"])
+        }
+        var reported = plan
+        for index in reported.targets.indices {
+            let target = reported.targets[index]
+            let tenant = target.tenant.isEmpty ? nil : try? TenantName(validating: target.tenant)
+            let marketingLane = "upload-" + UploadLane.Kind.marketing.laneName(of: tenant)
+            if deliveredMeanwhile[marketingLane]?.contains(target.sequence) == true { reported.targets[index].forwarded = true }
+            if deliveredMeanwhile[CentralRelaySink.cursorName]?.contains(target.sequence) == true { reported.targets[index].handedOn = true }
+        }
         let dataDirectory = dataDirectory
         guard fleet != nil || !plan.countsIntoFleet else {
             throw .fleet(
@@ -276,7 +293,8 @@ public actor PersonalDataErasure {
             return rewrites
         }
         var report = Self.report(
-            plan, rewrites: rewrites, deadLetters: forwarding.deadLetters, deduplicationRecords: forwarding.deliveredRecords, aggregates: aggregates,
+            reported, rewrites: rewrites, deadLetters: forwarding.deadLetters, deduplicationRecords: forwarding.deliveredRecords,
+            aggregates: aggregates,
             dryRun: false)
         report.fleet = fleetResult
         report.completedAt = EventTime.now().rfc3339
