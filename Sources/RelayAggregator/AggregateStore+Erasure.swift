@@ -114,8 +114,8 @@ extension Aggregator {
     public func applyErasure<Value: Sendable>(
         _ targets: [ErasurePlan.Target], whileQuiescent: @Sendable () async throws -> Value
     ) async throws -> (AggregateErasure, Value) {
-        await enterExclusive()
-        defer { leaveExclusive() }
+        await turns.take()
+        defer { turns.end() }
         let value = try await whileQuiescent()
         return (try store.applyErasure(targets), value)
     }

@@ -27,10 +27,9 @@ public actor Aggregator: BlockingActor {
     private let readAhead: BlockingExecutor
     private let log: WriteAheadLog
     let store: AggregateStore
-    /// Whether a catch-up or an erasure's change (``applyErasure(_:beforehand:)``) is under way:
-    /// they take turns, since the actor lets one run while the other awaits.
-    private var exclusive = false
-    private var exclusiveWaiters: [CheckedContinuation<Void, Never>] = []
+    /// A catch-up and an erasure's change (``applyErasure(_:whileQuiescent:)``) take turns, since
+    /// the actor lets one run while the other awaits.
+    let turns = TurnQueue()
     /// Where the next catch-up reads from (``LogCatchUp`` hands it back after each).
     private var reader: LogReader
     private var position: UInt64 {
@@ -134,8 +133,8 @@ public actor Aggregator: BlockingActor {
 
     /// Counts every event that is durable in the log now, then returns.
     public func catchUp(progress: (@Sendable (CatchUpProgress) -> Void)? = nil) async throws(AggregatorError) -> CatchUpSummary {
-        await enterExclusive()
-        defer { leaveExclusive() }
+        await turns.take()
+        defer { turns.end() }
         // Reading and reducing the next batch runs on the other core while SQLite counts this one.
         let outcome = await LogCatchUp.run(
             log: log, reader: reader, archiveDirectory: archiveDirectory, from: position, batchSize: batchSize, readAhead: readAhead,
@@ -149,20 +148,6 @@ public actor Aggregator: BlockingActor {
             })
         reader = outcome.reader
         return try outcome.summary(orThrow: { .log($0) })
-    }
-
-    /// Waits for the catch-up or erasure under way, then holds the turn.
-    func enterExclusive() async {
-        while exclusive { await withCheckedContinuation { exclusiveWaiters.append($0) } }
-        exclusive = true
-    }
-
-    /// Gives the turn up.
-    func leaveExclusive() {
-        exclusive = false
-        let waiters = exclusiveWaiters
-        exclusiveWaiters = []
-        for waiter in waiters { waiter.resume() }
     }
 
     /// Counts events as they become durable, until the task is cancelled or the log closes.

@@ -42,29 +42,16 @@ public actor FleetAggregator {
     private let logger: Logger
     /// `deliveries.delivery_ref` by tenant and delivery id; refs are committed before they are used.
     private var deliveryRefs: [CountDeltas.DeliveryKey: Int64] = [:]
-    /// Whether a catch-up or an erasure's change (``applyErasure(_:whileQuiescent:)``) is under
-    /// way: they take turns, since the actor lets one run while the other awaits.
-    private var exclusive = false
-    private var exclusiveWaiters: [CheckedContinuation<Void, Never>] = []
-
-    private func enterExclusive() async {
-        while exclusive { await withCheckedContinuation { exclusiveWaiters.append($0) } }
-        exclusive = true
-    }
-
-    private func leaveExclusive() {
-        exclusive = false
-        let waiters = exclusiveWaiters
-        exclusiveWaiters = []
-        for waiter in waiters { waiter.resume() }
-    }
+    /// A catch-up and an erasure's change (``applyErasure(_:whileQuiescent:)``) take turns, since
+    /// the actor lets one run while the other awaits.
+    private let turns = TurnQueue()
 
     /// Takes the registrations of `targets` out of the fleet's counts of this relay (see
     /// ``FleetErasure``), between two of this aggregator's transactions: every batch read before
     /// they were masked is committed, so the position says which were counted.
     public func applyErasure(_ targets: [ErasurePlan.Target]) async throws -> FleetErasure.Result {
-        await enterExclusive()
-        defer { leaveExclusive() }
+        await turns.take()
+        defer { turns.end() }
         watch.begin()
         defer { watch.end() }
         return try await FleetErasure.apply(targets, relayID: relayID, connection: connection, logger: logger)
@@ -164,8 +151,8 @@ public actor FleetAggregator {
     /// - Throws: ``FleetError``; what was committed before the error stays counted, and the next
     ///   call goes on from there.
     public func catchUp(progress: (@Sendable (CatchUpProgress) -> Void)? = nil) async throws(FleetError) -> CatchUpSummary {
-        await enterExclusive()
-        defer { leaveExclusive() }
+        await turns.take()
+        defer { turns.end() }
         let outcome = await LogCatchUp.run(
             log: log, reader: reader, from: position, batchSize: batchSize, readAhead: readAhead, cursor: cursor, logger: logger,
             progress: progress

@@ -24,8 +24,8 @@ actor RelayBatchReceiver {
     let ingestor: EventIngestor
     private let logger: Logger
     private var ledger: OriginLedger?
-    private var busy = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+    /// One batch at a time: the ledger's decision and the append it leads to span awaits.
+    private let turns = TurnQueue()
 
     init(ingestor: EventIngestor, logger: Logger) {
         self.ingestor = ingestor
@@ -38,8 +38,8 @@ actor RelayBatchReceiver {
     func receive(_ events: [SequencedEvent], origin: OriginLedger.BatchOrigin, sender: RelayPosition) async throws(EventIngestor.Refusal)
         -> Outcome
     {
-        await takeTurn()
-        defer { endTurn() }
+        await turns.take()
+        defer { turns.end() }
         let outcome = try await decideAndAppend(events, origin: origin, sender: sender)
         switch outcome {
         case .stored(let appended, let alreadyStored, _):
@@ -100,22 +100,6 @@ actor RelayBatchReceiver {
             ledger.appended(origin)
             self.ledger = ledger
             return .stored(appended: stamped.count, alreadyStored: false, next: origin.sequences.upperBound)
-        }
-    }
-
-    private func takeTurn() async {
-        guard busy else {
-            busy = true
-            return
-        }
-        await withCheckedContinuation { waiting.append($0) }
-    }
-
-    private func endTurn() {
-        if waiting.isEmpty {
-            busy = false
-        } else {
-            waiting.removeFirst().resume()
         }
     }
 

