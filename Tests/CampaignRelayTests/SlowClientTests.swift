@@ -18,6 +18,9 @@ struct SlowClientTests {
         struct Real: Decodable {
             var ok: Int
             var failed: Int
+            /// Requests sent again on a new connection once, the relay having closed the kept-alive
+            /// one for want of a request part within the idle timeout.
+            var reconnects: Int
             var maxSeconds: Double
             var medianSeconds: Double
             /// Requests answered before the relay closed its first flood connection.
@@ -78,5 +81,7 @@ struct SlowClientTests {
         let report = try await run(idleTimeout: 60, idle: 100, slow: 50, seconds: 4)
         #expect(report.idle.closed == 0 && report.slow.closed == 0 && report.stalledBody.closed == 0, "\(report)")
         #expect(report.real.failed == 0)
+        // Far under the timeout, the relay closes no kept-alive connection: no request went again.
+        #expect(report.real.reconnects == 0, "\(report.real)")
     }
 }

@@ -3,7 +3,7 @@ import RelayIO
 import Testing
 
 /// Steps of an actor that span awaits, one at a time and in the order asked.
-@Suite("Turn queue", .timeLimit(.minutes(2)))
+@Suite("Turn queue", .timeLimit(.minutes(10)))
 struct TurnQueueTests {
     /// Steps that each await inside their turn: none overlaps another, and they run in the order
     /// they asked.
