@@ -6,7 +6,7 @@ import Testing
 /// `docs/openapi.yaml` against tools the project did not write: openapi-spec-validator checks the
 /// document, and schemathesis sends generated requests to a real `serve` and checks every answer
 /// against it (`.ci/run` installs both from PyPI).
-@Suite("The OpenAPI contract", .timeLimit(.minutes(10)))
+@Suite("The OpenAPI contract", .timeLimit(.minutes(20)))
 struct OpenAPITests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let specification = root.appendingPathComponent("docs/openapi.yaml").path
@@ -59,8 +59,9 @@ struct OpenAPITests {
                 "--max-examples", "50", "--seed", "1", "--no-color",
             ],
             // A budget for the run, not a speed asked of it: 26 operations take some 210 s of its
-            // phases on two cores beside the rest of the suite.
-            environment: ["PYTHONPATH": scripts, "SCHEMATHESIS_HOOKS": "schemathesis_hooks"], seconds: 480)
+            // phases on two cores beside the rest of the suite, and took 467 s of a fresh-clone CI
+            // run beside a CPU burner.
+            environment: ["PYTHONPATH": scripts, "SCHEMATHESIS_HOOKS": "schemathesis_hooks"], seconds: 900)
         try #require(!run.stderr.contains("No module named"), "schemathesis is needed: python3 -m pip install schemathesis (.ci/run installs it)")
         #expect(run.ending == .exited(0), "schemathesis found problems:\n\(run.stdout.suffix(6000))\n\(run.stderr.suffix(2000))")
         let cases = try #require(
