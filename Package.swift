@@ -258,10 +258,17 @@ let package = Package(
         ),
         .testTarget(
             name: "FuzzCorpusTests",
-            dependencies: ["RelayFuzzTargets"],
+            dependencies: ["TestTiers", "RelayFuzzTargets"],
             swiftSettings: swiftSettings
         ),
 
+        // The two test tiers (fast: `swift test`; thorough: Tests/thorough.sh) and the trait that
+        // puts each suite in one of them. Every test target depends on it.
+        .target(
+            name: "TestTiers",
+            path: "Tests/TestTiers",
+            swiftSettings: swiftSettings
+        ),
         // Test helpers shared by several test targets: a simulated crash-prone file system.
         .target(
             name: "RelayTestSupport",
@@ -274,27 +281,28 @@ let package = Package(
         ),
         .testTarget(
             name: "RelayCoreTests",
-            dependencies: ["RelayCore", "CampaignProtocol"],
+            dependencies: ["TestTiers", "RelayCore", "CampaignProtocol"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RelayEventJSONTests",
-            dependencies: ["RelayEventJSON", "RelayCore", "CampaignProtocol", "RelayTestSupport"],
+            dependencies: ["TestTiers", "RelayEventJSON", "RelayCore", "CampaignProtocol", "RelayTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RelayIOTests",
-            dependencies: ["RelayIO", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: ["TestTiers", "RelayIO", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RelayChainTests",
-            dependencies: ["RelayChain", "RelayCore", "RelayLog"],
+            dependencies: ["TestTiers", "RelayChain", "RelayCore", "RelayLog"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "CampaignProtocolTests",
             dependencies: [
+                "TestTiers",
                 "CampaignProtocol", "RelayCore", "RelayForwarding", "CampaignEmulator", "RelayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -303,6 +311,7 @@ let package = Package(
         .testTarget(
             name: "RelayLogTests",
             dependencies: [
+                "TestTiers",
                 "RelayLog", "RelayIO", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -311,6 +320,7 @@ let package = Package(
         .testTarget(
             name: "RelayAggregatorTests",
             dependencies: [
+                "TestTiers",
                 "RelayAggregator", "RelayLog", "RelayCore", "RelaySQLite", "RelayTestSupport", .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Fixtures"],
@@ -319,6 +329,7 @@ let package = Package(
         .testTarget(
             name: "RelayForwardingTests",
             dependencies: [
+                "TestTiers",
                 "RelayForwarding", "CampaignEmulator", "CampaignProtocol", "RelayLog", "RelayCore", "RelayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -345,6 +356,7 @@ let package = Package(
         .testTarget(
             name: "RelayServerTests",
             dependencies: [
+                "TestTiers",
                 "RelayServer", "RelayLog", "RelayCore", "CampaignProtocol", "RelayIO", "RelaySQLite", "RelayChain", "RelayForwarding",
                 "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -360,6 +372,7 @@ let package = Package(
         .testTarget(
             name: "CampaignRelayTests",
             dependencies: [
+                "TestTiers",
                 "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain", "RelayAggregator",
                 "RelayPostgres", "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport", "CampaignRelay",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -9,8 +9,7 @@ source "$(dirname "$0")/common.sh"
 events=${1:-1000000}
 runs=${2:-5}
 
-swift build -c "$configuration" --package-path "$here/.." --product IngestBaseline >&2
-baseline="$(swift build -c "$configuration" --package-path "$here/.." --show-bin-path)/IngestBaseline"
+baseline=$(built_product IngestBaseline)
 
 python3 "$here/generate-events.py" "$events" "$work/events.jsonl"
 echo "input: $events events, $(stat -c %s "$work/events.jsonl") bytes of JSONL; $(nproc) cores" >&2

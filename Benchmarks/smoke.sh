@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Keeps the benchmarks compiling and running (CI): builds the relay's package with its benchmark
-# targets (CAMPAIGN_RELAY_BENCHMARKS=1), the package-benchmark harness included, in the same build
-# directory as the tests (so the relay's modules compile once), and runs the scripted benchmarks
-# with tiny sizes in debug builds. The figures of this run mean nothing; see BENCHMARKS.md.
+# targets (CAMPAIGN_RELAY_BENCHMARKS=1), the package-benchmark harness included, once, in the same
+# build directory as the tests (so the relay's modules compile once), and runs the scripted
+# benchmarks with tiny sizes on that debug build; none of them builds again (RELAY_BIN_DIR).
+# With RELAY_BIN_DIR set (.ci/run, after its build phase) nothing is built here at all.
+# The figures of this run mean nothing; see BENCHMARKS.md.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export CAMPAIGN_RELAY_BENCHMARKS=1
-swift build --package-path "$here/.."
+if [ -z "${RELAY_BIN_DIR:-}" ]; then
+    swift build --package-path "$here/.."
+    RELAY_BIN_DIR=$(swift build --package-path "$here/.." --show-bin-path)
+fi
+export RELAY_BIN_DIR
 BUILD_CONFIGURATION=debug "$here/ingest-vs-sqlite.sh" 2000 1
 BUILD_CONFIGURATION=debug "$here/aggregate.sh" 2000 1
 if command -v wrk >/dev/null; then BUILD_CONFIGURATION=debug "$here/http-ingest.sh" 1 2; fi
@@ -26,5 +32,5 @@ BUILD_CONFIGURATION=debug "$here/relay-chain.sh" 2000
 BUILD_CONFIGURATION=debug "$here/consumers.sh" 2000 1
 BUILD_CONFIGURATION=debug SEGMENT_BYTES=4096 "$here/replay.sh" 10000
 if ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1; then BUILD_CONFIGURATION=debug "$here/postgres-aggregate.sh" 2000; fi
-swift run --package-path "$here/.." AckLatency --seconds 0.2 --batches 1,10 --concurrency 4
+"$RELAY_BIN_DIR/AckLatency" --seconds 0.2 --batches 1,10 --concurrency 4
 echo "benchmark smoke run: ok"

@@ -1,8 +1,10 @@
 import CampaignProtocol
+import TestTiers
 import Testing
 
 /// `HTTPDate`: IMF-fixdates as Python's `email.utils.formatdate(t, usegmt=True)` writes them, and as
 /// `RetryAfter` reads them back.
+@Suite(.tier(.fast))
 struct HTTPDateTests {
     @Test(
         "IMF-fixdates of known seconds",

@@ -2,12 +2,13 @@ import CampaignEmulator
 import RelayCore
 import RelayForwarding
 import RelayTestSupport
+import TestTiers
 import Testing
 
 @testable import CampaignProtocol
 
 /// The wire format, byte for byte, with the vectors the SDKs' own tests use (shared/PROTOCOL.md).
-@Suite("Campaign protocol")
+@Suite("Campaign protocol", .tier(.fast))
 struct ProtocolTests {
     static let androidVector =
         "registrationToken=testToken&mobileAppUuid=testIntegrationKey&userKey=testUser&deviceImei=12345&deviceName=mockDevice&deviceModel=mockDeviceName&deviceBrand=mockDeviceBrand&deviceManufacturer=mockDeviceManufacturer&osName=android&osVersion=mockOSName%20mockOSVersion&osLanguage=mocklocale&additionalParams=%3CadditionalParameters%3E%3Cparam%20name%3D%22key%22%20value%3D%22value%22%2F%3E%3C%2FadditionalParameters%3E"

@@ -1,10 +1,11 @@
 import CampaignProtocol
 import RelayCore
 import RelayEventJSON
+import TestTiers
 import Testing
 
 /// The SDK's wire forms, read as Campaign reads them.
-@Suite("SDK forms")
+@Suite("SDK forms", .tier(.fast))
 struct SDKFormTests {
     static let time = EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)
 

@@ -1,10 +1,11 @@
 import CampaignProtocol
 import RelayCore
+import TestTiers
 import Testing
 
 /// The pieces every side shares (the relay's SDK endpoints, its uploader, the emulator): what one
 /// side writes, the other reads back to the same values.
-@Suite("Campaign wire rules")
+@Suite("Campaign wire rules", .tier(.fast))
 struct WireRulesTests {
     static let time = EventTime(nanosecondsSinceEpoch: 1_700_000_000_000_000_000)
     static func host() throws -> CampaignHost { try CampaignHost(parsing: "http://127.0.0.1:9", role: "test") }

@@ -4,6 +4,7 @@ import RelayIO
 import RelayProcessTestSupport
 import RelaySQLite
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -13,7 +14,7 @@ import Testing
 /// A real `campaign-relay aggregate` child process, SIGKILLed at random moments while it consumes
 /// a large log. After every kill the aggregates must hold exactly the counts of the log prefix
 /// they claim to cover (no event lost or counted twice), and after a final run, of the whole log.
-@Suite("kill -9 of a real aggregating process", .serialized, .timeLimit(.minutes(10)))
+@Suite("kill -9 of a real aggregating process", .serialized, .timeLimit(.minutes(10)), .tier(.thorough), .seedInFailures)
 struct AggregatorKillTests {
     static let events = 120_000
     static let cycles = 22
@@ -149,7 +150,7 @@ struct AggregatorKillTests {
                 return running
             }
             if killedRunning { killedWhileRunning += 1 }
-            child.waitUntilExit()
+            await child.exited()
 
             let (next, counts) = try await Self.stats(binary, directory)
             #expect(next >= previousNext, "cycle \(cycle): position went back from \(previousNext) to \(next)")

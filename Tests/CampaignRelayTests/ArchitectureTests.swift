@@ -1,10 +1,11 @@
 import Foundation
+import TestTiers
 import Testing
 
 /// The README's architecture, checked in the source: SQLite only behind RelaySQLite, file-system
 /// calls only where a thread made for them runs them, and the Campaign wire format only in
 /// CampaignProtocol. A change that breaks one of these fails here, naming the file and line.
-@Suite("Architecture")
+@Suite("Architecture", .tier(.fast))
 struct ArchitectureTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

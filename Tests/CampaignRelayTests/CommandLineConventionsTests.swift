@@ -1,5 +1,6 @@
 import Foundation
 import RelayProcessTestSupport
+import TestTiers
 import Testing
 
 @testable import CampaignRelay
@@ -10,7 +11,7 @@ import Testing
 
 /// What a user sees when a command fails: usage errors exit 64 with usage, runtime errors exit 1
 /// with the command's own message.
-@Suite("Command-line errors", .timeLimit(.minutes(10)))
+@Suite("Command-line errors", .timeLimit(.minutes(10)), .tier(.fast))
 struct CommandLineConventionsTests {
     static func scratch(_ name: String) -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)").path
@@ -24,36 +25,36 @@ struct CommandLineConventionsTests {
             (["upload", "--tracking-host", "ftp://x"], "Error: --tracking-host ftp://x: scheme ftp is not https or http"),
             (["serve", "--bind", "0.0.0.0:0"], "Error: refusing to listen on 0.0.0.0 without --admin-token"),
         ])
-    func runtimeErrors(arguments: [String], message: String) throws {
+    func runtimeErrors(arguments: [String], message: String) async throws {
         let directory = Self.scratch("cli")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let run = try RelayBinary.run(try RelayBinary.path(), arguments + ["--data-dir", directory])
+        let run = try await RelayBinary.run(try RelayBinary.path(), arguments + ["--data-dir", directory])
         #expect(run.status == 1, "\(arguments): \(run.status) \(run.stderr)")
         #expect(run.stderr.hasPrefix(message), "\(run.stderr)")
         #expect(!run.stderr.contains("USAGE:"), "a runtime error is not a usage error: \(run.stderr)")
     }
 
     @Test("deadletter retry --id of a letter that does not exist: exit 1, pointing at deadletter list")
-    func unknownDeadLetter() throws {
+    func unknownDeadLetter() async throws {
         let binary = try RelayBinary.path()
         let directory = Self.scratch("cli-dead")
-        let missing = try RelayBinary.run(binary, ["deadletter", "retry", "--id", "99", "--data-dir", directory])
+        let missing = try await RelayBinary.run(binary, ["deadletter", "retry", "--id", "99", "--data-dir", directory])
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("Error: no data directory at \(directory)"), "\(missing.stderr)")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let unknown = try RelayBinary.run(binary, ["deadletter", "retry", "--id", "99", "--data-dir", directory])
+        let unknown = try await RelayBinary.run(binary, ["deadletter", "retry", "--id", "99", "--data-dir", directory])
         #expect(unknown.status == 1)
         #expect(unknown.stderr == "Error: no pending dead letter with id 99; see campaign-relay deadletter list\n", "\(unknown.stderr)")
     }
 
     @Test("--log-format json: every stderr line a JSON object while results stay text; --json with --log-format text: the reverse")
-    func logFormat() throws {
+    func logFormat() async throws {
         let binary = try RelayBinary.path()
         let directory = Self.scratch("cli-log-format")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let events = Data(#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d"}"#.utf8 + [0x0A])
-        let jsonLogs = try RelayBinary.run(binary, ["ingest", "-", "--data-dir", "\(directory)/a", "--log-format", "json"], input: events)
+        let jsonLogs = try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", "\(directory)/a", "--log-format", "json"], input: events)
         #expect(jsonLogs.status == 0, "\(jsonLogs.stderr)")
         let lines = jsonLogs.stderr.split(separator: "\n")
         #expect(!lines.isEmpty, "a new data directory is logged")
@@ -63,26 +64,27 @@ struct CommandLineConventionsTests {
         }
         #expect(jsonLogs.stdout.hasPrefix("accepted 1 events"), "results stay text without --json: \(jsonLogs.stdout)")
 
-        let textLogs = try RelayBinary.run(binary, ["ingest", "-", "--data-dir", "\(directory)/b", "--json", "--log-format", "text"], input: events)
+        let textLogs = try await RelayBinary.run(
+            binary, ["ingest", "-", "--data-dir", "\(directory)/b", "--json", "--log-format", "text"], input: events)
         #expect(textLogs.status == 0, "\(textLogs.stderr)")
         #expect(!textLogs.stderr.isEmpty && !textLogs.stderr.hasPrefix("{"), "text log lines: \(textLogs.stderr)")
         #expect((try? JSONSerialization.jsonObject(with: Data(textLogs.stdout.utf8))) is [String: Any], "\(textLogs.stdout)")
-        let wrong = try RelayBinary.run(binary, ["ingest", "-", "--log-format", "xml"])
+        let wrong = try await RelayBinary.run(binary, ["ingest", "-", "--log-format", "xml"])
         #expect(wrong.status == 64 && wrong.stderr.contains("xml"), "\(wrong.stderr)")
     }
 
     @Test("usage errors keep exit 64 and the usage")
-    func usageErrors() throws {
-        let run = try RelayBinary.run(try RelayBinary.path(), ["serve", "--bind", "nonsense"])
+    func usageErrors() async throws {
+        let run = try await RelayBinary.run(try RelayBinary.path(), ["serve", "--bind", "nonsense"])
         #expect(run.status == 64)
         #expect(run.stderr.contains("Usage: campaign-relay serve") || run.stderr.contains("USAGE:"), "\(run.stderr)")
-        let cache = try RelayBinary.run(try RelayBinary.path(), ["serve", "--aggregator-cache-mib", "0"])
+        let cache = try await RelayBinary.run(try RelayBinary.path(), ["serve", "--aggregator-cache-mib", "0"])
         #expect(cache.status == 64)
         #expect(cache.stderr.hasPrefix("Error: --aggregator-cache-mib must be at least 1\n"), "\(cache.stderr)")
     }
 
     @Test("a port in use: exit 1, and the message names the address and what to do")
-    func portInUse() throws {
+    func portInUse() async throws {
         // Hold a port with a listening socket of this process.
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         try #require(descriptor >= 0)
@@ -99,7 +101,7 @@ struct CommandLineConventionsTests {
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
         let port = Int(UInt16(bigEndian: address.sin_port))
 
-        let run = try RelayBinary.run(try RelayBinary.path(), ["serve", "--bind", "127.0.0.1:\(port)", "--data-dir", Self.scratch("busy")])
+        let run = try await RelayBinary.run(try RelayBinary.path(), ["serve", "--bind", "127.0.0.1:\(port)", "--data-dir", Self.scratch("busy")])
         #expect(run.status == 1)
         #expect(
             run.stderr.contains(
@@ -112,22 +114,22 @@ struct CommandLineConventionsTests {
 }
 
 /// Help that reads well at 80 columns: no description wrapped into a broken line.
-@Suite("Help text")
+@Suite("Help text", .tier(.fast))
 struct HelpTextTests {
     @Test("top-level and serve help keep their examples and endpoint lines whole at 80 columns")
-    func layout() throws {
+    func layout() async throws {
         let binary = try RelayBinary.path()
-        let top = try RelayBinary.run("/usr/bin/env", ["COLUMNS=80", binary, "--help"])
+        let top = try await RelayBinary.run("/usr/bin/env", ["COLUMNS=80", binary, "--help"])
         let topLines = top.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(topLines.contains(#"  {"kind":"track","action":"open","messageId":"55336","deliveryId":"f0190"}"#), "\(top.stdout)")
         #expect(topLines.contains(#"   "registrationToken":"fcm-token","userKey":"ada"}"#))
-        let serve = try RelayBinary.run("/usr/bin/env", ["COLUMNS=80", binary, "help", "serve"])
+        let serve = try await RelayBinary.run("/usr/bin/env", ["COLUMNS=80", binary, "help", "serve"])
         let serveLines = serve.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         for line in ["  GET  /r/?id=h{messageId},{deliveryId},{tag}", "      tracking hits (tag 1 impression, 2 open)", "  POST /v1/events"] {
             #expect(serveLines.contains(line), "missing whole line \(line)")
         }
         for command in ["serve", "ingest", "aggregate", "stats", "upload", "replay", "deadletter", "emulate", "wal"] {
-            let help = try RelayBinary.run("/usr/bin/env", ["COLUMNS=80", binary, "help", command])
+            let help = try await RelayBinary.run("/usr/bin/env", ["COLUMNS=80", binary, "help", command])
             for line in help.stdout.split(separator: "\n") where line.count > 80 && !line.hasPrefix("USAGE:") {
                 Issue.record("help \(command): a line of \(line.count) columns: \(line)")
             }
@@ -143,17 +145,18 @@ struct HelpTextTests {
 }
 
 /// What `upload` says when it cannot reach a host.
-@Suite("Upload failure messages", .timeLimit(.minutes(10)))
+@Suite("Upload failure messages", .timeLimit(.minutes(10)), .tier(.fast))
 struct UploadFailureMessageTests {
     @Test("an unreachable host: the first failure is logged at once, in words; stopping logs no failure")
-    func unreachableHost() throws {
+    func unreachableHost() async throws {
         let binary = try RelayBinary.path()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("unreachable-\(UUID().uuidString)").path
         let line = #"{"kind":"register","platform":"ios","integrationKey":"k","registrationToken":"t"}"# + "\n"
-        #expect(try RelayBinary.run(binary, ["ingest", "-", "--data-dir", directory], input: Data(line.utf8)).status == 0)
+        #expect(try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", directory], input: Data(line.utf8)).status == 0)
         // Port 1 on loopback refuses connections; `timeout` stops the upload with SIGTERM after 3 s.
         let started = Date()
-        let run = try RelayBinary.run("/usr/bin/timeout", ["3", binary, "upload", "--marketing-host", "http://127.0.0.1:1", "--data-dir", directory])
+        let run = try await RelayBinary.run(
+            "/usr/bin/timeout", ["3", binary, "upload", "--marketing-host", "http://127.0.0.1:1", "--data-dir", directory])
         #expect(Date().timeIntervalSince(started) < 10)
         #expect(run.stderr.contains("marketing host failed: cannot reach http://127.0.0.1:1: connection refused; retrying in"), "\(run.stderr)")
         #expect(!run.stderr.contains("errno"), "no socket-call jargon: \(run.stderr)")

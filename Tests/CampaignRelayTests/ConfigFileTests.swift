@@ -1,13 +1,14 @@
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 @testable import CampaignRelay
 
 /// `--config FILE` and `config check`, with the real binary: every kind of option from a file,
 /// flags and environment variables over it, and mistakes refused with their line.
-@Suite("Configuration files", .timeLimit(.minutes(10)))
+@Suite("Configuration files", .timeLimit(.minutes(10)), .tier(.fast))
 struct ConfigFileTests {
     /// Writes `text` to a new file and returns its path.
     static func file(_ text: String, in directory: String) throws -> String {
@@ -66,7 +67,7 @@ struct ConfigFileTests {
 
         // The server really runs with them.
         let server = try ChildProcess(binary, ["serve", "--config", path])
-        defer { server.stop() }
+        defer { server.stopWithoutWaiting() }
         let port = try await server.await(#"address=127\.0\.0\.1:(\d+)"#)
         let url = "http://127.0.0.1:\(port)"
         let http = TestHTTPClient()
@@ -111,7 +112,7 @@ struct ConfigFileTests {
 
         // serve itself: the flag's port and key are used, not the file's (port 1 would be refused).
         let server = try ChildProcess(binary, ["serve", "--config", path, "--bind", "127.0.0.1:0", "--integration-key", "from-flag"])
-        defer { server.stop() }
+        defer { server.stopWithoutWaiting() }
         let port = try await server.await(#"address=127\.0\.0\.1:(\d+)"#)
         let http = TestHTTPClient()
         let event = { (key: String) in #"[{"kind":"track","action":"open","messageId":"1","deliveryId":"d","integrationKey":"\#(key)"}]"# }
@@ -129,7 +130,7 @@ struct ConfigFileTests {
         let withVariable = try ChildProcess(
             binary, ["serve", "--config", path, "--bind", "127.0.0.1:0", "--data-dir", "\(directory)/data-2"],
             environment: ["CAMPAIGN_RELAY_ADMIN_TOKEN": "token-from-the-variable-0123"])
-        defer { withVariable.stop() }
+        defer { withVariable.stopWithoutWaiting() }
         let otherPort = try await withVariable.await(#"address=127\.0\.0\.1:(\d+)"#)
         let deliveries = "http://127.0.0.1:\(otherPort)/v1/deliveries"
         #expect(try await http.get(deliveries, headers: [("Authorization", "Bearer token-from-the-variable-0123")]).status == 200)

@@ -1,6 +1,7 @@
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// Peers that reset connections (RST) in the middle of a message, from Scripts/reset_peer.py: a
@@ -9,7 +10,7 @@ import Testing
 /// nothing of a half body, keeps serving, and delivers everything: retried batches are recognised
 /// by the central relay (nothing appended twice), and a hit reaches Campaign twice only when an
 /// attempt at it failed (duplicates ≤ the uploader's retries, and ≤ the answers cut).
-@Suite("Connections reset mid-message", .serialized, .timeLimit(.minutes(10)))
+@Suite("Connections reset mid-message", .serialized, .timeLimit(.minutes(10)), .tier(.thorough))
 struct ConnectionResetTests {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Scripts/reset_peer.py").path
     static let relayToken = "relay-token-0123456789"
@@ -38,7 +39,7 @@ struct ConnectionResetTests {
         let directory = temporaryDirectory("reset-client")
         defer { removeTree(directory) }
         let (relay, url) = try await Self.startRelay(binary, ["--data-dir", directory])
-        defer { relay.stop() }
+        defer { relay.stopWithoutWaiting() }
         let http = TestHTTPClient()
         let load = NetworkFaultLoad()
         let clients = Task { await load.run(url: url, clients: 1, http: http) }
@@ -72,7 +73,7 @@ struct ConnectionResetTests {
         #expect(relay.process.isRunning, "the relay died: \(relay.text.suffix(2000))")
         #expect(try await http.get(url + "/healthz").status == 200)
         await http.shutdown()
-        relay.stop()
+        await relay.stop()
 
         let dump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", directory])
         try #require(dump.status == 0, "\(dump.stderr)")
@@ -94,16 +95,16 @@ struct ConnectionResetTests {
         let root = temporaryDirectory("reset-central")
         defer { removeTree(root) }
         let (central, centralURL) = try await Self.startRelay(binary, ["--data-dir", "\(root)/central", "--relay-token", Self.relayToken])
-        defer { central.stop() }
+        defer { central.stopWithoutWaiting() }
         let (proxy, proxyURL) = try await Self.startResettingProxy(to: centralURL, every: 2)
-        defer { proxy.stop() }
+        defer { proxy.stopWithoutWaiting() }
         let (edge, edgeURL) = try await Self.startRelay(
             binary,
             [
                 "--data-dir", "\(root)/edge", "--upstream-relay", proxyURL, "--upstream-token", Self.relayToken, "--backoff-cap", "0.2",
                 "--request-timeout", "3",
             ])
-        defer { edge.stop() }
+        defer { edge.stopWithoutWaiting() }
 
         let http = TestHTTPClient()
         let load = NetworkFaultLoad()
@@ -117,8 +118,8 @@ struct ConnectionResetTests {
         #expect(edge.process.isRunning && central.process.isRunning)
         #expect(try await http.get(edgeURL + "/healthz").status == 200)
         await http.shutdown()
-        edge.stop()
-        central.stop()
+        await edge.stop()
+        await central.stop()
 
         let dump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", "\(root)/central"])
         try #require(dump.status == 0, "\(dump.stderr)")
@@ -144,16 +145,16 @@ struct ConnectionResetTests {
         let directory = temporaryDirectory("reset-campaign")
         defer { removeTree(directory) }
         let emulator = try ChildProcess(binary, ["emulate", "--bind", "127.0.0.1:0", "--json"])
-        defer { emulator.stop() }
+        defer { emulator.stopWithoutWaiting() }
         let campaign = try await emulator.await(#""url":"([^"]+)""#)
         let (proxy, proxyURL) = try await Self.startResettingProxy(to: campaign, every: 7)
-        defer { proxy.stop() }
+        defer { proxy.stopWithoutWaiting() }
         let (relay, url) = try await Self.startRelay(
             binary,
             [
                 "--data-dir", directory, "--tracking-host", proxyURL, "--marketing-host", proxyURL, "--backoff-cap", "0.2", "--request-timeout", "3",
             ])
-        defer { relay.stop() }
+        defer { relay.stopWithoutWaiting() }
 
         let http = TestHTTPClient()
         let load = NetworkFaultLoad()
@@ -175,7 +176,7 @@ struct ConnectionResetTests {
         #expect(relay.process.isRunning)
         #expect(try await http.get(url + "/healthz").status == 200)
         await http.shutdown()
-        relay.stop()
+        await relay.stop()
 
         let dump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", directory])
         try #require(dump.status == 0, "\(dump.stderr)")

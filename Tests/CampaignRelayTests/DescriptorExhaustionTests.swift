@@ -1,6 +1,7 @@
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -16,7 +17,7 @@ import Testing
 /// crash or spin, a client already connected keeps being answered, nothing in it fails for want of
 /// a descriptor, and once the flood closes new clients are served and every acknowledged event is
 /// in the log.
-@Suite("File-descriptor exhaustion", .serialized, .timeLimit(.minutes(10)))
+@Suite("File-descriptor exhaustion", .serialized, .timeLimit(.minutes(10)), .tier(.thorough))
 struct DescriptorExhaustionTests {
     static let descriptorLimit = 128
     static let connections = 300

@@ -4,6 +4,7 @@ import RelayIO
 import RelayProcessTestSupport
 import RelaySQLite
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -13,12 +14,11 @@ import Testing
 /// Encryption at rest as an operator meets it, with the real binary: a log sealed with a key file
 /// is not opened without its key (and nothing changes), `wal rekey` rotates keys beside a running
 /// server and survives SIGKILL at any moment, and dead letters are sealed in forwarding.sqlite.
-@Suite("Encryption at rest from the command line", .serialized, .timeLimit(.minutes(10)))
+@Suite("Encryption at rest from the command line", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct EncryptionCommandTests {
     // MARK: Helpers
 
     /// 32 random bytes: one AES-256 key.
-    static func randomKey() -> [UInt8] { (0..<32).map { _ in UInt8.random(in: .min ... .max) } }
 
     /// Writes a key file of `keys` (id, bytes), newest last, with `mode`.
     static func writeKeyFile(_ path: String, _ keys: [(id: String, bytes: [UInt8])], mode: mode_t = 0o600) throws {
@@ -114,14 +114,6 @@ struct EncryptionCommandTests {
         return (lines, ids, order)
     }
 
-    /// Runs `body` on a thread of its own (it blocks: polls, `usleep`, `waitpid`), so the
-    /// cooperative pool stays free.
-    static func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
-    }
-
     // MARK: 1. No key, no opening
 
     @Test("serve (and ingest) refuse an encrypted log without its key, naming the key, with exit 1 and nothing changed")
@@ -131,10 +123,10 @@ struct EncryptionCommandTests {
         defer { removeTree(directory) }
         let keys = temporaryDirectory("enc-refuse-keys")
         defer { removeTree(keys) }
-        let k1 = Self.randomKey()
+        let k1 = TestKeys.bytes("k1")
         try Self.writeKeyFile("\(keys)/right", [("k1", k1)])
-        try Self.writeKeyFile("\(keys)/other", [("other", Self.randomKey())])
-        try Self.writeKeyFile("\(keys)/impostor", [("k1", Self.randomKey())])
+        try Self.writeKeyFile("\(keys)/other", [("other", TestKeys.bytes("other"))])
+        try Self.writeKeyFile("\(keys)/impostor", [("k1", TestKeys.bytes("impostor"))])
         try Self.writeKeyFile("\(keys)/open-to-group", [("k1", k1)], mode: 0o640)
 
         let lines = (1...3000).map { #"{"kind":"track","action":"open","messageId":"\#($0)","deliveryId":"enc","time":"2026-11-21T00:00:00.000Z"}"# }
@@ -205,7 +197,7 @@ struct EncryptionCommandTests {
         defer { removeTree(directory) }
         let keys = temporaryDirectory("enc-rekey-serve-keys")
         defer { removeTree(keys) }
-        let (a1, b2) = (Self.randomKey(), Self.randomKey())
+        let (a1, b2) = (TestKeys.bytes("a1"), TestKeys.bytes("b2"))
         let fileA = "\(keys)/a"
         let fileB = "\(keys)/b"
         let fileC = "\(keys)/c"
@@ -302,117 +294,6 @@ struct EncryptionCommandTests {
         #expect(counted?["aggregatedThrough"] as? Int == after.order.last, "\(stats.stdout)")
     }
 
-    // MARK: 3. kill -9 at any moment
-
-    @Test(
-        "wal rekey killed with SIGKILL at varying moments leaves every segment old or new: the log dumps the same after each kill, and a last run completes it"
-    )
-    func rekeySurvivesKillNine() async throws {
-        let binary = try RelayBinary.path()
-        let directory = temporaryDirectory("enc-rekey-kill9")
-        defer { removeTree(directory) }
-        let keys = temporaryDirectory("enc-rekey-kill9-keys")
-        defer { removeTree(keys) }
-        let keyFile = "\(keys)/keys"
-        let seed = TestSeed.make(for: "wal rekey kill -9")
-        var generator = SeededGenerator(seed: seed)
-
-        // 5,000 hits, uncompressed, in batches of about 1 KiB: some 22 segments of 4 KiB, in the clear.
-        let actions = ["impression", "open", "click"]
-        let lines = (1...5_000).map {
-            #"{"kind":"track","action":"\#(actions[$0 % 3])","messageId":"\#($0)","deliveryId":"r\#(100 + $0 % 5)","time":"2026-11-21T00:00:00.000Z"}"#
-        }
-        let ingest = try await RelayBinary.run(
-            binary,
-            ["ingest", "-", "--data-dir", directory, "--segment-bytes", "4096", "--batch-bytes", "1024", "--compression-level", "0"],
-            input: Data((lines.joined(separator: "\n") + "\n").utf8), seconds: 120)
-        try #require(ingest.status == 0, "\(ingest.stderr)")
-        let reference = try await Self.dump(binary, directory, keyFile: nil, label: "reference")
-        let plain = try await Self.verify(binary, directory, keyFile: nil, label: "reference")
-        #expect(plain.events == 5_000 && plain.encryptedFrames == 0 && plain.framesByKeyId == [:])
-        let segmentCount = Self.segments(directory).count
-        try #require(segmentCount >= 15, "\(Self.segments(directory))")
-
-        // Each run's newest key is new every 4 cycles, so the log holds frames in the clear and
-        // under several keys at once; the key file keeps every key, newest last.
-        var ring: [(id: String, bytes: [UInt8])] = []
-        var killedWhileRunning = 0
-        var killedBeforeAnyRename = 0
-        var cycle = 0
-        while killedWhileRunning < 12, cycle < 40 {
-            if cycle % 4 == 0 {
-                ring.append(("k\(cycle / 4)", Self.randomKey()))
-                try Self.writeKeyFile(keyFile, ring)
-            }
-            // Kill once `target` segments were renamed into place (0: once the first temporary copy
-            // exists), then 0 to 2.5 ms later: while writing, syncing, renaming or between segments.
-            let target = cycle % 4 == 1 ? 0 : Int(1 + generator.next() % 6)
-            let delay = UInt32(generator.next() % 2_500)
-            let label = "seed \(seed) cycle \(cycle) (after \(target) renames + \(delay) µs)"
-            let walDirectory = "\(directory)/wal"
-            let output = "\(keys)/rekey-\(cycle).out"
-            let outcome = try await Self.onThread { () throws -> (killed: Bool, renamed: Int, waitedOut: Bool, ending: String, output: String) in
-                let inodes = Self.inodes(walDirectory)
-                let child = try SpawnedProcess(
-                    binary, ["wal", "rekey", "--data-dir", directory, "--encryption-key-file", keyFile], output: .file(output), error: .sameAsOutput)
-                let deadline = Date().addingTimeInterval(30)
-                var renamed = 0
-                while child.isRunning, Date() < deadline {
-                    let now = Self.inodes(walDirectory, temporaries: true)
-                    renamed = inodes.count { now[$0.key] != nil && now[$0.key] != $0.value }
-                    let copying = now.keys.contains { $0.hasSuffix(".tmp") }
-                    if renamed >= target, target > 0 || copying || renamed > 0 { break }
-                    usleep(100)
-                }
-                let waitedOut = child.isRunning && Date() >= deadline
-                usleep(delay)
-                let killed = child.isRunning
-                kill(child.processIdentifier, SIGKILL)
-                child.waitUntilExit()
-                let ending = "\(child.terminationReason == .exit ? "exit" : "signal") \(child.terminationStatus)"
-                return (killed, renamed, waitedOut, ending, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
-            }
-            #expect(!outcome.waitedOut, "\(label): in 30 s the run renamed only \(outcome.renamed) segments: \(outcome.output)")
-            if outcome.killed {
-                killedWhileRunning += 1
-                #expect(outcome.ending == "signal \(SIGKILL)", "\(label): \(outcome.ending) \(outcome.output)")
-            } else {
-                // It finished first: it must have finished well.
-                #expect(outcome.ending == "exit 0", "\(label): \(outcome.ending) \(outcome.output)")
-            }
-            if outcome.killed, outcome.renamed == 0 { killedBeforeAnyRename += 1 }
-
-            // Every segment is the old file or the new one: the same events, no damage.
-            let dumped = try await Self.dump(binary, directory, keyFile: keyFile, label: label)
-            #expect(dumped == reference, "\(label): the dump differs from the reference (\(dumped.count) bytes, \(reference.count) expected)")
-            let verified = try await Self.verify(binary, directory, keyFile: keyFile, label: label)
-            #expect(
-                verified.clean && verified.events == 5_000 && verified.frames == plain.frames && verified.missingSequences == 0,
-                "\(label): \(verified)")
-            #expect(verified.segments == segmentCount, "\(label): \(verified.segments) segments")
-            #expect(verified.unopenedFrames == 0)
-            cycle += 1
-        }
-        #expect(killedWhileRunning >= 12, "\(killedWhileRunning) of \(cycle) runs were killed while rekeying")
-        print("\(killedWhileRunning) of \(cycle) rekey runs killed while running, \(killedBeforeAnyRename) of them before a rename was seen")
-
-        // A complete run finishes the work: every frame under the newest key, nothing left over.
-        let (done, doneRun) = try await Self.rekey(binary, directory, keyFile: keyFile, label: "the complete run")
-        let report = try #require(done.directories.first, "\(doneRun.stdout)")
-        #expect(report.segmentsRewritten + report.segmentsCurrent == segmentCount && report.activeSegmentSkipped == nil, "\(doneRun.stdout)")
-        #expect(report.keyId == ring.last?.id)
-        let unkeyed = try await Self.verify(binary, directory, keyFile: nil, label: "after the complete run")
-        #expect(unkeyed.frames == plain.frames && unkeyed.encryptedFrames == plain.frames && unkeyed.unopenedFrames == plain.frames, "\(unkeyed)")
-        #expect(unkeyed.framesByKeyId == [ring[ring.count - 1].id: plain.frames], "\(unkeyed.framesByKeyId)")
-        #expect(unkeyed.clean && unkeyed.events == 5_000)
-        #expect(try await Self.dump(binary, directory, keyFile: keyFile, label: "after the complete run") == reference)
-        let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/wal")) ?? []).filter { $0.hasSuffix(".tmp") }
-        #expect(leftovers.isEmpty, "temporary copies left after a complete run: \(leftovers)")
-        let (again, againRun) = try await Self.rekey(binary, directory, keyFile: keyFile, label: "once more")
-        #expect(again.directories.first?.segmentsRewritten == 0 && again.directories.first?.segmentsCurrent == segmentCount, "\(againRun.stdout)")
-    }
-
-    /// The inode of each segment file of `walDirectory` (and of each temporary copy, with `temporaries`).
     static func inodes(_ walDirectory: String, temporaries: Bool = false) -> [String: UInt64] {
         var result: [String: UInt64] = [:]
         for name in (try? FileManager.default.contentsOfDirectory(atPath: walDirectory)) ?? [] {
@@ -437,7 +318,7 @@ struct EncryptionCommandTests {
         defer { removeTree(directory) }
         let keys = temporaryDirectory("enc-dead-letters-keys")
         defer { removeTree(keys) }
-        let (f1, f2) = (Self.randomKey(), Self.randomKey())
+        let (f1, f2) = (TestKeys.bytes("f1"), TestKeys.bytes("f2"))
         try Self.writeKeyFile("\(keys)/f1", [("f1", f1)])
 
         // Lowercase letters and digits: the same in JSON, form encoding and SQLite's bytes.
@@ -555,7 +436,7 @@ struct EncryptionCommandTests {
         let archive = directory + "-archive"
         let keys = directory + "-keys"
         defer { for path in [directory, archive, keys] { try? FileManager.default.removeItem(atPath: path) } }
-        try Self.writeKeyFile(keys, [("r1", Self.randomKey())])
+        try Self.writeKeyFile(keys, [("r1", TestKeys.bytes("r1"))])
         let lines = (1...2000).map { #"{"kind":"track","action":"open","messageId":"\#($0)","deliveryId":"d1"}"# }.joined(separator: "\n") + "\n"
         let ingest = try await RelayBinary.run(
             binary, ["ingest", "-", "--segment-bytes", "4096", "--compression-level", "0", "--batch-bytes", "1024", "--data-dir", directory],
@@ -583,4 +464,120 @@ struct EncryptionCommandTests {
         #expect(replayed.status == 0, "\(replayed.stderr)")
         #expect(replayed.stdout.contains(#""events":2000"#), "\(replayed.stdout)")
     }
+}
+
+/// `wal rekey` killed with SIGKILL at varying moments, again and again, beside the helpers of
+/// ``EncryptionCommandTests``.
+@Suite("wal rekey under kill -9", .serialized, .timeLimit(.minutes(10)), .tier(.thorough), .seedInFailures)
+struct RekeyKillTests {
+
+    @Test(
+        "wal rekey killed with SIGKILL at varying moments leaves every segment old or new: the log dumps the same after each kill, and a last run completes it"
+    )
+    func rekeySurvivesKillNine() async throws {
+        let binary = try RelayBinary.path()
+        let directory = temporaryDirectory("enc-rekey-kill9")
+        defer { removeTree(directory) }
+        let keys = temporaryDirectory("enc-rekey-kill9-keys")
+        defer { removeTree(keys) }
+        let keyFile = "\(keys)/keys"
+        let seed = TestSeed.make(for: "wal rekey kill -9")
+        var generator = SeededGenerator(seed: seed)
+
+        // 5,000 hits, uncompressed, in batches of about 1 KiB: some 22 segments of 4 KiB, in the clear.
+        let actions = ["impression", "open", "click"]
+        let lines = (1...5_000).map {
+            #"{"kind":"track","action":"\#(actions[$0 % 3])","messageId":"\#($0)","deliveryId":"r\#(100 + $0 % 5)","time":"2026-11-21T00:00:00.000Z"}"#
+        }
+        let ingest = try await RelayBinary.run(
+            binary,
+            ["ingest", "-", "--data-dir", directory, "--segment-bytes", "4096", "--batch-bytes", "1024", "--compression-level", "0"],
+            input: Data((lines.joined(separator: "\n") + "\n").utf8), seconds: 120)
+        try #require(ingest.status == 0, "\(ingest.stderr)")
+        let reference = try await EncryptionCommandTests.dump(binary, directory, keyFile: nil, label: "reference")
+        let plain = try await EncryptionCommandTests.verify(binary, directory, keyFile: nil, label: "reference")
+        #expect(plain.events == 5_000 && plain.encryptedFrames == 0 && plain.framesByKeyId == [:])
+        let segmentCount = EncryptionCommandTests.segments(directory).count
+        try #require(segmentCount >= 15, "\(EncryptionCommandTests.segments(directory))")
+
+        // Each run's newest key is new every 4 cycles, so the log holds frames in the clear and
+        // under several keys at once; the key file keeps every key, newest last.
+        var ring: [(id: String, bytes: [UInt8])] = []
+        var killedWhileRunning = 0
+        var killedBeforeAnyRename = 0
+        var cycle = 0
+        while killedWhileRunning < 12, cycle < 40 {
+            if cycle % 4 == 0 {
+                ring.append(("k\(cycle / 4)", TestKeys.bytes("rekey kill \(seed) k\(cycle / 4)")))
+                try EncryptionCommandTests.writeKeyFile(keyFile, ring)
+            }
+            // Kill once `target` segments were renamed into place (0: once the first temporary copy
+            // exists), then 0 to 2.5 ms later: while writing, syncing, renaming or between segments.
+            let target = cycle % 4 == 1 ? 0 : Int(1 + generator.next() % 6)
+            let delay = UInt32(generator.next() % 2_500)
+            let label = "seed \(seed) cycle \(cycle) (after \(target) renames + \(delay) µs)"
+            let walDirectory = "\(directory)/wal"
+            let output = "\(keys)/rekey-\(cycle).out"
+            let outcome = try await onThreadOfItsOwn { () throws -> (killed: Bool, renamed: Int, waitedOut: Bool, ending: String, output: String) in
+                let inodes = EncryptionCommandTests.inodes(walDirectory)
+                let child = try SpawnedProcess(
+                    binary, ["wal", "rekey", "--data-dir", directory, "--encryption-key-file", keyFile], output: .file(output), error: .sameAsOutput)
+                let deadline = Date().addingTimeInterval(30)
+                var renamed = 0
+                while child.isRunning, Date() < deadline {
+                    let now = EncryptionCommandTests.inodes(walDirectory, temporaries: true)
+                    renamed = inodes.count { now[$0.key] != nil && now[$0.key] != $0.value }
+                    let copying = now.keys.contains { $0.hasSuffix(".tmp") }
+                    if renamed >= target, target > 0 || copying || renamed > 0 { break }
+                    usleep(100)
+                }
+                let waitedOut = child.isRunning && Date() >= deadline
+                usleep(delay)
+                let killed = child.isRunning
+                kill(child.processIdentifier, SIGKILL)
+                child.waitUntilExit()
+                let ending = "\(child.terminationReason == .exit ? "exit" : "signal") \(child.terminationStatus)"
+                return (killed, renamed, waitedOut, ending, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+            }
+            #expect(!outcome.waitedOut, "\(label): in 30 s the run renamed only \(outcome.renamed) segments: \(outcome.output)")
+            if outcome.killed {
+                killedWhileRunning += 1
+                #expect(outcome.ending == "signal \(SIGKILL)", "\(label): \(outcome.ending) \(outcome.output)")
+            } else {
+                // It finished first: it must have finished well.
+                #expect(outcome.ending == "exit 0", "\(label): \(outcome.ending) \(outcome.output)")
+            }
+            if outcome.killed, outcome.renamed == 0 { killedBeforeAnyRename += 1 }
+
+            // Every segment is the old file or the new one: the same events, no damage.
+            let dumped = try await EncryptionCommandTests.dump(binary, directory, keyFile: keyFile, label: label)
+            #expect(dumped == reference, "\(label): the dump differs from the reference (\(dumped.count) bytes, \(reference.count) expected)")
+            let verified = try await EncryptionCommandTests.verify(binary, directory, keyFile: keyFile, label: label)
+            #expect(
+                verified.clean && verified.events == 5_000 && verified.frames == plain.frames && verified.missingSequences == 0,
+                "\(label): \(verified)")
+            #expect(verified.segments == segmentCount, "\(label): \(verified.segments) segments")
+            #expect(verified.unopenedFrames == 0)
+            cycle += 1
+        }
+        #expect(killedWhileRunning >= 12, "\(killedWhileRunning) of \(cycle) runs were killed while rekeying")
+        print("\(killedWhileRunning) of \(cycle) rekey runs killed while running, \(killedBeforeAnyRename) of them before a rename was seen")
+
+        // A complete run finishes the work: every frame under the newest key, nothing left over.
+        let (done, doneRun) = try await EncryptionCommandTests.rekey(binary, directory, keyFile: keyFile, label: "the complete run")
+        let report = try #require(done.directories.first, "\(doneRun.stdout)")
+        #expect(report.segmentsRewritten + report.segmentsCurrent == segmentCount && report.activeSegmentSkipped == nil, "\(doneRun.stdout)")
+        #expect(report.keyId == ring.last?.id)
+        let unkeyed = try await EncryptionCommandTests.verify(binary, directory, keyFile: nil, label: "after the complete run")
+        #expect(unkeyed.frames == plain.frames && unkeyed.encryptedFrames == plain.frames && unkeyed.unopenedFrames == plain.frames, "\(unkeyed)")
+        #expect(unkeyed.framesByKeyId == [ring[ring.count - 1].id: plain.frames], "\(unkeyed.framesByKeyId)")
+        #expect(unkeyed.clean && unkeyed.events == 5_000)
+        #expect(try await EncryptionCommandTests.dump(binary, directory, keyFile: keyFile, label: "after the complete run") == reference)
+        let leftovers = ((try? FileManager.default.contentsOfDirectory(atPath: "\(directory)/wal")) ?? []).filter { $0.hasSuffix(".tmp") }
+        #expect(leftovers.isEmpty, "temporary copies left after a complete run: \(leftovers)")
+        let (again, againRun) = try await EncryptionCommandTests.rekey(binary, directory, keyFile: keyFile, label: "once more")
+        #expect(again.directories.first?.segmentsRewritten == 0 && again.directories.first?.segmentsCurrent == segmentCount, "\(againRun.stdout)")
+    }
+
+    /// The inode of each segment file of `walDirectory` (and of each temporary copy, with `temporaries`).
 }

@@ -2,12 +2,13 @@ import CampaignEmulator
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// `campaign-relay erase` on the real binary: a person's registrations leave the log, the counts
 /// and every file, everyone else's stay exactly as they were, the uploader never sends what was
 /// erased, and a `kill -9` at any moment leaves the old state or the new one, finished by the next run.
-@Suite("Erasing a person", .serialized, .timeLimit(.minutes(10)))
+@Suite("Erasing a person", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct ErasureCommandTests {
     /// Three people; Ada twice (two devices), with her canaries in every personal field.
     static let events = [
@@ -127,10 +128,15 @@ struct ErasureCommandTests {
         #expect(try await Self.records(directory).map { $0["registrations"] as? Int } == [2, 0])
     }
 
+}
+
+/// `erase` killed with SIGKILL at random moments, with the helpers of ``ErasureCommandTests``.
+@Suite("Erasing a person under kill -9", .serialized, .timeLimit(.minutes(10)), .tier(.thorough), .seedInFailures)
+struct ErasureKillTests {
     @Test("kill -9 of erase at random moments: the old state or the new one, never between; the next run finishes it")
     func killNineLoop() async throws {
         let binary = try RelayBinary.path()
-        let template = try await Self.prepared("kill-template")
+        let template = try await ErasureCommandTests.prepared("kill-template")
         defer { try? FileManager.default.removeItem(atPath: template) }
         // How long one erasure takes here, start to exit: the kills land anywhere within it.
         let timed = template + "-timed"
@@ -140,32 +146,33 @@ struct ErasureCommandTests {
         let span = max(10, Int((ContinuousClock.now - started) / .milliseconds(1)))
         try? FileManager.default.removeItem(atPath: timed)
         #expect(whole.status == 0, "\(whole.stderr)")
+        var generator = SeededGenerator(seed: TestSeed.make(for: "erase kill -9"))
         var outcomes: [String: Int] = [:]
         for round in 0..<12 {
             let directory = template + "-\(round)"
             defer { try? FileManager.default.removeItem(atPath: directory) }
             try FileManager.default.copyItem(atPath: template, toPath: directory)
             let eraser = try ChildProcess(binary, ["erase", "--data-dir", directory, "--registration-token", "pdcanaryadatoken1"])
-            try await Task.sleep(for: .milliseconds(Int.random(in: span / 3...span)))
+            try await Task.sleep(for: .milliseconds(Int.random(in: span / 3...span, using: &generator)))
             kill(eraser.process.processIdentifier, SIGKILL)
             _ = await eraser.exit(within: 30)
             // Any erase finishes an erasure cut short before its own (a dry run of no one here).
             let finishing = try await RelayBinary.run(
                 binary, ["erase", "--data-dir", directory, "--registration-token", "nobody", "--dry-run"], seconds: 120)
             #expect(finishing.status == 0, "\(finishing.stderr)")
-            let dump = try await Self.dump(directory)
+            let dump = try await ErasureCommandTests.dump(directory)
             // The audit log's lines (docs/privacy.md), read as a script would.
             let audit = (try? String(contentsOfFile: directory + "/erasures.jsonl", encoding: .utf8)) ?? ""
             let records = try audit.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
-            let counts = try await Self.registrations(directory)
+            let counts = try await ErasureCommandTests.registrations(directory)
             if records.isEmpty {
                 outcomes["old", default: 0] += 1
-                #expect(dump == Self.untouched, "round \(round): no record, so nothing erased")
+                #expect(dump == ErasureCommandTests.untouched, "round \(round): no record, so nothing erased")
                 #expect(counts == ["android": [2, 2], "ios": [2, 2]], "round \(round)")
             } else {
                 outcomes["new", default: 0] += 1
                 #expect(records.count == 1 && records.first?["registrations"] as? Int == 1, "round \(round): \(records)")
-                var expected = Self.untouched
+                var expected = ErasureCommandTests.untouched
                 expected[0] = #"{"seq":1,"kind":"erased"}"#
                 #expect(dump == expected, "round \(round)")
                 #expect(counts == ["android": [1, 1], "ios": [2, 2]], "round \(round)")
@@ -180,7 +187,7 @@ struct ErasureCommandTests {
 /// `erase` beside a running `serve`: handed to the server, which erases from its log (the active
 /// segment sealed first), its archive, its dead letters and its counts while it takes and forwards
 /// events, and never sends a registration its uploader had read and was retrying.
-@Suite("Erasing a person beside a running server", .serialized, .timeLimit(.minutes(10)))
+@Suite("Erasing a person beside a running server", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct ErasureBesideServeTests {
     static let token = "erasure-admin-token-0123456789"
 
@@ -214,7 +221,7 @@ struct ErasureBesideServeTests {
                 campaign.url, "--admin-token", Self.token,
             ]
         )
-        defer { server.stop() }
+        defer { server.stopWithoutWaiting() }
         let url = "http://127.0.0.1:\(try await server.await(#""address":"127\.0\.0\.1:(\d+)""#))"
         let http = TestHTTPClient()
         let admin = [("Authorization", "Bearer \(Self.token)")]
@@ -278,7 +285,7 @@ struct ErasureBesideServeTests {
         #expect(listed.status == 200 && listed.body.components(separatedBy: #""id":"#).count - 1 == 1, "\(listed.body)")
         #expect(try await http.get(url + "/v1/privacy/erasures").status == 401, "the audit needs the admin token")
         await http.shutdown()
-        server.stop()
+        await server.stop()
 
         // From outside: nothing of hers in the log or the archive, Bob's still there, the counts exact.
         let again = try await RelayBinary.run(
@@ -312,7 +319,7 @@ struct ErasureBesideServeTests {
                 "--marketing-host", campaign.url, "--admin-token", Self.token,
             ]
         )
-        defer { server.stop() }
+        defer { server.stopWithoutWaiting() }
         let url = "http://127.0.0.1:\(try await server.await(#""address":"127\.0\.0\.1:(\d+)""#))"
         let http = TestHTTPClient()
         // Campaign holds her registration, whole, unanswered.
@@ -349,7 +356,7 @@ struct ErasureBesideServeTests {
                 "pdcanaryadatoken1", "pdcanarybobtoken1",
             ])
         await http.shutdown()
-        server.stop()
+        await server.stop()
         await campaign.stop()
     }
 }
@@ -357,7 +364,7 @@ struct ErasureBesideServeTests {
 /// An erasure a crash cut short after writing its plan, finished by `serve` as it starts: the
 /// segment it rewrites is the one the server would append to, and what the server acknowledges
 /// afterwards is kept (the segment is sealed before it is rewritten).
-@Suite("An unfinished erasure finished by serve", .serialized, .timeLimit(.minutes(10)))
+@Suite("An unfinished erasure finished by serve", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct UnfinishedErasureTests {
     @Test("serve finishes a plan a crash left before it serves; the events it then acknowledges survive a restart")
     func serveFinishesAPlan() async throws {
@@ -380,7 +387,7 @@ struct UnfinishedErasureTests {
         let answer = try await http.post(url + "/v1/events", "[" + hits.joined(separator: ",") + "]", headers: [("Content-Type", "application/json")])
         #expect(answer.status == 200 && answer.body.contains(#""firstSequence":7"#), "\(answer.body)")
         await http.shutdown()
-        server.stop()
+        await server.stop()
         #expect(server.text.contains("finishing an erasure a stop cut short"))
 
         var expected = ErasureCommandTests.erased

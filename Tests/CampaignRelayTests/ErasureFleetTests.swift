@@ -1,6 +1,7 @@
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import Testing
 /// An erasure at a relay that counts into the fleet's PostgreSQL (`serve --postgres-url`): its
 /// registrations leave the fleet's counts and their token digests the fleet's tables, beside the
 /// running server and without it, and the fleet aggregator never counts an erased registration.
-@Suite("Erasing a person from the fleet's counts", .serialized, .timeLimit(.minutes(10)))
+@Suite("Erasing a person from the fleet's counts", .serialized, .timeLimit(.minutes(10)), .tier(.thorough))
 struct ErasureFleetTests {
     static let token = "erasure-fleet-admin-token-0123"
 
@@ -19,8 +20,8 @@ struct ErasureFleetTests {
     }
 
     /// The SHA-256 of `text`, lower-case hex: how the fleet keeps a token.
-    static func digest(_ text: String) throws -> String {
-        let run = try RelayBinary.run("/usr/bin/sha256sum", [], input: Data(text.utf8))
+    static func digest(_ text: String) async throws -> String {
+        let run = try await RelayBinary.run("/usr/bin/sha256sum", [], input: Data(text.utf8))
         return String(run.stdout.prefix(64))
     }
 
@@ -57,7 +58,7 @@ struct ErasureFleetTests {
         let fleet = try #require(report["fleet"] as? [String: Any], "\(erased.stdout)")
         #expect(fleet["registrationsUncounted"] as? Int == 2 && fleet["tokensForgotten"] as? Int == 2, "\(fleet)")
         #expect(try await sql("SELECT sum(registrations) || '/' || sum(distinct_tokens) FROM registration_counts") == "1/1")
-        #expect(try await sql("SELECT string_agg(registration_token, ',') FROM registration_tokens") == (try Self.digest("bob-token-1")))
+        #expect(try await sql("SELECT string_agg(registration_token, ',') FROM registration_tokens") == (try await Self.digest("bob-token-1")))
         #expect(try await sql("SELECT count(*) FROM erased_registrations") == "2")
 
         // Counting goes on.
@@ -65,7 +66,7 @@ struct ErasureFleetTests {
         try await waitUntil("the fleet to count Cara", seconds: 240) {
             (try? await sql("SELECT sum(registrations) FROM registration_counts")) == "2"
         }
-        relay.stop()
+        await relay.stop()
 
         // Without a server: Dan's registration is erased before the fleet counted it, which then
         // never does.
@@ -87,7 +88,7 @@ struct ErasureFleetTests {
             ) == "2/2/2")
         #expect(try await sql("SELECT count(*) FROM erased_registrations") == "3")
         await http.shutdown()
-        relay.stop()
+        await relay.stop()
         try await postgres.stop()
     }
 }

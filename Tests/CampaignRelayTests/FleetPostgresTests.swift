@@ -7,6 +7,7 @@ import RelayPostgres
 import RelayProcessTestSupport
 import RelayTestSupport
 import Synchronization
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -16,7 +17,7 @@ import Testing
 /// Fleet mode against a real PostgreSQL server (a throw-away cluster per test) and real
 /// `campaign-relay` processes; the schema's migrations and the per-tenant counts also in-process,
 /// through RelayPostgres itself.
-@Suite("Fleet counts in PostgreSQL", .serialized, .timeLimit(.minutes(10)))
+@Suite("Fleet counts in PostgreSQL", .serialized, .timeLimit(.minutes(10)), .tier(.thorough), .seedInFailures)
 struct FleetPostgresTests {
     /// Counts computed from the events the test wrote, independently of the relay.
     struct Expected: Equatable {
@@ -143,12 +144,12 @@ struct FleetPostgresTests {
                 try await postgres.restartImmediately()
                 restarted = true
             }
-            usleep(UInt32(generator.next() % 4000))
+            try await Task.sleep(for: .microseconds(generator.next() % 4000))
             for child in children where child.process.isRunning {
                 kill(child.process.processIdentifier, SIGKILL)
                 kills += 1
             }
-            for child in children { child.process.waitUntilExit() }
+            for child in children { await child.process.exited() }
         }
         #expect(kills >= 6, "the aggregators must be killed while counting (\(kills) kills)")
         #expect(restarted)
@@ -271,7 +272,7 @@ struct FleetPostgresTests {
             return body.contains(#""lag":0"#) && body.contains(#""failingSince":null"#)
         }
         await http.shutdown()
-        relay.stop()
+        await relay.stop()
         let (fleet, _) = try await Self.fleetCounts(binary, postgres.url)
         let sent = shared.acknowledged.withLockedValue { $0 }
         let counted = fleet.totals.mapValues { $0["open"] ?? 0 }
@@ -425,7 +426,7 @@ struct FleetPostgresTests {
                 FROM registration_tokens
                 """)
                 == [("k1", "ios", "t1"), ("k1", "ios", "t2"), ("k2", "android", "t9")]
-                .map { (key: $0.0, platform: $0.1, digest: TokenDigest.hex($0.2)) }
+                .map { (key: $0.0, platform: $0.1, digest: KnownDigests.sha256(of: $0.2)) }
                 .sorted { ($0.key, $0.digest) < ($1.key, $1.digest) }
                 .map { "/\($0.key)/\($0.platform)/\($0.digest)" }.joined(separator: ","))
         #expect(try await postgres.psql("SELECT count(*) FILTER (WHERE tenant = ''), count(*) FROM registration_counts") == "3|3")
@@ -556,7 +557,7 @@ struct FleetPostgresTests {
         #expect(
             try await postgres.psql(
                 "SELECT string_agg(tenant || '/' || registration_token, ',' ORDER BY tenant, registration_token) FROM registration_tokens")
-                == [("", "t1"), ("brand-a", "t1"), ("brand-a", "t2"), ("brand-b", "t1")].map { ($0.0, TokenDigest.hex($0.1)) }
+                == [("", "t1"), ("brand-a", "t1"), ("brand-a", "t2"), ("brand-b", "t1")].map { ($0.0, KnownDigests.sha256(of: $0.1)) }
                 .sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map { "\($0.0)/\($0.1)" }.joined(separator: ","))
         #expect(
             try await postgres.psql(

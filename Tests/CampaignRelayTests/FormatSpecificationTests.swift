@@ -3,11 +3,13 @@ import RelayCore
 import RelayEventJSON
 import RelayLog
 import RelayProcessTestSupport
+import RelayTestSupport
+import TestTiers
 import Testing
 
 /// `docs/wal-format.md` is precise enough to decode the log in another language: its reference
 /// Python decoder (run with the system's python3 and zlib) reads a real log exactly as `wal dump` does.
-@Suite("The documented format decodes real segments")
+@Suite("The documented format decodes real segments", .tier(.fast))
 struct FormatSpecificationTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -74,8 +76,7 @@ struct FormatSpecificationTests {
 
         // Two keys. The file of both has what the format allows: comments, a blank line, a key
         // without its base64 padding.
-        func randomKey() -> String { Data((0..<32).map { _ in UInt8.random(in: .min ... .max) }).base64EncodedString() }
-        let (oldKey, newKey) = (randomKey(), randomKey())
+        let (oldKey, newKey) = (Data(TestKeys.bytes("old")).base64EncodedString(), Data(TestKeys.bytes("new")).base64EncodedString())
         let oneKey = "\(directory)/one.keys"
         let twoKeys = "\(directory)/two.keys"
         try Self.writeKeyFile(oneKey, "# the first key only\nold-1:\(oldKey)\n")

@@ -2,13 +2,14 @@ import CampaignEmulator
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// `replay` and `deadletter` as a user runs them, against the emulator over loopback.
-@Suite("replay and deadletter commands", .serialized, .timeLimit(.minutes(10)))
+@Suite("replay and deadletter commands", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct ForwardingCommandTests {
-    func ingest(_ binary: String, _ directory: String, _ lines: [String]) throws {
-        let run = try RelayBinary.run(
+    func ingest(_ binary: String, _ directory: String, _ lines: [String]) async throws {
+        let run = try await RelayBinary.run(
             binary, ["ingest", "-", "--data-dir", directory, "--json"], input: Data((lines.joined(separator: "\n") + "\n").utf8))
         try #require(run.status == 0, "\(run.stderr)")
     }
@@ -24,7 +25,7 @@ struct ForwardingCommandTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replay-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // Ids 1…24, one per hour of 2026-11-21.
-        try ingest(binary, directory, (1...24).map { hitLine($0, hour: $0 - 1) })
+        try await ingest(binary, directory, (1...24).map { hitLine($0, hour: $0 - 1) })
 
         let bySequence = try await RelayBinary.run(
             binary, ["replay", "--from", "5", "--to", "8", "--tracking-host", running.url, "--data-dir", directory, "--json"])
@@ -68,7 +69,7 @@ struct ForwardingCommandTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let poison = #"{"kind":"register","platform":"ios","integrationKey":"poison","registrationToken":"p"}"#
         let others = (1...30).map { #"{"kind":"register","platform":"android","integrationKey":"app","registrationToken":"t\#($0)"}"# }
-        try ingest(binary, directory, [poison] + others + (1...50).map { hitLine($0, hour: 1) })
+        try await ingest(binary, directory, [poison] + others + (1...50).map { hitLine($0, hour: 1) })
         let upload = try await RelayBinary.run(
             binary,
             [
@@ -95,7 +96,7 @@ struct ForwardingCommandTests {
         let running = try await RunningEmulator.start(faults: faults)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dead-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try ingest(
+        try await ingest(
             binary, directory,
             [
                 #"{"kind":"register","platform":"ios","integrationKey":"later","registrationToken":"aa01","time":"2026-11-21T10:00:00Z"}"#,
@@ -118,7 +119,7 @@ struct ForwardingCommandTests {
         let http = TestHTTPClient()
         let served = try await http.get("http://127.0.0.1:\(port)/v1/deadletters")
         await http.shutdown()
-        server.stop()
+        await server.stop()
         #expect(served.body + "\n" == list.stdout, "GET /v1/deadletters: \(served.body)\ndeadletter list --json: \(list.stdout)")
         // The push token is personal data: a keyed hash stands for it, unless asked for.
         #expect(
@@ -164,7 +165,7 @@ struct ForwardingCommandTests {
         let running = try await RunningEmulator.start(faults: faults)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replay-rejects-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try ingest(
+        try await ingest(
             binary, directory,
             [
                 #"{"kind":"register","platform":"ios","integrationKey":"known","registrationToken":"aa01"}"#,

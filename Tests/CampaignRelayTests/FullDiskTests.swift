@@ -1,6 +1,7 @@
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -14,7 +15,7 @@ import Testing
 /// take events again once space is back, and keep every acknowledged event; the aggregates in
 /// SQLite on the same disk must fail cleanly (a sound database, exact counts) and catch up once
 /// space returns — in `serve` without a restart, and in `aggregate`.
-@Suite("A real full disk (tmpfs)", .serialized, .timeLimit(.minutes(10)))
+@Suite("A real full disk (tmpfs)", .serialized, .timeLimit(.minutes(10)), .tier(.thorough))
 struct FullDiskTests {
     /// The counts `stats --json` reports (opens per delivery) and the sequence they cover up to.
     static func opens(_ binary: String, _ directory: String, catchUp: Bool) async throws -> (next: Int, opens: [String: Int]) {

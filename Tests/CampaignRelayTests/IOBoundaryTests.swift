@@ -1,11 +1,12 @@
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// The README's table of I/O threads, read from `/proc` of a real `serve`: every blocking owner
 /// has its thread, by name, and background work runs niced.
-@Suite("The I/O boundary of a real server", .timeLimit(.minutes(10)))
+@Suite("The I/O boundary of a real server", .timeLimit(.minutes(10)), .tier(.fast))
 struct IOBoundaryTests {
     /// Name and nice value of every thread of `pid`.
     static func threads(of pid: Int32) throws -> [(name: String, nice: Int)] {
@@ -47,7 +48,7 @@ struct IOBoundaryTests {
         }
         // The uploader's connections run on an event loop of their own, niced too.
         #expect(threads.contains { $0.name.hasPrefix("NIO-ELT") && $0.nice == 5 }, "\(threads)")
-        child.stop()
+        await child.stop()
         await emulator.stop()
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -12,7 +13,7 @@ import Testing
 /// for the target; 1,000 fields), which `serve` keeps at their defaults and does not expose. Run
 /// in a network namespace of the test's own, so the flood has its own ports and loopback; driven
 /// by Scripts/idle_flood.py.
-@Suite("10,000 idle connections and head limits", .serialized, .timeLimit(.minutes(15)))
+@Suite("10,000 idle connections and head limits", .serialized, .timeLimit(.minutes(15)), .tier(.thorough))
 struct IdleConnectionFloodTests {
     static let connections = 10_000
 
@@ -48,7 +49,7 @@ struct IdleConnectionFloodTests {
     func idleFlood() async throws {
         let binary = try RelayBinary.path()
         let link = try await NamespaceLink.make(tag: "i")
-        defer { link.remove() }
+        defer { link.removeWithoutWaiting() }
         let directory = temporaryDirectory("idle-flood")
         defer { removeTree(directory) }
         // The relay and the script need a descriptor per connection: their soft limit raised to the
@@ -70,7 +71,7 @@ struct IdleConnectionFloodTests {
                     "prlimit", nofile, binary, "serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--log-level", "notice", "--idle-timeout",
                     "900",
                 ]))
-        defer { relay.stop() }
+        defer { relay.stopWithoutWaiting() }
         let port = try await relay.await(#"address=127\.0\.0\.1:(\d+)"#)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Scripts/idle_flood.py").path
         let outcome = try await RelayBinary.run(
@@ -107,5 +108,7 @@ struct IdleConnectionFloodTests {
         print(
             "idle flood: \(report.opened) connections opened in \(report.openSeconds) s, all accepted \(report.acceptedSeconds.map { "\($0) s" } ?? "never") later, \(report.openAtEnd) open after 8 s; real client before: \(report.before), during: \(report.during); heads: \(report.heads.map { "\($0.headerBytes) B → \($0.status.map(String.init) ?? "no answer"), \($0.sentBeforeClose) B taken" }); answered \(report.answeredAfterCloseSeconds.map { "\($0) s" } ?? "never") after the flood closed"
         )
+        await relay.stop()
+        await link.remove()
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import RelayCore
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -11,7 +12,7 @@ import Testing
 /// A real `campaign-relay ingest` child process, killed with SIGKILL at random moments while it
 /// ingests at full speed. After each kill the relay is restarted on the same data directory, and
 /// every event it had acknowledged (printed with `--acks`) must be in the log, exactly once.
-@Suite("kill -9 of a real ingesting process", .serialized, .timeLimit(.minutes(10)))
+@Suite("kill -9 of a real ingesting process", .serialized, .timeLimit(.minutes(10)), .tier(.thorough), .seedInFailures)
 struct KillNineTests {
     static let cycles = 24
     static let eventsPerCycle = 12_000
@@ -25,7 +26,7 @@ struct KillNineTests {
     }
 
     @Test("every acknowledged event survives SIGKILL, exactly once")
-    func killCycles() throws {
+    func killCycles() async throws {
         let binary = try RelayBinary.path()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kill9-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -53,20 +54,26 @@ struct KillNineTests {
                 binary, ["ingest", input, "--data-dir", directory, "--acks", "--batch-bytes", "32768", "--json", "--log-level", "error"],
                 output: .pipe)
             // Kill after a random number of acknowledged batches (a file makes about 40), then a
-            // random 0 to 3 ms more: in a write, an fdatasync, a segment roll or between them.
+            // random 0 to 3 ms more: in a write, an fdatasync, a segment roll or between them. The
+            // pipe is read and the moment waited for on a thread of its own.
             let acksBeforeKill = Int(generator.next() % 28)
-            var output = Data()
+            let pause = UInt32(generator.next() % 3_000)
             let descriptor = try #require(child.standardOutput)
-            defer { close(descriptor) }
-            while output.count(where: { $0 == UInt8(ascii: "\n") }) < acksBeforeKill {
-                guard let chunk = readChunk(descriptor) else { break }
-                output.append(contentsOf: chunk)
+            let (output, killedRunning) = try await onThreadOfItsOwn { () -> (Data, Bool) in
+                defer { close(descriptor) }
+                var output = Data()
+                while output.count(where: { $0 == UInt8(ascii: "\n") }) < acksBeforeKill {
+                    guard let chunk = readChunk(descriptor) else { break }
+                    output.append(contentsOf: chunk)
+                }
+                usleep(pause)
+                let running = child.isRunning
+                kill(child.processIdentifier, SIGKILL)
+                child.waitUntilExit()
+                readPipe(descriptor) { output.append(contentsOf: $0) }
+                return (output, running)
             }
-            usleep(UInt32(generator.next() % 3_000))
-            if child.isRunning { killedWhileRunning += 1 }
-            kill(child.processIdentifier, SIGKILL)
-            child.waitUntilExit()
-            readPipe(descriptor) { output.append(contentsOf: $0) }
+            if killedRunning { killedWhileRunning += 1 }
 
             for line in output.split(separator: UInt8(ascii: "\n")) {
                 guard let ack = try? JSONDecoder().decode(Ack.self, from: Data(line)) else { continue }
@@ -80,10 +87,10 @@ struct KillNineTests {
             }
 
             // Restart: opening the log recovers it (an empty ingest opens, recovers and closes).
-            let restart = try RelayBinary.run(binary, ["ingest", "/dev/null", "--data-dir", directory, "--json", "--log-level", "error"])
+            let restart = try await RelayBinary.run(binary, ["ingest", "/dev/null", "--data-dir", directory, "--json", "--log-level", "error"])
             #expect(restart.status == 0, "cycle \(cycle): restart failed: \(restart.stderr)")
             let from = cycle == Self.cycles - 1 ? 1 : verifiedUpTo
-            verifiedUpTo = try verify(
+            verifiedUpTo = try await verify(
                 binary, directory, from: from, acknowledged: acknowledged, attempted: attempted, label: "seed \(seed) cycle \(cycle)")
         }
         #expect(killedWhileRunning >= Self.cycles * 3 / 4, "most kills must land while the child is ingesting")
@@ -92,10 +99,10 @@ struct KillNineTests {
 
     /// Checks the log from `from` on: sequences increase, no event twice, nothing invented, every
     /// acknowledged event present. Returns the sequence after the last event.
-    func verify(_ binary: String, _ directory: String, from: UInt64, acknowledged: [UInt64: Int64], attempted: Set<Int64>, label: String) throws
-        -> UInt64
+    func verify(_ binary: String, _ directory: String, from: UInt64, acknowledged: [UInt64: Int64], attempted: Set<Int64>, label: String)
+        async throws -> UInt64
     {
-        let dump = try RelayBinary.run(binary, ["wal", "dump", "--data-dir", directory, "--from", String(from)])
+        let dump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", directory, "--from", String(from)])
         #expect(dump.status == 0, "\(label): dump failed: \(dump.stderr)")
         var seen = Set<Int64>()
         var present: [UInt64: Int64] = [:]

@@ -5,6 +5,7 @@ import RelayIO
 import RelayProcessTestSupport
 import RelaySQLite
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -21,7 +22,7 @@ import Testing
 /// every acknowledged event in the log exactly once, no crash (no signal; only the documented exit
 /// statuses), no hang (every run has a deadline), and intake, counting and forwarding going on once
 /// the faults stop.
-@Suite("libfiu faults injected into the real binary", .serialized, .timeLimit(.minutes(10)))
+@Suite("libfiu faults injected into the real binary", .serialized, .timeLimit(.minutes(10)), .tier(.thorough))
 struct LibfiuFaultTests {
     typealias Fault = Libfiu.Fault
 

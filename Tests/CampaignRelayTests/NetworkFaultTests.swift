@@ -1,6 +1,7 @@
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -15,7 +16,7 @@ import Testing
 /// at-least-once bound outside crashes, which `--max-unsynced` bounds), and everything arrives once
 /// the link heals.
 /// How the faults are made (netfilter; these kernels have no netem): ``NamespaceLink``.
-@Suite("Network faults: loss, delay, partition", .serialized, .timeLimit(.minutes(10)))
+@Suite("Network faults: loss, delay, partition", .serialized, .timeLimit(.minutes(10)), .tier(.thorough))
 struct NetworkFaultTests {
     static let phases: [(NamespaceLink.Fault, Duration)] = [
         (.loss(percent: 20), .seconds(8)), (.delay(milliseconds: 300), .seconds(8)), (.partition, .seconds(10)),
@@ -75,12 +76,12 @@ struct NetworkFaultTests {
     func uploaderThroughFaults() async throws {
         let binary = try RelayBinary.path()
         let link = try await NamespaceLink.make(tag: "u")
-        defer { link.remove() }
+        defer { link.removeWithoutWaiting() }
         let directory = temporaryDirectory("netfault-upload")
         defer { removeTree(directory) }
 
         let emulator = try ChildProcess(NamespaceLink.ip, link.inside(link.far, [binary, "emulate", "--bind", "\(link.farAddress):0", "--json"]))
-        defer { emulator.stop() }
+        defer { emulator.stopWithoutWaiting() }
         let campaign = try await emulator.await(#""url":"([^"]+)""#)
         let relay = try ChildProcess(
             NamespaceLink.ip,
@@ -90,7 +91,7 @@ struct NetworkFaultTests {
                     binary, "serve", "--bind", "\(link.nearFromHost):0", "--admin-token", Self.adminToken, "--data-dir", directory, "--tracking-host",
                     campaign, "--marketing-host", campaign, "--request-timeout", "3", "--backoff-cap", "1",
                 ]))
-        defer { relay.stop() }
+        defer { relay.stopWithoutWaiting() }
         let url = "http://\(link.nearFromHost):\(try await relay.await(#"address=[0-9.]+:(\d+)"#))"
 
         let http = TestHTTPClient()
@@ -112,7 +113,9 @@ struct NetworkFaultTests {
         let metrics = try await http.get(url + "/metrics", headers: [("Authorization", "Bearer \(Self.adminToken)")]).body
         let retries = RelayChainKillTests.sum("relay_upload_retries_total", in: metrics)
         await http.shutdown()
-        relay.stop()
+        await relay.stop()
+        await emulator.stop()
+        await link.remove()
 
         let dump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", directory])
         try #require(dump.status == 0, "\(dump.stderr)")
@@ -138,13 +141,13 @@ struct NetworkFaultTests {
     func chainThroughFaults() async throws {
         let binary = try RelayBinary.path()
         let link = try await NamespaceLink.make(tag: "c")
-        defer { link.remove() }
+        defer { link.removeWithoutWaiting() }
         let root = temporaryDirectory("netfault-chain")
         defer { removeTree(root) }
         let (edgeDirectory, centralDirectory) = ("\(root)/edge", "\(root)/central")
 
         let emulator = try ChildProcess(NamespaceLink.ip, link.inside(link.far, [binary, "emulate", "--bind", "127.0.0.1:0", "--json"]))
-        defer { emulator.stop() }
+        defer { emulator.stopWithoutWaiting() }
         let campaign = try await emulator.await(#""url":"([^"]+)""#)
         let central = try ChildProcess(
             NamespaceLink.ip,
@@ -155,7 +158,7 @@ struct NetworkFaultTests {
                     "--relay-token",
                     Self.relayToken, "--tracking-host", campaign, "--marketing-host", campaign, "--backoff-cap", "1",
                 ]))
-        defer { central.stop() }
+        defer { central.stopWithoutWaiting() }
         let centralURL = "http://\(link.farAddress):\(try await central.await(#"address=[0-9.]+:(\d+)"#))"
         let edge = try ChildProcess(
             NamespaceLink.ip,
@@ -166,7 +169,7 @@ struct NetworkFaultTests {
                     "--upstream-relay",
                     centralURL, "--upstream-token", Self.relayToken, "--request-timeout", "3", "--backoff-cap", "1",
                 ]))
-        defer { edge.stop() }
+        defer { edge.stopWithoutWaiting() }
         let edgeURL = "http://\(link.nearFromHost):\(try await edge.await(#"address=[0-9.]+:(\d+)"#))"
 
         let http = TestHTTPClient()
@@ -190,8 +193,10 @@ struct NetworkFaultTests {
             NetworkFaultLoad.field("distinct", try await link.get(in: link.far, campaign + "/emulator/hits")) == stored
         }
         await http.shutdown()
-        edge.stop()
-        central.stop()
+        await edge.stop()
+        await central.stop()
+        await emulator.stop()
+        await link.remove()
 
         let edgeDump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", edgeDirectory])
         let centralDump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", centralDirectory])

@@ -1,12 +1,13 @@
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// `docs/openapi.yaml` against tools the project did not write: openapi-spec-validator checks the
 /// document, and schemathesis sends generated requests to a real `serve` and checks every answer
 /// against it (`.ci/run` installs both from PyPI).
-@Suite("The OpenAPI contract", .timeLimit(.minutes(20)))
+@Suite("The OpenAPI contract", .timeLimit(.minutes(20)), .tier(.thorough))
 struct OpenAPITests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let specification = root.appendingPathComponent("docs/openapi.yaml").path
@@ -46,7 +47,7 @@ struct OpenAPITests {
                 "serve", "--config", "\(directory)/relay.toml", "--bind", "127.0.0.1:0", "--data-dir", "\(directory)/data", "--relay-token",
                 Self.relayToken,
             ])
-        defer { server.stop() }
+        defer { server.stopWithoutWaiting() }
         let port = try await server.await(#"address=127\.0\.0\.1:(\d+)"#)
         let scripts = Self.root.appendingPathComponent("Tests/CampaignRelayTests/Scripts").path
         // The relay token goes with every request, so relay batches are tried past the token check;

@@ -2,12 +2,13 @@ import CampaignEmulator
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// With `--encryption-key-file`, no file the relay writes holds a registration's personal data in
 /// the clear: not the log, nor its archive, nor the dead letters, nor the delivered registrations,
 /// nor the counts.
-@Suite("Personal data is not at rest in the clear", .serialized, .timeLimit(.minutes(10)))
+@Suite("Personal data is not at rest in the clear", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct PersonalDataAtRestTests {
     /// Every file under `directory`, with the canaries found in its bytes.
     static func canaries(under directory: String) -> [String: Set<String>] {
@@ -29,7 +30,7 @@ struct PersonalDataAtRestTests {
     /// A key file of one key, mode 0600.
     static func keyFile(in directory: String) throws -> String {
         let path = "\(directory)-keys"
-        let key = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let key = Data(TestKeys.bytes("k1")).base64EncodedString()
         #expect(FileManager.default.createFile(atPath: path, contents: Data("k1:\(key)\n".utf8), attributes: [.posixPermissions: 0o600]))
         return path
     }
@@ -58,7 +59,7 @@ struct PersonalDataAtRestTests {
                 campaign.url,
             ]
         )
-        defer { server.stop() }
+        defer { server.stopWithoutWaiting() }
         let url = "http://127.0.0.1:\(try await server.await(#""address":"127\.0\.0\.1:(\d+)""#))"
         let http = TestHTTPClient()
         for index in 1...20 {
@@ -77,7 +78,7 @@ struct PersonalDataAtRestTests {
             return accepted == 36 && letters.components(separatedBy: #""id":"#).count - 1 == 4 && archived
         }
         await http.shutdown()
-        server.stop()
+        await server.stop()
         await campaign.stop()
 
         #expect(Self.canaries(under: directory).isEmpty, "in the clear in the data directory: \(Self.canaries(under: directory))")

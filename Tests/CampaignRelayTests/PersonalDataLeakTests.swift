@@ -2,13 +2,14 @@ import CampaignEmulator
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// Registrations' personal data (push token, user key, device IMEI, name and model, parameter
 /// values) stays out of everything the relay prints and serves besides the events themselves
 /// (`wal dump`, `--reveal-personal-data`): log lines at trace level, answers and their errors,
 /// listings, the status, the metrics.
-@Suite("Personal data stays out of logs, answers, listings and metrics", .serialized, .timeLimit(.minutes(10)))
+@Suite("Personal data stays out of logs, answers, listings and metrics", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct PersonalDataLeakTests {
     /// Lowercase letters and digits, so each reads the same in JSON, form encoding and XML.
     static let canary = "pdcanary"
@@ -66,7 +67,7 @@ struct PersonalDataLeakTests {
             printed["GET \(path)"] = try await http.get(url + path).body
         }
         await http.shutdown()
-        server.stop()
+        await server.stop()
         printed["serve"] = server.text
 
         // The commands, with the log free: refused lines, an upload with faults, listings, counts, a replay.

@@ -3,6 +3,7 @@ import Foundation
 import RelayLog
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import Testing
 #endif
 
 /// Claims the README makes about the commands, each run as a user would.
-@Suite("README claims, from the command line", .serialized, .timeLimit(.minutes(10)))
+@Suite("README claims, from the command line", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct ReadmeClaimsTests {
     static func directory(_ name: String) -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)").path
@@ -201,7 +202,7 @@ struct ReadmeClaimsTests {
     func emulatorFaults() async throws {
         let binary = try RelayBinary.path()
         let emulator = try ChildProcess(binary, ["emulate", "--bind", "127.0.0.1:0", "--rate-limit", "20", "--retry-after", "1", "--json"])
-        defer { emulator.stop() }
+        defer { emulator.stopWithoutWaiting() }
         let port = try await emulator.await(#""url":"http://127\.0\.0\.1:(\d+)""#)
         let url = "http://127.0.0.1:\(port)"
         let data = Self.directory("emulator-faults")

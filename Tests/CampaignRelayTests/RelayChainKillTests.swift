@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import RelayProcessTestSupport
 import RelayTestSupport
 import Synchronization
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -14,7 +15,7 @@ import Testing
 /// relay, forwarding to Campaign) and `emulate` (Campaign), under load from 4 clients, with 10
 /// SIGKILLs alternating between the edge and the central relay at moments chosen by progress, and
 /// the central relay down for 5 s while the edge keeps taking events.
-@Suite("kill -9 of a relay chain", .serialized, .timeLimit(.minutes(15)))
+@Suite("kill -9 of a relay chain", .serialized, .timeLimit(.minutes(15)), .tier(.thorough), .seedInFailures)
 struct RelayChainKillTests {
     static let token = "relay-token-0123456789"
     static let kills = 10
@@ -108,7 +109,7 @@ struct RelayChainKillTests {
         var generator = SeededGenerator(seed: TestSeed.make(for: "relay chain kill -9"))
 
         let emulator = try ChildProcess(binary, ["emulate", "--bind", "127.0.0.1:0", "--json"])
-        defer { emulator.stop() }
+        defer { emulator.stopWithoutWaiting() }
         let campaign = try await emulator.await(#""url":"([^"]+)""#)
 
         // Restarts keep the ports the first starts got.
@@ -171,11 +172,11 @@ struct RelayChainKillTests {
                 try await Task.sleep(for: .milliseconds(5))
             }
             #expect(Date() < deadline, "kill \(kill): no progress to the kill moment in 240 s")
-            usleep(UInt32(generator.next() % 3_000))
+            try await Task.sleep(for: .microseconds(generator.next() % 3_000))
             let victim = killsEdge ? edges[edges.count - 1] : centrals[centrals.count - 1]
             #expect(victim.process.isRunning, "kill \(kill): the process died by itself: \(victim.text.suffix(2000))")
             Glibc.kill(victim.process.processIdentifier, SIGKILL)
-            victim.process.waitUntilExit()
+            await victim.process.exited()
 
             if killsEdge {
                 edges.append(try await startEdge())
@@ -217,8 +218,8 @@ struct RelayChainKillTests {
         }
         let campaignHits = try await http.get(campaign + "/emulator/hits?messages=1").body
         await http.shutdown()
-        edges.last?.stop()
-        centrals.last?.stop()
+        await edges.last?.stop()
+        await centrals.last?.stop()
 
         // The central log: every event the edge logged, once, at its edge sequence.
         let edgeDump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", edgeDirectory])

@@ -1,12 +1,13 @@
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// `replay` never sends nothing in silence: a range no longer in the log is an error naming what
 /// the log keeps, a partial range says what is missing, and `--dry-run` counts what would go.
 /// The real binary, on a log whose first segments were deleted once the uploader passed them.
-@Suite("Replay of ranges the log no longer holds", .serialized, .timeLimit(.minutes(10)))
+@Suite("Replay of ranges the log no longer holds", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct ReplayRangeTests {
     /// A data directory of `count` tracking hits (hit i at sequence i: delivery `f1000 + i % 7`,
     /// action by `i % 3`) in 4 KiB segments, forwarded to an emulator so that the uploader's

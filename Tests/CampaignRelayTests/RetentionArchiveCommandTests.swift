@@ -1,12 +1,13 @@
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// The nightly replay as an operator runs it: the log keeps what was sent for `--retain`, an
 /// archive keeps it after that, and `replay` / `stats --rebuild` read both. The real binary and
 /// the Campaign emulator.
-@Suite("Retention and archives from the command line", .serialized, .timeLimit(.minutes(10)))
+@Suite("Retention and archives from the command line", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct RetentionArchiveCommandTests {
     /// `count` tracking hits (hit i: delivery `r100 + i % 5`, action by `i % 3`) in 4 KiB segments.
     static func ingested(_ count: Int, binary: String) async throws -> String {

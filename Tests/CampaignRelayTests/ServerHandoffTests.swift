@@ -2,11 +2,12 @@ import CampaignEmulator
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// The commands next to a running `serve` on the same data directory: they hand events to it, or
 /// say what it already does, instead of failing on its lock.
-@Suite("Commands next to a running server", .serialized, .timeLimit(.minutes(10)))
+@Suite("Commands next to a running server", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct ServerHandoffTests {
     static func directory(_ name: String) -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)").path
@@ -21,7 +22,7 @@ struct ServerHandoffTests {
         let binary = try RelayBinary.path()
         let data = Self.directory("handoff")
         let server = try ChildProcess(binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", data, "--integration-key", "testIntegrationKey"])
-        defer { server.stop() }
+        defer { server.stopWithoutWaiting() }
         let port = try await server.await(#"address=127\.0\.0\.1:(\d+)"#)
         let record = try Self.json(try String(contentsOfFile: "\(data)/server.json", encoding: .utf8))
         #expect(record["url"] as? String == "http://127.0.0.1:\(port)")
@@ -82,7 +83,7 @@ struct ServerHandoffTests {
         let emulator = try await RunningEmulator.start(faults: faults)
         let data = Self.directory("handoff-dead")
         let server = try ChildProcess(binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", data, "--marketing-host", emulator.url])
-        defer { server.stop() }
+        defer { server.stopWithoutWaiting() }
         let port = try await server.await(#"address=127\.0\.0\.1:(\d+)"#)
         let http = TestHTTPClient()
         let batch = #"[{"kind":"register","platform":"ios","integrationKey":"later","registrationToken":"aa01"}]"#
@@ -122,7 +123,7 @@ struct ServerHandoffTests {
     }
 
     @Test("ingest then stats, with no aggregate in between: the right counts")
-    func statsCatchesUp() throws {
+    func statsCatchesUp() async throws {
         let binary = try RelayBinary.path()
         let data = Self.directory("stats-catch-up")
         let first = [
@@ -130,16 +131,17 @@ struct ServerHandoffTests {
             #"{"kind":"track","action":"click","messageId":"1","deliveryId":"s"}"#,
         ]
         #expect(
-            try RelayBinary.run(binary, ["ingest", "-", "--data-dir", data], input: Data((first.joined(separator: "\n") + "\n").utf8)).status == 0)
-        let before = try RelayBinary.run(binary, ["stats", "--data-dir", data, "--json"])
+            try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", data], input: Data((first.joined(separator: "\n") + "\n").utf8)).status
+                == 0)
+        let before = try await RelayBinary.run(binary, ["stats", "--data-dir", data, "--json"])
         #expect(before.status == 0, "no aggregates database yet is not damage: \(before.stderr)")
         #expect(!before.stderr.contains("damaged"))
         let delivery = { (text: String) throws -> [String: Any]? in (try Self.json(text)["deliveries"] as? [[String: Any]])?.first }
         #expect(try delivery(before.stdout)?["impressions"] as? Int == 1)
         #expect(try delivery(before.stdout)?["clicks"] as? Int == 1)
         // More events: stats brings the existing database up to date, not stale.
-        #expect(try RelayBinary.run(binary, ["ingest", "-", "--data-dir", data], input: Data((first[0] + "\n").utf8)).status == 0)
-        let after = try RelayBinary.run(binary, ["stats", "--data-dir", data, "--json"])
+        #expect(try await RelayBinary.run(binary, ["ingest", "-", "--data-dir", data], input: Data((first[0] + "\n").utf8)).status == 0)
+        let after = try await RelayBinary.run(binary, ["stats", "--data-dir", data, "--json"])
         #expect(try delivery(after.stdout)?["impressions"] as? Int == 2)
         #expect(try delivery(after.stdout)?["uniqueImpressions"] as? Int == 1)
     }
@@ -165,7 +167,7 @@ struct ServerHandoffTests {
         }
         let one = try await http.get("http://127.0.0.1:\(port)/v1/deliveries/env")
         await http.shutdown()
-        server.stop()
+        await server.stop()
         let stats = try await RelayBinary.run(binary, ["stats", "--no-catch-up", "--data-dir", data, "--json"])
         #expect(stats.stdout == answer + "\n", "stats --json: \(stats.stdout)\nGET /v1/deliveries: \(answer)")
         #expect(

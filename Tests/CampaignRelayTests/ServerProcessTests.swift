@@ -3,14 +3,16 @@ import NIOConcurrencyHelpers
 import RelayProcessTestSupport
 import RelayTestSupport
 import Synchronization
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// The real `campaign-relay serve` process under load: killed with SIGKILL, or stopped with SIGTERM.
-@Suite("A real server process under load", .serialized, .timeLimit(.minutes(10)))
+/// The real `campaign-relay serve` process under load, killed with SIGKILL again and again (its
+/// graceful stop is ``ServerShutdownTests``).
+@Suite("A real server process under load", .serialized, .timeLimit(.minutes(10)), .tier(.thorough), .seedInFailures)
 struct ServerProcessTests {
     /// A started `serve` child and the port it listens on.
     struct ServeProcess {
@@ -71,8 +73,8 @@ struct ServerProcessTests {
     }
 
     /// Ids of the events of `delivery` in the log (each must appear once).
-    func loggedIds(_ binary: String, _ directory: String, delivery: String = "load") throws -> [Int] {
-        let dump = try RelayBinary.run(binary, ["wal", "dump", "--data-dir", directory])
+    static func loggedIds(_ binary: String, _ directory: String, delivery: String = "load") async throws -> [Int] {
+        let dump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", directory])
         return dump.stdout.split(separator: "\n").compactMap { line in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], object["deliveryId"] as? String == delivery
             else { return nil }
@@ -132,7 +134,7 @@ struct ServerProcessTests {
         await server.child.exit(within: 30)
         #expect(server.process.terminationStatus == 0)
 
-        let logged = try loggedIds(binary, directory)
+        let logged = try await Self.loggedIds(binary, directory)
         #expect(Set(logged).count == logged.count, "an event is in the log twice")
         #expect(acknowledged.isSubset(of: Set(logged)), "\(acknowledged.subtracting(logged).count) acknowledged events are missing from the log")
         #expect(counted == logged.count, "aggregated \(counted), logged \(logged.count): each event must be counted exactly once")
@@ -224,7 +226,7 @@ struct ServerProcessTests {
         print("idempotency kill test: \(unansweredRetried) unanswered batches retried, \(storedButUnanswered) of them already stored")
 
         let requests = load.requests.withLockedValue { $0 }
-        let logged = try loggedIds(binary, directory, delivery: "keyed")
+        let logged = try await Self.loggedIds(binary, directory, delivery: "keyed")
         #expect(Set(logged).count == logged.count, "\(logged.count - Set(logged).count) events stored twice")
         let answered = requests.filter { $0.answer != nil }
         #expect(answered.count > 100, "the load was answered \(answered.count) times")
@@ -232,7 +234,11 @@ struct ServerProcessTests {
         let missing = Set(answered.flatMap(\.ids)).subtracting(logged)
         #expect(missing.isEmpty, "\(missing.count) events of answered batches are not in the log")
     }
+}
 
+/// The real `campaign-relay serve` process under load, stopped with SIGTERM.
+@Suite("A real server process stopped under load", .timeLimit(.minutes(10)), .tier(.fast))
+struct ServerShutdownTests {
     @Test(
         "SIGTERM under load: new events refused with 503 during --shutdown-delay, then the listener closes, positions are saved in order, nothing acknowledged is lost, exit 0"
     )
@@ -242,10 +248,10 @@ struct ServerProcessTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("serveterm-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let delay = 1.5
-        let server = try await ServeProcess.start(
+        let server = try await ServerProcessTests.ServeProcess.start(
             binary, directory: directory, extra: ["--tracking-host", emulator.url, "--shutdown-delay", "\(delay)"])
         let http = TestHTTPClient()
-        let load = Load()
+        let load = ServerProcessTests.Load()
         let stopped = Atomic<Bool>(false)
         async let traffic: Void = load.run(server.url, http: http, clients: 6) { stopped.load(ordering: .relaxed) }
         try await waitUntil("200 events acknowledged under load", seconds: 60) { load.acknowledged.withLockedValue { $0.count } > 200 }
@@ -302,7 +308,7 @@ struct ServerProcessTests {
         let aggregatorPosition = try #require(Int(try await server.child.await(#"next-sequence=(\d+)"#)))
 
         let acknowledged = load.acknowledged.withLockedValue { $0 }
-        let logged = try loggedIds(binary, directory)
+        let logged = try await ServerProcessTests.loggedIds(binary, directory)
         #expect(acknowledged.isSubset(of: Set(logged)), "\(acknowledged.subtracting(logged).count) acknowledged events lost")
         #expect(Set(logged).count == logged.count)
         let verify = try await RelayBinary.run(binary, ["wal", "verify", "--data-dir", directory, "--json"])

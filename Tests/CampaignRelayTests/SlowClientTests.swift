@@ -1,12 +1,13 @@
 import Foundation
 import RelayProcessTestSupport
+import TestTiers
 import Testing
 
 /// Slow and idle clients cannot hold a relay's connections: `--idle-timeout` closes a connection
 /// on which no request part arrives (nothing at all, a head trickling in line by line, a stalled
 /// body), while a real client is served throughout. Driven by a Python client this project did
 /// not build its server with (Scripts/slow_clients.py).
-@Suite("Slow and idle clients", .serialized, .timeLimit(.minutes(10)))
+@Suite("Slow and idle clients", .serialized, .timeLimit(.minutes(10)), .tier(.thorough))
 struct SlowClientTests {
     struct Report: Decodable {
         struct Group: Decodable {
@@ -41,7 +42,7 @@ struct SlowClientTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let relay = try ChildProcess(
             binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--idle-timeout", String(idleTimeout), "--log-level", "notice"])
-        defer { relay.stop() }
+        defer { relay.stopWithoutWaiting() }
         let port = try await relay.await(#"address=127\.0\.0\.1:(\d+)"#)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Scripts/slow_clients.py").path
         let outcome = try await RelayBinary.run(

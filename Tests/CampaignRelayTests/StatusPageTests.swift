@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import RelayProcessTestSupport
 import RelayTestSupport
 import Synchronization
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -12,7 +13,7 @@ import Testing
 /// `GET /status` in a real browser: headless Chromium (Debian's `chromium`, installed by
 /// `.ci/run`) loads the page from a real `serve`, runs its scripts and fetches, and the test reads
 /// the rendered DOM (`--dump-dom`) and a screenshot.
-@Suite("The status page in a real browser", .serialized, .timeLimit(.minutes(10)))
+@Suite("The status page in a real browser", .serialized, .timeLimit(.minutes(10)), .tier(.thorough))
 struct StatusPageTests {
     static func chromium() throws -> String {
         try #require(
@@ -57,7 +58,7 @@ struct StatusPageTests {
         // Nothing listens on port 1: the tracking lane fails and keeps every hit.
         let server = try ChildProcess(
             binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--tracking-host", "http://127.0.0.1:1", "--retain", "36h"])
-        defer { server.stop() }
+        defer { server.stopWithoutWaiting() }
         let url = "http://127.0.0.1:\(try await server.await(#"address=127\.0\.0\.1:(\d+)"#))"
         let http = TestHTTPClient()
         let hit = { (action: String, message: Int, delivery: String) in
@@ -123,7 +124,7 @@ struct StatusPageTests {
         defer { removeTree(directory) }
         let token = "admin-token-0123456789"
         let server = try ChildProcess(binary, ["serve", "--bind", "0.0.0.0:0", "--data-dir", directory, "--admin-token", token])
-        defer { server.stop() }
+        defer { server.stopWithoutWaiting() }
         let port = try await server.await(#"address=0\.0\.0\.0:(\d+)"#)
         let url = "http://127.0.0.1:\(port)"
         let http = TestHTTPClient()
@@ -171,7 +172,7 @@ struct StatusPageTests {
         admin-token = "\(tokenB)"
         """.write(toFile: config, atomically: true, encoding: .utf8)
         let server = try ChildProcess(binary, ["serve", "--config", config, "--bind", "127.0.0.1:0"])
-        defer { server.stop() }
+        defer { server.stopWithoutWaiting() }
         let url = "http://127.0.0.1:\(try await server.await(#"address=127\.0\.0\.1:(\d+)"#))"
         let http = TestHTTPClient()
         // One delivery per tenant.
@@ -331,18 +332,22 @@ final class DevToolsBrowser: Sendable {
         throw Failure(description: "the page refused the token")
     }
 
-    /// Closes Chromium (killed if it has not exited within 10 s) and removes its profile.
+    /// Asks Chromium to close, for a `defer`: a thread of its own waits up to 10 s for it to exit,
+    /// kills it if it has not, and removes its profile.
     func close() {
         var data = (try? JSONSerialization.data(withJSONObject: ["id": 0, "method": "Browser.close"] as [String: Any])) ?? Data()
         data.append(0)
         writeAll(data, to: commands)
         Glibc.close(commands)
-        let deadline = Date().addingTimeInterval(10)
-        while process.isRunning, Date() < deadline { usleep(10_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        removeTree(profile)
+        let (process, profile) = (process, profile)
+        Thread {
+            let deadline = Date().addingTimeInterval(10)
+            while process.isRunning, Date() < deadline { usleep(10_000) }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+            removeTree(profile)
+        }.start()
     }
 }

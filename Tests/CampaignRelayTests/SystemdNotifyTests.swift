@@ -1,6 +1,7 @@
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -9,7 +10,7 @@ import Testing
 
 /// `serve` under systemd's `Type=notify`: the real binary, with `NOTIFY_SOCKET` naming a datagram
 /// socket the test listens on, as systemd's would.
-@Suite("systemd Type=notify", .timeLimit(.minutes(10)))
+@Suite("systemd Type=notify", .timeLimit(.minutes(10)), .tier(.fast))
 struct SystemdNotifyTests {
     /// A bound `AF_UNIX` datagram socket, read without blocking.
     final class NotifySocket: Sendable {
@@ -57,7 +58,7 @@ struct SystemdNotifyTests {
         let listener = try NotifySocket(name)
         let serve = try ChildProcess(
             binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", directory], environment: ["NOTIFY_SOCKET": name])
-        defer { serve.stop() }
+        defer { serve.stopWithoutWaiting() }
 
         let ready = try #require(try await listener.next(within: 30), "no notification within 30 s: \(serve.text)")
         let port = try #require(ready.firstMatch(of: /STATUS=listening on 127\.0\.0\.1:(\d+)/).map { String($0.output.1) }, "\(ready)")
@@ -82,7 +83,7 @@ struct SystemdNotifyTests {
         defer { removeTree(directory) }
         let serve = try ChildProcess(
             binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", directory], environment: ["NOTIFY_SOCKET": "\(directory)-nobody.sock"])
-        defer { serve.stop() }
+        defer { serve.stopWithoutWaiting() }
         _ = try await serve.await(#"could not tell systemd the relay is (ready)"#)
         #expect(serve.text.contains("No such file or directory"), "\(serve.text)")
         kill(serve.process.processIdentifier, SIGTERM)

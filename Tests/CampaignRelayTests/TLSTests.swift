@@ -1,6 +1,7 @@
 import Foundation
 import RelayProcessTestSupport
 import Synchronization
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -9,11 +10,11 @@ import Testing
 
 /// TLS on the listener, checked with clients the relay did not write (Python's `ssl`, curl), and
 /// forwarding to an `https` host trusted through `--ca-file`.
-@Suite("TLS on the listener and upstream", .serialized, .timeLimit(.minutes(10)))
+@Suite("TLS on the listener and upstream", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct TLSTests {
     /// A test CA, two server certificates (CN relay-a and relay-b, for 127.0.0.1) and a client
     /// certificate, made with openssl.
-    static func makeCertificates() throws -> String {
+    static func makeCertificates() async throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tls-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let script = """
@@ -30,7 +31,7 @@ struct TLSTests {
             cp a.pem current.pem
             cp a.key current.key
             """
-        let outcome = try RelayBinary.run("/bin/sh", ["-c", script])
+        let outcome = try await RelayBinary.run("/bin/sh", ["-c", script])
         try #require(outcome.status == 0, "openssl failed: \(outcome.stderr)")
         return directory
     }
@@ -48,10 +49,10 @@ struct TLSTests {
     )
     func listenerAndReload() async throws {
         let binary = try RelayBinary.path()
-        let certificates = try Self.makeCertificates()
+        let certificates = try await Self.makeCertificates()
         let emulator = try ChildProcess(
             binary, ["emulate", "--bind", "127.0.0.1:0", "--tls-cert", "\(certificates)/b.pem", "--tls-key", "\(certificates)/b.key"])
-        defer { emulator.stop() }
+        defer { emulator.stopWithoutWaiting() }
         let emulatorPort = try await emulator.await(#"https://127\.0\.0\.1:(\d+)"#)
         let relay = try ChildProcess(
             binary,
@@ -61,7 +62,7 @@ struct TLSTests {
                 "--marketing-host", "https://127.0.0.1:\(emulatorPort)", "--ca-file", "\(certificates)/ca.pem",
             ]
         )
-        defer { relay.stop() }
+        defer { relay.stopWithoutWaiting() }
         let port = try await relay.await(#"address=127\.0\.0\.1:(\d+) scheme=https"#)
 
         let outcome = try await RelayBinary.run(
@@ -105,7 +106,7 @@ struct TLSTests {
     @Test("--tls-client-ca: a client without a certificate from the CA is refused, one with it is served")
     func clientCertificates() async throws {
         let binary = try RelayBinary.path()
-        let certificates = try Self.makeCertificates()
+        let certificates = try await Self.makeCertificates()
         let relay = try ChildProcess(
             binary,
             [
@@ -113,7 +114,7 @@ struct TLSTests {
                 "--tls-key", "\(certificates)/a.key", "--tls-client-ca", "\(certificates)/ca.pem",
             ]
         )
-        defer { relay.stop() }
+        defer { relay.stopWithoutWaiting() }
         let port = try await relay.await(#"address=127\.0\.0\.1:(\d+) scheme=https"#)
         let outcome = try await RelayBinary.run(
             "/usr/bin/env",
@@ -130,7 +131,7 @@ struct TLSTests {
     )
     func relayChainWithClientCertificates() async throws {
         let binary = try RelayBinary.path()
-        let certificates = try Self.makeCertificates()
+        let certificates = try await Self.makeCertificates()
         let token = "relay-token-0123456789"
         let centralDirectory = Self.temporaryDataDirectory("mtls-central")
         let edgeDirectory = Self.temporaryDataDirectory("mtls-edge")
@@ -144,7 +145,7 @@ struct TLSTests {
                 "\(certificates)/a.key", "--tls-client-ca", "\(certificates)/ca.pem", "--relay-token", token,
             ]
         )
-        defer { central.stop() }
+        defer { central.stopWithoutWaiting() }
         let port = try await central.await(#"address=127\.0\.0\.1:(\d+) scheme=https"#)
         var lines = ""
         for id in 1...250 { lines += #"{"kind":"track","action":"open","messageId":"\#(id)","deliveryId":"mtls"}"# + "\n" }
@@ -158,7 +159,7 @@ struct TLSTests {
         // Without a certificate the handshake fails: the edge keeps its events and says why.
         let refused = try ChildProcess(binary, handOn)
         _ = try await refused.await(#"(the host requires a client certificate: give --upstream-client-cert)"#)
-        refused.stop()
+        await refused.stop()
         #expect(refused.process.terminationStatus == 1, "not drained: \(refused.text)")
         #expect(refused.text.contains("stopped before the log was drained (backlog 250)"), "\(refused.text)")
 
@@ -187,7 +188,7 @@ struct TLSTests {
         #expect(accepted.status == 0, "\(accepted.stderr)")
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(accepted.stdout.utf8)) as? [String: Any], "\(accepted.stdout)")
         #expect(summary["delivered"] as? Int == 250, "\(accepted.stdout)")
-        central.stop()
+        await central.stop()
         let dump = try await RelayBinary.run(binary, ["wal", "dump", "--data-dir", centralDirectory])
         let stored = dump.stdout.split(separator: "\n")
         #expect(stored.count == 250, "each event once at the central relay")
@@ -199,10 +200,10 @@ struct TLSTests {
     }
 
     @Test("unusable TLS files stop the start with a message naming the file")
-    func badFiles() throws {
+    func badFiles() async throws {
         let binary = try RelayBinary.path()
-        let certificates = try Self.makeCertificates()
-        let missing = try RelayBinary.run(
+        let certificates = try await Self.makeCertificates()
+        let missing = try await RelayBinary.run(
             binary,
             [
                 "serve", "--bind", "127.0.0.1:0", "--data-dir", Self.temporaryDataDirectory("tls-bad"), "--tls-cert", "/nonexistent.pem", "--tls-key",
@@ -211,7 +212,7 @@ struct TLSTests {
         )
         #expect(missing.status != 0)
         #expect(missing.stderr.contains("--tls-cert /nonexistent.pem: cannot read a PEM certificate chain"), "\(missing.stderr)")
-        let mismatched = try RelayBinary.run(
+        let mismatched = try await RelayBinary.run(
             binary,
             [
                 "serve", "--bind", "127.0.0.1:0", "--data-dir", Self.temporaryDataDirectory("tls-bad"), "--tls-cert", "\(certificates)/a.pem",
@@ -220,7 +221,7 @@ struct TLSTests {
         )
         #expect(mismatched.status != 0)
         #expect(mismatched.stderr.contains("check that the key belongs to the certificate"), "\(mismatched.stderr)")
-        let alone = try RelayBinary.run(binary, ["serve", "--tls-cert", "\(certificates)/a.pem"])
+        let alone = try await RelayBinary.run(binary, ["serve", "--tls-cert", "\(certificates)/a.pem"])
         #expect(alone.status == 64)
         #expect(alone.stderr.contains("--tls-cert needs --tls-key"))
     }

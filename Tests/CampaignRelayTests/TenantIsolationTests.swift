@@ -2,11 +2,12 @@ import CampaignEmulator
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// Tenants as a user runs them: `serve --config` with two `[tenant.NAME]` tables and the default
 /// tenant's hosts, one Campaign emulator each, SDK and backend requests over real HTTP.
-@Suite("Tenants: one relay, each tenant isolated", .serialized, .timeLimit(.minutes(10)))
+@Suite("Tenants: one relay, each tenant isolated", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct TenantIsolationTests {
     static let globalToken = "global-admin-token-0123456789"
     static let tokenA = "brand-a-admin-token-0123"
@@ -24,7 +25,7 @@ struct TenantIsolationTests {
         let http = TestHTTPClient()
 
         func stop() async {
-            child.stop()
+            await child.stop()
             await http.shutdown()
             for emulator in [defaultHost, brandA, brandB] { await emulator.stop() }
             try? FileManager.default.removeItem(atPath: directory)

@@ -2,12 +2,13 @@ import CampaignEmulator
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// Tenants through a relay chain, with real processes: an edge `serve --upstream-relay` that
 /// declares its tenants without hosts and hands every event on with its tenant, and a central
 /// `serve --relay-token` that forwards each event to that tenant's Campaign emulator.
-@Suite("Tenants through a relay chain", .serialized, .timeLimit(.minutes(10)))
+@Suite("Tenants through a relay chain", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct TenantRelayChainTests {
     static let token = "relay-token-0123456789"
     static let form = "registrationToken=tok-a&mobileAppUuid=a-app&userKey=u%20a&deviceName=Ada%27s+phone"
@@ -113,9 +114,9 @@ struct TenantRelayChainTests {
         let (brandA, brandB) = (try await RunningEmulator.start(), try await RunningEmulator.start())
         try chain.writeCentral([("brand-a", brandA), ("brand-b", brandB)])
         let (central, centralPort) = try await chain.startCentral()
-        defer { central.stop() }
+        defer { central.stopWithoutWaiting() }
         let (edge, edgeURL) = try await chain.startEdge(central: centralPort)
-        defer { edge.stop() }
+        defer { edge.stopWithoutWaiting() }
         let http = TestHTTPClient()
 
         #expect(try await http.get(edgeURL + "/brand-a/r/?id=h5c4,d1,1").status == 200)
@@ -142,7 +143,7 @@ struct TenantRelayChainTests {
         var (central, centralPort) = try await chain.startCentral()
         let centralURL = "http://127.0.0.1:\(centralPort)"
         let (edge, edgeURL) = try await chain.startEdge(central: centralPort)
-        defer { edge.stop() }
+        defer { edge.stopWithoutWaiting() }
         let http = TestHTTPClient()
 
         // brand-b's event first: every batch the edge sends starts with it.
@@ -162,12 +163,12 @@ struct TenantRelayChainTests {
         #expect(await brandA.emulator.recorder.receivedRequests == 0)
 
         // The central relay again, on the same address, declaring brand-b.
-        central.stop()
+        await central.stop()
         try chain.writeCentral([("brand-a", brandA), ("brand-b", brandB)])
         (central, _) = try await chain.startCentral(port: centralPort)
         try await Self.expectDelivered(
             brandA: brandA, hit: "/r/?id=h10,d2,1", brandB: brandB, hit: "/r/?id=h11,d2,2", http: http, edge: edgeURL, central: centralURL)
-        central.stop()
+        await central.stop()
         await http.shutdown()
         for emulator in [brandA, brandB] { await emulator.stop() }
 

@@ -2,6 +2,7 @@ import CampaignEmulator
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import Testing
 
 /// `serve --config` reloading its tenants on SIGHUP: added, changed and removed without a restart,
 /// nothing lost or sent twice, a broken file leaving them as they were.
-@Suite("Tenants: reloaded on SIGHUP", .serialized, .timeLimit(.minutes(10)))
+@Suite("Tenants: reloaded on SIGHUP", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct TenantReloadTests {
     static func config(defaultHost: String, tenants: [(name: String, host: String)], extra: String = "") -> String {
         var text = """
@@ -58,7 +59,7 @@ struct TenantReloadTests {
         try Self.config(defaultHost: defaultHost.url, tenants: [("brand-a", brandA.url)]).write(toFile: path, atomically: true, encoding: .utf8)
         let child = try ChildProcess(
             binary, ["serve", "--config", path, "--bind", "127.0.0.1:0", "--data-dir", "\(directory)/data", "--log-level", "notice"])
-        defer { child.stop() }
+        defer { child.stopWithoutWaiting() }
         let url = "http://127.0.0.1:\(try await child.await(#"address=127\.0\.0\.1:(\d+)"#))"
         let http = TestHTTPClient()
         let reloaded = "reloaded the tenants of --config"
@@ -102,7 +103,7 @@ struct TenantReloadTests {
         #expect(child.process.isRunning)
         await http.shutdown()
         // The relay first: an emulator stopped under a connection the relay holds can trap in NIO.
-        child.stop()
+        await child.stop()
         for emulator in [defaultHost, brandA, brandA2, brandB] { await emulator.stop() }
     }
 }

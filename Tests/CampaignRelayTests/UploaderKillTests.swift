@@ -1,6 +1,7 @@
 import Foundation
 import RelayProcessTestSupport
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ import Testing
 /// A real `campaign-relay upload --until-drained` child process, SIGKILLed while it drains a
 /// backlog to the emulator. After restarts nothing is lost, and duplicates stay within the bound
 /// the uploader states: at most `--max-unsynced` events per kill.
-@Suite("kill -9 of a real uploading process", .serialized, .timeLimit(.minutes(10)))
+@Suite("kill -9 of a real uploading process", .serialized, .timeLimit(.minutes(10)), .tier(.thorough), .seedInFailures)
 struct UploaderKillTests {
     static let events = 20_000
     static let cycles = 6
@@ -46,7 +47,7 @@ struct UploaderKillTests {
             try await Task.sleep(for: .milliseconds(Int(generator.next() % 5)))
             if child.isRunning { killedWhileRunning += 1 }
             kill(child.processIdentifier, SIGKILL)
-            child.waitUntilExit()
+            await child.exited()
         }
         let finish = try await RelayBinary.run(binary, arguments)
         #expect(finish.status == 0, "\(finish.stderr)")

@@ -1,12 +1,13 @@
 import Foundation
 import RelayFuzzTargets
+import TestTiers
 import Testing
 
 /// Replays every committed fuzz input (`Fuzz/Corpus/<target>/`, the minimized corpus of the last
 /// campaign, and `Fuzz/Regressions/<target>/`, every input that once broke a target) through its
 /// target, so each change is checked against what the fuzzer found. `Fuzz/fuzz.sh` runs the
 /// campaigns themselves.
-@Suite("Fuzz corpus replay")
+@Suite("Fuzz corpus replay", .tier(.fast))
 struct FuzzCorpusReplayTests {
     static let fuzzDirectory = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

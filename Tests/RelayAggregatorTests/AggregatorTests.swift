@@ -4,13 +4,14 @@ import RelayCore
 import RelayLog
 import RelaySQLite
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-@Suite("Aggregator")
+@Suite("Aggregator", .tier(.fast))
 struct AggregatorTests {
     func read(_ directory: String) async throws -> ([DeliveryCounts], [RegistrationCounts]) {
         let queries = try await AggregateQueries(path: Aggregator.databasePath(dataDirectory: directory))

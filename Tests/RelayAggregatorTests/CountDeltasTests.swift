@@ -1,10 +1,12 @@
 import RelayAggregator
 import RelayCore
 import RelayLog
+import RelayTestSupport
+import TestTiers
 import Testing
 
 /// The one count reduction that SQLite's and PostgreSQL's aggregators both apply.
-@Suite("Count deltas: a batch reduced once for every backend")
+@Suite("Count deltas: a batch reduced once for every backend", .tier(.fast))
 struct CountDeltasTests {
     static let base: Int64 = 1_795_255_200_000_000_000
 
@@ -82,7 +84,7 @@ struct CountDeltasTests {
         // Tokens as their digests (the aggregates keep none in the clear), in key order.
         #expect(
             deltas.tokens
-                == [(0, "y"), (0, "z"), (1, "w"), (1, "x")].map { CountDeltas.TokenSighting(app: $0.0, token: TokenDigest.hex($0.1)) }
+                == [(0, "y"), (0, "z"), (1, "w"), (1, "x")].map { CountDeltas.TokenSighting(app: $0.0, token: KnownDigests.sha256(of: $0.1)) }
                 .sorted { ($0.app, $0.token) < ($1.app, $1.token) })
         #expect(deltas.distinctTokens(newTokenApps: [0, 1, 1]) == [1, 2])
         #expect(deltas.deliveries.isEmpty && deltas.messages.isEmpty)

@@ -4,11 +4,12 @@ import RelayIO
 import RelayLog
 import RelaySQLite
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// Unique counts kept in chunks of distinct ids (schema version 3), and the migration of a
 /// version 2 database, whose distinct messages were one row each.
-@Suite("Aggregator: distinct messages in chunks, and the migration from version 2")
+@Suite("Aggregator: distinct messages in chunks, and the migration from version 2", .tier(.fast))
 struct DistinctMessagesTests {
     static let time = EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)
 

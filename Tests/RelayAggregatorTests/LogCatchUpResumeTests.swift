@@ -3,13 +3,14 @@ import RelayCore
 import RelayIO
 import RelayLog
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// A catch-up that stopped because a batch could not be applied (a full disk under SQLite, an
 /// I/O error) must be resumable: `serve`'s aggregator tries again after such a failure, with the
 /// reader the failed catch-up handed back. That reader must stand at the failed batch, not past
 /// the batches the read-ahead had already decoded, or their events would never be counted.
-@Suite("LogCatchUp resumed after a failed batch")
+@Suite("LogCatchUp resumed after a failed batch", .tier(.fast))
 struct LogCatchUpResumeTests {
     struct Refused: Error {}
 

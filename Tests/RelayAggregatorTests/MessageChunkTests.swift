@@ -1,9 +1,10 @@
+import TestTiers
 import Testing
 
 @testable import RelayAggregator
 
 /// The stored form of a delivery action's distinct integer message ids (docs/aggregates.md).
-@Suite("MessageChunk: distinct ids as arrays and bitmaps")
+@Suite("MessageChunk: distinct ids as arrays and bitmaps", .tier(.fast))
 struct MessageChunkTests {
     @Test("inserting counts only ids not yet present, and the array is stored as 2-byte little-endian values")
     func arrayInsert() throws {

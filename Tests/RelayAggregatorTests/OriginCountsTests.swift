@@ -4,10 +4,11 @@ import RelayIO
 import RelayLog
 import RelaySQLite
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// Per-origin counts of a relay that takes batches from other relays (`stats`, `relay_origins`).
-@Suite("Aggregator: events per origin relay")
+@Suite("Aggregator: events per origin relay", .tier(.fast))
 struct OriginCountsTests {
     static let relayA = "aaaaaaaa-0000-4000-8000-000000000001"
     static let relayB = "bbbbbbbb-0000-4000-8000-000000000002"

@@ -3,6 +3,7 @@ import RelayAggregator
 import RelayCore
 import RelayLog
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -11,7 +12,7 @@ import Testing
 
 /// `stats --rebuild` killed at each of its file operations in turn: whatever the crash leaves, the
 /// relay starts again on its own and its counts are exact.
-@Suite("Aggregator rebuild under crashes")
+@Suite("Aggregator rebuild under crashes", .tier(.fast))
 struct RebuildCrashTests {
     /// How the data directory looks before the rebuild.
     enum Previous: String, CaseIterable, CustomTestStringConvertible {

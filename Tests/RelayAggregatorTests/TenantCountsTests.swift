@@ -4,11 +4,12 @@ import RelayCore
 import RelayLog
 import RelaySQLite
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// Counts per tenant (schema version 4): the same delivery id, app or token under two tenants is
 /// counted apart, and a version 3 database written by the release before tenants migrates in place.
-@Suite("Aggregator: counts per tenant, and the migration from version 3")
+@Suite("Aggregator: counts per tenant, and the migration from version 3", .tier(.fast))
 struct TenantCountsTests {
     static let time = EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000, fractionDigits: 3)
     static let brandA = try? TenantName(validating: "brand-a")

@@ -1,8 +1,9 @@
 import RelayChain
+import TestTiers
 import Testing
 
 /// The central relay's deduplication, decision by decision.
-@Suite("Origin ledger")
+@Suite("Origin ledger", .tier(.fast))
 struct OriginLedgerTests {
     static let edge = "598ef5b4-921c-4ba5-b8e1-ef71a5e2a510"
     static let other = "0b6a1c1e-7f43-4d7e-9a51-2f1c8d3e4b5a"

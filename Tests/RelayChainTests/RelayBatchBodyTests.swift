@@ -1,9 +1,10 @@
 import RelayChain
 import RelayCore
+import TestTiers
 import Testing
 
 /// The batch body of docs/relay-protocol.md, both ways, and what it refuses.
-@Suite("Relay batch body")
+@Suite("Relay batch body", .tier(.fast))
 struct RelayBatchBodyTests {
     static func hits(_ sequences: [UInt64]) -> [SequencedEvent] {
         sequences.map { sequence in

@@ -1,9 +1,10 @@
 import RelayCore
+import TestTiers
 import Testing
 
 /// Events are moved and copied at every step of the ingest path (decoded, validated, appended,
 /// encoded, read back, counted): their size is part of the cost of every event.
-@Suite("Event layout")
+@Suite("Event layout", .tier(.fast))
 struct EventLayoutTests {
     @Test("an event takes a tracking hit's size, not a registration's: registrations are boxed")
     func eventIsTheSizeOfATrackingHit() {

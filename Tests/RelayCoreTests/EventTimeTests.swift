@@ -1,8 +1,10 @@
+import TestTiers
 import Testing
 
 @testable import RelayCore
 
 /// `EventTime`: RFC 3339 parsing, the instant it denotes, and the exact text it prints back.
+@Suite(.tier(.fast))
 struct EventTimeTests {
     /// Text that is printed back exactly as it was given, and the instant it denotes.
     @Test(arguments: [

@@ -1,8 +1,10 @@
+import TestTiers
 import Testing
 
 @testable import RelayCore
 
 /// `JSONParser`: a strict RFC 8259 parser that keeps member order and number literals.
+@Suite(.tier(.fast))
 struct JSONParserTests {
     private func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
         try JSONParser.parse(text)

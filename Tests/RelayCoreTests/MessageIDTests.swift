@@ -1,9 +1,11 @@
 import CampaignProtocol
+import TestTiers
 import Testing
 
 @testable import RelayCore
 
 /// `MessageID`: the Campaign rules for `_mId` and its wire form in `id=h{messageId},…`.
+@Suite(.tier(.fast))
 struct MessageIDTests {
     /// The PROTOCOL.md vectors, plus the edges of the 64-bit and 32-bit ranges.
     @Test(arguments: [

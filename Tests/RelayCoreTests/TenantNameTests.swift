@@ -1,9 +1,11 @@
+import TestTiers
 import Testing
 
 @testable import RelayCore
 
 /// `TenantName`: the rules of a tenant's name, which is a path segment, a table name and part of
 /// each of its events in the log.
+@Suite(.tier(.fast))
 struct TenantNameTests {
     @Test(
         "names of 1 to 63 lowercase letters, digits and '-' are taken",

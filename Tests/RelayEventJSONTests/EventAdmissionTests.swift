@@ -1,11 +1,13 @@
 import Foundation
 import RelayEventJSON
+import TestTiers
 import Testing
 
 @testable import RelayCore
 
 /// `EventAdmission`: the integration-key rule and the fields only relays set, applied where events
 /// are decoded, with the same words on every way in.
+@Suite(.tier(.fast))
 struct EventAdmissionTests {
     static let defaultTime = EventTime(nanosecondsSinceEpoch: 1_795_255_200_123_000_000, utcOffsetMinutes: nil, fractionDigits: 3)
     static let known = #"{"kind":"register","platform":"ios","integrationKey":"app","registrationToken":"t1"}"#

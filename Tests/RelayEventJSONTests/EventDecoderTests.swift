@@ -1,10 +1,12 @@
 import CampaignProtocol
 import RelayEventJSON
+import TestTiers
 import Testing
 
 @testable import RelayCore
 
 /// `EventDecoder`: the relay's JSON event format, every field, and the exact rejection messages.
+@Suite(.tier(.fast))
 struct EventDecoderTests {
     /// The time given to events without a `time` field.
     static let defaultTime = EventTime(nanosecondsSinceEpoch: 1_795_255_200_123_000_000, utcOffsetMinutes: nil, fractionDigits: 3)

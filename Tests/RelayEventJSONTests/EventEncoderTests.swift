@@ -1,9 +1,11 @@
 import RelayEventJSON
+import TestTiers
 import Testing
 
 @testable import RelayCore
 
 /// `EventEncoder`: the JSON the log prints (`wal dump`), and that `EventDecoder` reads it back unchanged.
+@Suite(.tier(.fast))
 struct EventEncoderTests {
     static let defaultTime = EventTime(nanosecondsSinceEpoch: 1_795_255_200_123_000_000, utcOffsetMinutes: nil, fractionDigits: 3)
 

@@ -1,9 +1,11 @@
 import RelayEventJSON
+import TestTiers
 import Testing
 
 @testable import RelayCore
 
 /// `EventLines`: JSONL input, line numbers of rejections, line endings and blank lines.
+@Suite(.tier(.fast))
 struct EventLinesTests {
     static let defaultTime = EventTime(nanosecondsSinceEpoch: 1_795_255_200_123_000_000, utcOffsetMinutes: nil, fractionDigits: 3)
 

@@ -3,6 +3,7 @@ import Foundation
 import RelayCore
 import RelayEventJSON
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -11,7 +12,7 @@ import Testing
 
 /// Runs the real `campaign-relay` executable: `ingest` then `wal dump` / `wal verify` give back
 /// exactly what was ingested.
-@Suite(.timeLimit(.minutes(10)))
+@Suite(.timeLimit(.minutes(10)), .tier(.fast))
 struct IngestDumpRoundTripTests {
     // MARK: Running the executable
 

@@ -1,5 +1,6 @@
 import RelayCore
 import RelayTestSupport
+import TestTiers
 import Testing
 
 @testable import RelayEventJSON
@@ -7,6 +8,7 @@ import Testing
 /// `TrackingBatchScanner`: the common `POST /v1/events` body decoded from its bytes. It takes the
 /// body of every SDK backend and benchmark, and for any body it takes, the general path takes it
 /// too and gives the same events; everything else it leaves to the general path.
+@Suite(.tier(.fast))
 struct TrackingBatchScannerTests {
     static let defaultTime = EventTime(nanosecondsSinceEpoch: 1_795_255_200_123_000_000, utcOffsetMinutes: nil, fractionDigits: 3)
 

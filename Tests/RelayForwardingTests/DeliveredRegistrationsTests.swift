@@ -4,6 +4,7 @@ import RelayIO
 import RelayLog
 import RelaySQLite
 import RelayTestSupport
+import TestTiers
 import Testing
 
 @testable import RelayForwarding
@@ -11,7 +12,7 @@ import Testing
 /// The forwarding store remembers delivered registrations by digests, and a store written before
 /// that is migrated in place: its tokens and fingerprints become digests, and what was delivered
 /// still counts as delivered.
-@Suite("Delivered registrations kept as digests")
+@Suite("Delivered registrations kept as digests", .tier(.fast))
 struct DeliveredRegistrationsTests {
     static func registration(_ token: String, user: String) throws -> Registration {
         Registration(

@@ -4,13 +4,14 @@ import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import RelayTestSupport
+import TestTiers
 import Testing
 
 @testable import RelayForwarding
 
 /// The tracking pipeline writes its requests as bytes of its own (no HTTP encoder): they must be
 /// what the encoder wrote, and a connection's one timer must still give up on a silent host.
-@Suite("Tracking hit requests")
+@Suite("Tracking hit requests", .tier(.fast))
 struct HitRequestBytesTests {
     @Test("a hit's request is byte for byte what NIO's encoder sent for the same head (seen on the wire)")
     func sameBytesAsTheEncoder() throws {

@@ -2,10 +2,11 @@ import CampaignEmulator
 import RelayCore
 import RelayForwarding
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// Nothing blocks the head of a lane forever, and redirected hits are followed.
-@Suite("Poison events and redirections", .serialized, .timeLimit(.minutes(10)))
+@Suite("Poison events and redirections", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct PoisonAndRedirectTests {
     @Test("a registration answered 500 forever is tried --max-attempts times and dead-lettered; the others are delivered meanwhile")
     func poisonRegistration() async throws {

@@ -4,11 +4,12 @@ import RelayCore
 import RelayForwarding
 import RelayLog
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// The sink seam: a destination says how events become requests and what answers mean; the one
 /// driver (`UploadLane`) does the rest for any sink.
-@Suite("Sinks", .serialized)
+@Suite("Sinks", .serialized, .tier(.fast))
 struct SinkTests {
     /// A destination written in the test, as a new kind of upstream would be: only the clicks, to a
     /// tracking host.

@@ -1,11 +1,12 @@
 import RelayCore
 import RelayTestSupport
+import TestTiers
 import Testing
 
 @testable import RelayForwarding
 
 /// The upload lane's decisions, driven by hand: no log, no network, no clock but the one given.
-@Suite("Upload lane state machine")
+@Suite("Upload lane state machine", .tier(.fast))
 struct UploadLaneStateMachineTests {
     static let t0 = ContinuousClock.now
 
@@ -245,7 +246,7 @@ struct UploadLaneStateMachineTests {
     }
 }
 
-@Suite("Per-event retry schedule")
+@Suite("Per-event retry schedule", .tier(.fast))
 struct EventRetryStateMachineTests {
     static func policy(attempts: Int = 3, age: Duration = .seconds(3600)) -> EventRetryStateMachine {
         EventRetryStateMachine(

@@ -6,6 +6,7 @@ import RelayCore
 import RelayForwarding
 import RelayLog
 import RelayTestSupport
+import TestTiers
 import Testing
 
 #if canImport(Glibc)
@@ -44,7 +45,7 @@ func upload(
     return statistics
 }
 
-@Suite("Uploader against the emulator over loopback", .serialized)
+@Suite("Uploader against the emulator over loopback", .serialized, .tier(.fast))
 struct UploaderTests {
     @Test("a replay runs the uploader's lanes over a range: hits through the pipeline, registrations resent, no cursor moved")
     func replayUsesThePipeline() async throws {

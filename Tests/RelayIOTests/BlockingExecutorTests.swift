@@ -1,9 +1,10 @@
 import NIOConcurrencyHelpers
 import RelayIO
+import TestTiers
 import Testing
 
 /// The threads the log, the aggregator and the stores make their blocking calls on.
-@Suite("Blocking executors")
+@Suite("Blocking executors", .tier(.fast))
 struct BlockingExecutorTests {
     /// Stands for what a job captures (a group commit's events): tells when it is freed.
     final class Payload: Sendable {

@@ -1,9 +1,10 @@
 import NIOConcurrencyHelpers
 import RelayIO
+import TestTiers
 import Testing
 
 /// Steps of an actor that span awaits, one at a time and in the order asked.
-@Suite("Turn queue", .timeLimit(.minutes(10)))
+@Suite("Turn queue", .timeLimit(.minutes(10)), .tier(.fast))
 struct TurnQueueTests {
     /// Steps that each await inside their turn: none overlaps another, and they run in the order
     /// they asked.

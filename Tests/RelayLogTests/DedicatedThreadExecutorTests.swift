@@ -1,11 +1,12 @@
 import Foundation
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// The premise of the long simulations (``CrashSimulationTests``, the archive-move crashes): under
 /// ``DedicatedThreadExecutor/run(isolation:_:)`` the test's code and the default actors it calls
 /// (the log is one) run on the executor's thread, not on the cooperative pool.
-@Suite("A dedicated thread for long simulations")
+@Suite("A dedicated thread for long simulations", .tier(.fast))
 struct DedicatedThreadExecutorTests {
     actor Probe {
         func onThreadOf(_ executor: DedicatedThreadExecutor) -> Bool { executor.ownsCurrentThread() }

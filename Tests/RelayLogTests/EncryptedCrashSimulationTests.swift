@@ -1,6 +1,7 @@
 import Foundation
 import RelayCore
 import RelayTestSupport
+import TestTiers
 import Testing
 
 @testable import RelayLog
@@ -15,7 +16,7 @@ import Testing
 /// left unsynced are written again after the reopen, at the same first sequence numbers: they must
 /// be sealed under another salt; so must the commit after an fdatasync that failed (one seed in
 /// four injects one). Every acknowledged event must survive, as without encryption.
-@Suite("Encrypted log under simulated power loss")
+@Suite("Encrypted log under simulated power loss", .tier(.fast))
 struct EncryptedCrashSimulationTests {
     /// 2 shards × 250 seeds (about 5 s on two cores); `CAMPAIGN_RELAY_ENCRYPTED_CRASH_SEEDS_PER_SHARD` runs more.
     static let shards = [0, 1]

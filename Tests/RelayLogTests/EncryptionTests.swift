@@ -2,6 +2,7 @@ import Foundation
 import RelayCore
 import RelayTestSupport
 import Synchronization
+import TestTiers
 import Testing
 
 @testable import RelayLog
@@ -13,7 +14,7 @@ import Testing
 /// Encryption at rest of the log's frames: the key file, sealing and opening through the log and
 /// its readers, key rotation, missing and wrong keys, tampering, and the salt a writer draws again
 /// after a failed commit.
-@Suite("Encryption at rest")
+@Suite("Encryption at rest", .tier(.fast))
 struct EncryptionTests {
     // MARK: Key file
 

@@ -1,6 +1,7 @@
 import Foundation
 import RelayCore
 import RelayTestSupport
+import TestTiers
 import Testing
 
 @testable import RelayLog
@@ -12,7 +13,7 @@ import Testing
 /// are at their sequence numbers, unchanged; finishing the erasure from its plan after the restart
 /// leaves them all erased; no frame is damaged; and no (salt, first sequence) seals two different
 /// frames, across the crash and the rewrites.
-@Suite("Erasure under simulated power loss")
+@Suite("Erasure under simulated power loss", .tier(.fast))
 struct ErasureCrashSimulationTests {
     /// 300 seeds (a few seconds on two cores); `CAMPAIGN_RELAY_ERASURE_CRASH_SEEDS` runs more.
     static let seeds = ProcessInfo.processInfo.environment["CAMPAIGN_RELAY_ERASURE_CRASH_SEEDS"].flatMap { Int($0) } ?? 300

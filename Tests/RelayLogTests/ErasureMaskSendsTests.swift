@@ -1,10 +1,11 @@
 import RelayLog
 import Synchronization
+import TestTiers
 import Testing
 
 /// An erasure waits for the sends of its registrations already on the wire, and learns which were
 /// delivered; a send that begins after the mask is refused.
-@Suite("Erasure mask and sends on the wire", .timeLimit(.minutes(10)))
+@Suite("Erasure mask and sends on the wire", .timeLimit(.minutes(10)), .tier(.fast))
 struct ErasureMaskSendsTests {
     @Test("masking waits for the sends on the wire of what it masks, not for others', and returns those delivered, by sender")
     func waitsForSendsOnTheWire() async throws {

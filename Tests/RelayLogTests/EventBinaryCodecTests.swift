@@ -2,12 +2,13 @@ import CampaignProtocol
 import RelayCore
 import RelayEventJSON
 import RelayTestSupport
+import TestTiers
 import Testing
 
 @testable import RelayLog
 
 /// Every field of every event survives the binary encoding and a frame, bit for bit.
-@Suite("Binary event encoding")
+@Suite("Binary event encoding", .tier(.fast))
 struct EventBinaryCodecTests {
     static let times: [EventTime] = [
         EventTime(nanosecondsSinceEpoch: 0, utcOffsetMinutes: nil, fractionDigits: 0),
@@ -321,7 +322,7 @@ struct EventBinaryCodecTests {
     }
 }
 
-@Suite("Binary codec: the SDK's wire forms")
+@Suite("Binary codec: the SDK's wire forms", .tier(.fast))
 struct WireFormCodecTests {
     @Test("an SDK registration and hex message ids round-trip exactly")
     func wireFormsRoundTrip() throws {

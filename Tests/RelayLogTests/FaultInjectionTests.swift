@@ -1,5 +1,6 @@
 import RelayCore
 import RelayTestSupport
+import TestTiers
 import Testing
 
 @testable import RelayLog
@@ -10,7 +11,7 @@ import Testing
 
 /// Injected fdatasync failures, disk-full writes and the size limit: no acknowledgement, no
 /// corruption, and appends work again afterwards.
-@Suite("Fault injection")
+@Suite("Fault injection", .tier(.fast))
 struct FaultInjectionTests {
     let dataDirectory = "/data"
 

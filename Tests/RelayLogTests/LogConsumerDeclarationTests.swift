@@ -1,11 +1,12 @@
 import RelayCore
 import RelayLog
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// Consumers are declared when the log opens: retention knows each of them before any other
 /// moves, so no consumer loses events to another's progress, whatever order they run in.
-@Suite("Log consumers declared at open")
+@Suite("Log consumers declared at open", .tier(.fast))
 struct LogConsumerDeclarationTests {
     /// Small segments that leave as soon as every cursor has passed them.
     static let configuration = LogConfiguration(segmentBytes: 4096, compressionLevel: 0, retention: .none)

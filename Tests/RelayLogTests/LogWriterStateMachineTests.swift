@@ -1,10 +1,11 @@
+import TestTiers
 import Testing
 
 @testable import RelayLog
 
 /// The writer's decisions, without files or tasks: what the log does with appends, commits,
 /// removals and `close()` is decided here, and these tests drive the machine as the log would.
-@Suite("The log writer's state machine")
+@Suite("The log writer's state machine", .tier(.fast))
 struct LogWriterStateMachineTests {
     @Test("appends arriving while a commit is away wait for the next one, all together; only the first after a commit wakes the flush loop")
     func appendsGroupBehindACommit() {

@@ -1,5 +1,6 @@
 import RelayCore
 import RelayTestSupport
+import TestTiers
 import Testing
 
 @testable import RelayLog
@@ -9,7 +10,7 @@ import Testing
 #endif
 
 /// Damage on a real on-disk log: torn tails, bit flips, damaged cursors, leftover temporary files.
-@Suite("Recovery of a damaged log on disk")
+@Suite("Recovery of a damaged log on disk", .tier(.fast))
 struct RecoveryTests {
     let fileSystem = PosixFileSystem()
 

@@ -2,11 +2,12 @@ import Foundation
 import RelayCore
 import RelayLog
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// The relay id and epochs of a data directory: made once, kept, and moved to a new epoch when
 /// the directory is a copy.
-@Suite("Relay identity")
+@Suite("Relay identity", .tier(.fast), .seedInFailures)
 struct RelayIdentityTests {
     /// Whether `text` is a lower-case version 4 UUID.
     static func isUUIDv4(_ text: String) -> Bool {
@@ -63,7 +64,7 @@ struct RelayIdentityTests {
         // cp -a: the same bytes, another directory (as a backup restored, or a clone).
         removeTree(copy)
         let cp = try SpawnedProcess("/bin/cp", ["-a", original, copy])
-        cp.waitUntilExit()
+        await cp.exited()
         #expect(cp.terminationStatus == 0)
 
         let copied = try await WriteAheadLog.open(dataDirectory: copy, logger: quietLogger)

@@ -1,6 +1,7 @@
 import RelayCore
 import RelayTestSupport
 import Synchronization
+import TestTiers
 import Testing
 
 @testable import RelayLog
@@ -39,7 +40,7 @@ final class Flag: Sendable {
 
 /// Retention: segments every consumer has passed are kept for `--retain` and within
 /// `--retain-bytes`, go oldest first after that, and go to the archive first with one.
-@Suite("Log retention and archives", .timeLimit(.minutes(10)))
+@Suite("Log retention and archives", .timeLimit(.minutes(10)), .tier(.fast))
 struct RetentionTests {
     static func starts(_ fileSystem: SimulatedFileSystem, _ directory: String) throws -> [UInt64] {
         try fileSystem.listDirectory(directory).compactMap(SegmentHeader.firstSequence(fromFileName:)).sorted()

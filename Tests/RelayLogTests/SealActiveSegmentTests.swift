@@ -2,13 +2,14 @@ import Foundation
 import RelayCore
 import RelayTestSupport
 import Synchronization
+import TestTiers
 import Testing
 
 @testable import RelayLog
 
 /// ``WriteAheadLog/sealActiveSegment()``: what an erasure rewrites must be in segments no commit
 /// writes to again, and sealing must not wait for a log under constant load to fall idle.
-@Suite("Sealing the active segment")
+@Suite("Sealing the active segment", .tier(.fast))
 struct SealActiveSegmentTests {
     /// What the appenders and the test share.
     final class Shared: Sendable {

@@ -4,13 +4,14 @@ import NIOConcurrencyHelpers
 import RelayCore
 import RelayEventJSON
 import RelayTestSupport
+import TestTiers
 import Testing
 
 @testable import RelayLog
 
 /// The consumer layer's read side: a frame read by several consumers of one log is decoded once,
 /// a consumer far behind decodes alone, and damage is reported once for all of them.
-@Suite("Shared frame decoder")
+@Suite("Shared frame decoder", .tier(.fast))
 struct SharedFrameDecoderTests {
     /// Three consumers, as `serve` with both Campaign hosts declares them.
     static let consumers: [LogConsumerDeclaration] = [.ownStore("aggregator"), .cursorFile("upload-tracking"), .cursorFile("upload-marketing")]

@@ -1,4 +1,5 @@
 import RelayTestSupport
+import TestTiers
 import Testing
 
 @testable import RelayCore
@@ -6,7 +7,7 @@ import Testing
 
 /// A tenant's share of the log: the bytes of its events its own destinations have not passed,
 /// refused past its limit while other tenants' appends go on.
-@Suite("Tenant shares of the log")
+@Suite("Tenant shares of the log", .tier(.fast))
 struct TenantShareTests {
     static let brandA = try? TenantName(validating: "brand-a")
     static let brandB = try? TenantName(validating: "brand-b")

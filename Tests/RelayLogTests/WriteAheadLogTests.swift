@@ -2,12 +2,13 @@ import Foundation
 import RelayCore
 import RelayTestSupport
 import Synchronization
+import TestTiers
 import Testing
 
 @testable import RelayLog
 
 /// Appending, group commit, segment rolls, cursors and segment deletion.
-@Suite("Write-ahead log")
+@Suite("Write-ahead log", .tier(.fast))
 struct WriteAheadLogTests {
     @Test("appends that arrive during a slow fdatasync share the next commit: 64 appends, 2 syncs")
     func coalescingBehindASlowSync() async throws {

@@ -58,7 +58,12 @@ package struct BoundedRun: Sendable {
     /// Runs `executable` to its end or `seconds` on the calling thread, optionally feeding `input`
     /// on standard input. Both pipes are drained on threads of their own, so a large output never
     /// blocks the child; a child still running at the deadline is killed (SIGKILL).
-    package static func runBlocking(_ executable: String, _ arguments: [String], input: Data? = nil, seconds: Double) throws -> BoundedRun {
+    package static func runBlocking(
+        _ executable: String, _ arguments: [String], input: Data? = nil, seconds: Double, fileID: String = #fileID, filePath: String = #filePath,
+        line: Int = #line, column: Int = #column
+    ) throws -> BoundedRun {
+        CooperativePool.refuseBlocking(
+            "a run of \(executable) \(arguments.prefix(2))", fileID: fileID, filePath: filePath, line: line, column: column)
         let started = Date()
         let process = try SpawnedProcess(executable, arguments, input: input == nil ? .nullDevice : .pipe, output: .pipe, error: .pipe)
         let outputData = RelayBinary.PipeContents()

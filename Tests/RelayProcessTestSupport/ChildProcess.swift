@@ -39,9 +39,20 @@ package final class ChildProcess: Sendable {
         throw Timeout()
     }
 
-    package func stop() {
+    /// Stops the child: SIGTERM, then waits up to 30 s for it to exit without holding a thread;
+    /// a child still running then is killed (SIGKILL) and the test records it.
+    package func stop() async {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        _ = waitForExit(seconds: 30)
+        await exit(within: 30)
+    }
+
+    /// ``stop()`` for a `defer`, which cannot wait: SIGTERM now, and a thread of its own that waits
+    /// up to 30 s for the exit and then kills the child (SIGKILL). Where the next step needs the
+    /// child gone (its data directory read, its port reused), `await stop()` instead.
+    package func stopWithoutWaiting() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        Thread { [self] in _ = self.waitForExit(seconds: 30) }.start()
     }
 
     /// Waits at most `seconds` for the child to exit, sleeping between checks (so the cooperative
@@ -49,15 +60,21 @@ package final class ChildProcess: Sendable {
     /// killed (SIGKILL) and the test records it. Returns whether it exited by itself.
     @discardableResult
     package func exit(within seconds: Double) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(5)) }
-        return waitForExit(seconds: 0)
+        if await process.exited(within: seconds) { return true }
+        kill(process.processIdentifier, SIGKILL)
+        await process.exited()
+        Issue.record("\(process.arguments) did not exit within \(seconds) s and was killed; it printed: \(text.suffix(2000))")
+        return false
     }
 
-    /// Waits at most `seconds` for the child to exit; a child still running then is killed
-    /// (SIGKILL) and the test records it. Returns whether it exited by itself.
+    /// ``exit(within:)`` for a thread of its own: blocks the calling thread, so the test support
+    /// refuses it on the cooperative pool.
     @discardableResult
-    package func waitForExit(seconds: Double) -> Bool {
+    package func waitForExit(seconds: Double, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column)
+        -> Bool
+    {
+        CooperativePool.refuseBlocking(
+            "waitForExit(seconds:) of \(process.arguments)", fileID: fileID, filePath: filePath, line: line, column: column)
         let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning, Date() < deadline { usleep(5_000) }
         guard process.isRunning else { return true }

@@ -47,14 +47,14 @@ package enum FaultyServe {
             }
             if child.process.isRunning {
                 kill(child.process.processIdentifier, SIGKILL)
-                child.process.waitUntilExit()
+                await child.process.exited()
                 try #require(
                     silent && hung == 0,
                     "\(silent ? "serve hung silently at start twice" : "serve printed but did not listen within 240 s"): \(child.text.suffix(2000))")
                 hung += 1
                 continue
             }
-            child.process.waitUntilExit()
+            await child.process.exited()
             try #require(
                 child.process.terminationReason == .exit && child.process.terminationStatus == 1,
                 "serve died while starting (\(child.process.terminationReason == .exit ? "exit" : "signal") \(child.process.terminationStatus)): \(child.text.suffix(2000))"

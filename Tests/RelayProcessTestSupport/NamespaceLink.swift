@@ -88,7 +88,7 @@ package final class NamespaceLink: Sendable {
         do {
             try await link.setUp()
         } catch {
-            link.remove()
+            await link.remove()
             throw error
         }
         return link
@@ -147,7 +147,7 @@ package final class NamespaceLink: Sendable {
         let old = delayer.withLockedValue { $0 }
         if let old, old.process.isRunning {
             kill(old.process.processIdentifier, SIGKILL)
-            old.process.waitUntilExit()
+            await old.process.exited()
         }
         let started = try ChildProcess(Self.ip, ["netns", "exec", near, "python3", script, String(delayQueue), String(milliseconds)])
         delayer.withLockedValue { $0 = started }
@@ -168,17 +168,35 @@ package final class NamespaceLink: Sendable {
     }
 
     /// Stops what runs in the namespaces (only processes started in them, by this test) and deletes
-    /// them, with their links, addresses and rules. Synchronous and quick, for a `defer`.
-    package func remove() {
+    /// them, with their links, addresses and rules; waits without holding a thread.
+    package func remove() async {
         if let delayer = delayer.withLockedValue({ $0 }), delayer.process.isRunning {
             kill(delayer.process.processIdentifier, SIGKILL)
-            delayer.process.waitUntilExit()
+            await delayer.process.exited()
         }
         for namespace in [near, far] {
-            let pids = (try? RelayBinary.run(Self.ip, ["netns", "pids", namespace], seconds: 10).stdout) ?? ""
+            let pids = (try? await RelayBinary.run(Self.ip, ["netns", "pids", namespace], seconds: 10).stdout) ?? ""
             for pid in pids.split(separator: "\n").compactMap({ pid_t($0) }) { kill(pid, SIGKILL) }
-            _ = try? RelayBinary.run(Self.ip, ["netns", "del", namespace], seconds: 10)
+            _ = try? await RelayBinary.run(Self.ip, ["netns", "del", namespace], seconds: 10)
         }
+    }
+
+    /// ``remove()`` for a `defer`, which cannot wait: the same work on a thread of its own. Tests
+    /// `await remove()` at their end, so this does something only when a test stopped early.
+    package func removeWithoutWaiting() {
+        let namespaces = [near, far]
+        let delayer = delayer.withLockedValue { $0 }
+        Thread {
+            if let delayer, delayer.process.isRunning {
+                kill(delayer.process.processIdentifier, SIGKILL)
+                delayer.process.waitUntilExit()
+            }
+            for namespace in namespaces {
+                let pids = (try? BoundedRun.runBlocking(Self.ip, ["netns", "pids", namespace], seconds: 10).stdout) ?? ""
+                for pid in pids.split(separator: "\n").compactMap({ pid_t($0) }) { kill(pid, SIGKILL) }
+                _ = try? BoundedRun.runBlocking(Self.ip, ["netns", "del", namespace], seconds: 10)
+            }
+        }.start()
     }
 
     @discardableResult

@@ -1,4 +1,5 @@
 package import Foundation
+import RelayTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -6,7 +7,10 @@ package import Foundation
 
 /// Reads a pipe until its writer closes it, chunk by chunk, retrying reads a signal interrupted
 /// (Foundation's `FileHandle.availableData` traps on EINTR, which a child's exit can cause).
-package func readPipe(_ descriptor: Int32, chunk: ([UInt8]) -> Void) {
+package func readPipe(
+    _ descriptor: Int32, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column, chunk: ([UInt8]) -> Void
+) {
+    CooperativePool.refuseBlocking("reading a pipe to its end", fileID: fileID, filePath: filePath, line: line, column: column)
     var buffer = [UInt8](repeating: 0, count: 65536)
     while true {
         let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
@@ -22,7 +26,10 @@ package func readPipe(_ descriptor: Int32, chunk: ([UInt8]) -> Void) {
 
 /// One read of what a pipe holds now (blocking until something or the end comes); `nil` at the
 /// end. Retries reads a signal interrupted.
-package func readChunk(_ descriptor: Int32) -> [UInt8]? {
+package func readChunk(_ descriptor: Int32, fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column)
+    -> [UInt8]?
+{
+    CooperativePool.refuseBlocking("reading a pipe", fileID: fileID, filePath: filePath, line: line, column: column)
     var buffer = [UInt8](repeating: 0, count: 65536)
     while true {
         let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }

@@ -31,24 +31,20 @@ package enum RelayBinary {
         package var stderr: String
     }
 
-    /// Runs the executable to completion on a thread of its own, so the waiting never holds one of
-    /// the cooperative pool's threads: on two cores, two tests blocked in a synchronous run would
-    /// starve an in-process emulator the children are talking to.
+    /// Runs the executable to completion on a thread of its own, optionally feeding `input` on
+    /// standard input, so the waiting never holds one of the cooperative pool's threads: on two
+    /// cores, two tests blocked in a synchronous run would starve an in-process emulator the
+    /// children are talking to. (There is no synchronous form, so none can be called from a task.)
+    ///
+    /// Both pipes are drained on threads of their own, so a large output never blocks the child,
+    /// and the wait has a deadline: a child still running after `seconds` is killed and the test
+    /// records it, instead of stalling the whole run.
     package static func run(_ binary: String, _ arguments: [String], input: Data? = nil, seconds: Double = 300) async throws -> Outcome {
         try await withCheckedThrowingContinuation { continuation in
             Thread {
                 continuation.resume(with: Result { try runBlocking(binary, arguments, input: input, seconds: seconds) })
             }.start()
         }
-    }
-
-    /// Runs the executable to completion, optionally feeding `input` on standard input.
-    ///
-    /// Both pipes are drained on threads of their own, so a large output never blocks the child,
-    /// and the wait has a deadline: a child still running after `seconds` is killed and the test
-    /// records it, instead of stalling the whole run.
-    package static func run(_ binary: String, _ arguments: [String], input: Data? = nil, seconds: Double = 300) throws -> Outcome {
-        try runBlocking(binary, arguments, input: input, seconds: seconds)
     }
 
     private static func runBlocking(_ binary: String, _ arguments: [String], input: Data?, seconds: Double) throws -> Outcome {

@@ -1,11 +1,12 @@
 import Foundation
 import RelayProcessTestSupport
 import RelayServer
+import TestTiers
 import Testing
 
 /// The rules every ingest route shares (IngestAnswerMiddleware, BodyLimitMiddleware): applied
 /// the same way on the SDK endpoints, `/v1/events` and relay batches, not by each handler.
-@Suite("Ingest route rules", .timeLimit(.minutes(10)))
+@Suite("Ingest route rules", .timeLimit(.minutes(10)), .tier(.fast))
 struct IngestRouteRulesTests {
     @Test(
         "every refusal as invalid counts once in relay_requests_rejected_total whatever the route (415, 413, 400, 422); a 200 does not; 413 answers in the route's own form"

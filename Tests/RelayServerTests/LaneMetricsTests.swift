@@ -6,10 +6,11 @@ import RelayLog
 import RelayProcessTestSupport
 import RelayServer
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// The forwarding lanes record their metrics themselves, as things happen: nothing samples them.
-@Suite("Lane metrics, recorded where they happen", .serialized, .timeLimit(.minutes(10)))
+@Suite("Lane metrics, recorded where they happen", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct LaneMetricsTests {
     static func value(_ series: String, in metrics: RelayMetrics) -> Double? {
         let scrape = String(decoding: metrics.render(), as: UTF8.self)

@@ -3,10 +3,11 @@ import Foundation
 import RelayCore
 import RelayProcessTestSupport
 import RelayServer
+import TestTiers
 import Testing
 
 /// `/metrics` as Prometheus expects it, checked with promtool (Debian's `prometheus`).
-@Suite("Prometheus metrics", .timeLimit(.minutes(10)))
+@Suite("Prometheus metrics", .timeLimit(.minutes(10)), .tier(.fast))
 struct MetricsTests {
     @Test("promtool check metrics passes on a scrape after traffic; families are sorted and stable; counters, process and route metrics are there")
     func promtoolAccepts() async throws {

@@ -4,10 +4,11 @@ import RelayCore
 import RelayLog
 import RelayProcessTestSupport
 import RelayServer
+import TestTiers
 import Testing
 
 /// The central side of a relay chain over real HTTP: `POST /v1/relay/batches`.
-@Suite("Relay batches, the central side", .serialized)
+@Suite("Relay batches, the central side", .serialized, .tier(.fast))
 struct RelayBatchTests {
     static let token = "relay-token-0123456789"
     static let edge = "598ef5b4-921c-4ba5-b8e1-ef71a5e2a510"

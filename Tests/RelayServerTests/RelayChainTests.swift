@@ -9,10 +9,11 @@ import RelayProcessTestSupport
 import RelayServer
 import RelayTestSupport
 import Synchronization
+import TestTiers
 import Testing
 
 /// Edge → central and edge → regional → central, with real logs and real HTTP.
-@Suite("Relay chains", .serialized, .timeLimit(.minutes(10)))
+@Suite("Relay chains", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct RelayChainTests {
     static let token = "relay-token-0123456789"
 

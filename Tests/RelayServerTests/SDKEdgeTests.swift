@@ -5,11 +5,12 @@ import RelayForwarding
 import RelayProcessTestSupport
 import RelayServer
 import RelayTestSupport
+import TestTiers
 import Testing
 
 /// The SDK edge: what an SDK sends is taken when Campaign would take it, and leaves for Campaign
 /// byte for byte as it arrived.
-@Suite("The SDK edge: taking what the SDKs send, passing it on unchanged", .serialized, .timeLimit(.minutes(10)))
+@Suite("The SDK edge: taking what the SDKs send, passing it on unchanged", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct SDKEdgeTests {
     /// A relay forwarding to an emulator, with a test client.
     struct Relay {

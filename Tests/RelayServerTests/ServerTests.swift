@@ -10,9 +10,10 @@ import RelayProcessTestSupport
 import RelaySQLite
 import RelayServer
 import RelayTestSupport
+import TestTiers
 import Testing
 
-@Suite("The relay server over loopback", .serialized, .timeLimit(.minutes(10)))
+@Suite("The relay server over loopback", .serialized, .timeLimit(.minutes(10)), .tier(.fast), .seedInFailures)
 struct ServerTests {
     @Test("SDK registrations and hits and JSON batches reach the emulator exactly as acknowledged; /v1/deliveries counts them")
     func endToEnd() async throws {

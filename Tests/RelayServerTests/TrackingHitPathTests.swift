@@ -7,10 +7,11 @@ import RelayLog
 import RelayProcessTestSupport
 import RelayServer
 import Synchronization
+import TestTiers
 import Testing
 
 /// `TrackingHitHandler`: SDK hits answered on the event loop, as the router would answer them.
-@Suite("SDK hits answered on the event loop", .serialized, .timeLimit(.minutes(5)))
+@Suite("SDK hits answered on the event loop", .serialized, .timeLimit(.minutes(5)), .tier(.fast))
 struct TrackingHitPathTests {
     static let pipelined = [
         "GET /r/?id=hd828,f0190,1 HTTP/1.1\r\nHost: relay\r\n\r\n",

@@ -139,9 +139,25 @@ public final class SpawnedProcess: Sendable {
     public var terminationStatus: Int32 { collect()?.status ?? 0 }
 
     /// Waits for the child to end, checking every millisecond, with no deadline: for a child just
-    /// sent SIGKILL, or one the caller knows ends by itself.
-    public func waitUntilExit() {
+    /// sent SIGKILL, or one the caller knows ends by itself. Blocks its thread: call it on a thread
+    /// of its own (``CooperativePool/refuseBlocking(_:fileID:filePath:line:column:)`` fails a test that does not);
+    /// from a task, await ``exited()``.
+    public func waitUntilExit(fileID: String = #fileID, filePath: String = #filePath, line: Int = #line, column: Int = #column) {
+        CooperativePool.refuseBlocking("waitUntilExit() of \(executable)", fileID: fileID, filePath: filePath, line: line, column: column)
         while isRunning { usleep(1_000) }
+    }
+
+    /// Waits for the child to end, checking every millisecond without holding a thread, with no
+    /// deadline: for a child just sent SIGKILL, or one the caller knows ends by itself.
+    public func exited() async {
+        while isRunning { try? await Task.sleep(for: .milliseconds(1)) }
+    }
+
+    /// Waits at most `seconds` for the child to end, without holding a thread; returns whether it did.
+    public func exited(within seconds: Double) async -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+        return !isRunning
     }
 
     /// The ending, collecting it with `waitpid(WNOHANG)` if nobody has yet.
