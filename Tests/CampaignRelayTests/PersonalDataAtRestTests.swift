@@ -71,7 +71,7 @@ struct PersonalDataAtRestTests {
             #"{"kind":"register","platform":"ios","integrationKey":"app","registrationToken":"pdcanarytoken\#($0)","userKey":"pdcanaryuser\#($0)","deviceName":"pdcanarydevice\#($0)","additionalParams":{"k":"pdcanaryparam\#($0)"}}"#
         }
         #expect(try await http.post(url + "/v1/events", "[" + json.joined(separator: ",") + "]").status == 200)
-        try await TenantIsolationTests.eventually("Campaign's answers to the 40 registrations, and a segment archived") {
+        try await eventually("Campaign's answers to the 40 registrations, and a segment archived") {
             let accepted = await campaign.emulator.recorder.acceptedRegistrations.count
             let letters = try await http.get(url + "/v1/deadletters").body
             let archived = (try? FileManager.default.contentsOfDirectory(atPath: archive))?.contains { $0.hasSuffix(".wal") } ?? false

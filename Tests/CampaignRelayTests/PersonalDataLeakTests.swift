@@ -58,7 +58,7 @@ struct PersonalDataLeakTests {
             #"[{"kind":"register","platform":"ios","registrationToken":"pdcanarytoken6","userKey":"pdcanaryuser6","osLanguage":7}]"#)
         #expect(badJSON.status == 400)
         printed["bad JSON answer"] = badJSON.body
-        try await TenantIsolationTests.eventually("Campaign's answers to the four registrations") {
+        try await eventually("Campaign's answers to the four registrations") {
             let accepted = await campaign.emulator.recorder.acceptedRegistrations.count
             let letters = try await http.get(url + "/v1/deadletters").body
             return accepted == 3 && letters.contains("hash:")

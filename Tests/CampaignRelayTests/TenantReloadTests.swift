@@ -40,7 +40,7 @@ struct TenantReloadTests {
         while child.text.components(separatedBy: line).count - 1 < count {
             guard Date() < deadline, child.process.isRunning else {
                 Issue.record("no \(count)th '\(line)' after SIGHUP; serve printed: \(child.text.suffix(3000))")
-                throw TenantIsolationTests.WaitedTooLong(what: line)
+                throw WaitedTooLong(what: line)
             }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -73,17 +73,17 @@ struct TenantReloadTests {
         try await Self.reload(child, expecting: 1, of: reloaded)
         #expect(child.text.contains("added=brand-b"), "\(child.text.suffix(1000))")
         #expect(try await http.get(url + "/brand-b/r/?id=h2,d1,1").status == 200)
-        try await TenantIsolationTests.eventually("brand-b's hit at its new host") { await brandB.emulator.recorder.acceptedHits == 1 }
+        try await eventually("brand-b's hit at its new host") { await brandB.emulator.recorder.acceptedHits == 1 }
 
         // Changed: brand-a's hits go to its new host from now on; none lost, none sent twice.
         for id in 2...30 { #expect(try await http.get(url + "/brand-a/r/?id=h\(String(id, radix: 16)),d1,1").status == 200) }
-        try await TenantIsolationTests.eventually("brand-a's first 30 hits at its first host") { await brandA.emulator.recorder.distinctHits == 30 }
+        try await eventually("brand-a's first 30 hits at its first host") { await brandA.emulator.recorder.distinctHits == 30 }
         try Self.config(defaultHost: defaultHost.url, tenants: [("brand-a", brandA2.url), ("brand-b", brandB.url)])
             .write(toFile: path, atomically: true, encoding: .utf8)
         try await Self.reload(child, expecting: 2, of: reloaded)
         #expect(child.text.contains("changed=brand-a"), "\(child.text.suffix(1000))")
         for id in 31...40 { #expect(try await http.get(url + "/brand-a/r/?id=h\(String(id, radix: 16)),d1,1").status == 200) }
-        try await TenantIsolationTests.eventually("brand-a's next 10 hits at its new host") { await brandA2.emulator.recorder.distinctHits == 10 }
+        try await eventually("brand-a's next 10 hits at its new host") { await brandA2.emulator.recorder.distinctHits == 10 }
         #expect(await brandA.emulator.recorder.acceptedHits == 30, "the first host got the first 30 once each")
         #expect(Set(await brandA2.emulator.recorder.hits.keys.map(\.messageId)) == Set((31...40).map { String($0, radix: 16) }))
 

@@ -158,12 +158,17 @@ struct SDKEdgeTests {
             #expect(try await relay.http.post(relay.server.url + "/nms/mobile/1/registerAndroid.jssp", form, headers: formHeaders).status == 200)
             #expect(try await relay.http.post(relay.server.url + "/v1/events", json).status == 200)
         }
-        try await waitUntil("three registrations forwarded") { await relay.forwardedForms().count >= 3 }
-        // A wrongly forwarded duplicate would follow within milliseconds; give it a second.
-        try await Task.sleep(for: .seconds(1))
+        // A later registration of the same token, changed (another user key): the lane keeps a
+        // token's registrations in log order, so once this one arrives the duplicate before it
+        // was decided, skipped or sent.
+        let marker = #"[{"kind":"register","platform":"android","integrationKey":"key","registrationToken":"json-tok","userKey":"marker"}]"#
+        #expect(try await relay.http.post(relay.server.url + "/v1/events", marker).status == 200)
+        try await waitUntil("the later registration of json-tok forwarded") {
+            await relay.forwardedForms().contains { $0.hasPrefix("registrationToken=json-tok&mobileAppUuid=key&userKey=marker&") }
+        }
         let forms = await relay.forwardedForms()
         #expect(forms.filter { $0 == form }.count == 2, "the SDK deduplicates itself: both go upstream")
-        #expect(forms.filter { $0.hasPrefix("registrationToken=json-tok&") }.count == 1, "the JSON duplicate is skipped")
+        #expect(forms.filter { $0.hasPrefix("registrationToken=json-tok&mobileAppUuid=key&userKey=u&") }.count == 1, "the JSON duplicate is skipped")
         await relay.stop()
 
         // With a zero window, the JSON duplicate is forwarded too (an opt-out then opt-in must arrive).

@@ -1,12 +1,17 @@
 import CampaignEmulator
+import CampaignProtocol
 import Foundation
+import RelayCore
+import RelayForwarding
 import RelayProcessTestSupport
+import RelayServer
 import RelayTestSupport
 import TestTiers
 import Testing
 
-/// Tenants as a user runs them: `serve --config` with two `[tenant.NAME]` tables and the default
-/// tenant's hosts, one Campaign emulator each, SDK and backend requests over real HTTP.
+/// Tenants as a user configures them: two `[tenant.NAME]` tenants beside the default one, one
+/// Campaign emulator each, SDK and backend requests over real HTTP to a relay running in the test
+/// process (nothing here needs a process of its own: `stats --tenant` is the real binary, beside it).
 @Suite("Tenants: one relay, each tenant isolated", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct TenantIsolationTests {
     static let globalToken = "global-admin-token-0123456789"
@@ -15,17 +20,19 @@ struct TenantIsolationTests {
 
     /// A relay serving brand-a, brand-b and the default tenant, each forwarding to its own emulator.
     struct Relay {
-        let child: ChildProcess
-        let url: String
+        let server: RunningServer
         let directory: String
+        /// The configuration file of the same relay, for the command line beside it.
         let config: String
         let defaultHost: RunningEmulator
         let brandA: RunningEmulator
         let brandB: RunningEmulator
         let http = TestHTTPClient()
 
+        var url: String { server.url }
+
         func stop() async {
-            await child.stop()
+            await server.stop()
             await http.shutdown()
             for emulator in [defaultHost, brandA, brandB] { await emulator.stop() }
             try? FileManager.default.removeItem(atPath: directory)
@@ -40,23 +47,22 @@ struct TenantIsolationTests {
         }
     }
 
-    static func start(brandBFaults: EmulatorFaults = EmulatorFaults(), brandBShare: Int? = nil) async throws -> Relay {
-        let binary = try RelayBinary.path()
+    /// The relay, as `serve --config` with the file written beside it would run it: brand-b's
+    /// host with `brandBFaults`, brand-b's share of the log `brandBShare` bytes, retries 5 ms
+    /// apart at first, and `configure` for anything else.
+    static func start(
+        brandBFaults: EmulatorFaults = EmulatorFaults(), brandBShare: Int? = nil, _ configure: (inout RelayServerConfiguration) -> Void = { _ in }
+    ) async throws -> Relay {
         let (defaultHost, brandA, brandB) = (
             try await RunningEmulator.start(), try await RunningEmulator.start(), try await RunningEmulator.start(faults: brandBFaults)
         )
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tenants-\(UUID().uuidString)").path
+        let directory = temporaryDirectory("tenants")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let config = "\(directory)/relay.toml"
         try """
         data-dir = "\(directory)/data"
         tracking-host = "\(defaultHost.url)"
         marketing-host = "\(defaultHost.url)"
-        backoff-base = 5
-        backoff-cap = 0.05
-
-        [serve]
-        admin-token = "\(globalToken)"
 
         [tenant.brand-a]
         tracking-host = "\(brandA.url)"
@@ -70,26 +76,28 @@ struct TenantIsolationTests {
         admin-token = "\(tokenB)"
         \(brandBShare.map { "max-wal-bytes = \($0)" } ?? "")
         """.write(toFile: config, atomically: true, encoding: .utf8)
-        let child = try ChildProcess(binary, ["serve", "--config", config, "--bind", "127.0.0.1:0", "--log-level", "notice"])
-        let port = try await child.await(#"address=127\.0\.0\.1:(\d+)"#)
-        return Relay(
-            child: child, url: "http://127.0.0.1:\(port)", directory: directory, config: config, defaultHost: defaultHost, brandA: brandA,
-            brandB: brandB)
-    }
-
-    /// Waits, polling, until `condition` holds; fails the test after 60 s.
-    static func eventually(_ what: String, _ condition: () async throws -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(20))
+        func host(_ emulator: RunningEmulator) throws -> CampaignHost { try CampaignHost(parsing: emulator.url, role: "test") }
+        let tenants = [
+            TenantConfiguration(
+                destinations: TenantDestinations(
+                    tenant: try TenantName(validating: "brand-a"), trackingHost: try host(brandA), marketingHost: try host(brandA)),
+                integrationKeys: ["a-app"], adminToken: tokenA),
+            TenantConfiguration(
+                destinations: TenantDestinations(
+                    tenant: try TenantName(validating: "brand-b"), trackingHost: try host(brandB), marketingHost: try host(brandB)),
+                adminToken: tokenB, maximumLogBytes: brandBShare.map(Int64.init)),
+        ]
+        let defaultCampaign = try host(defaultHost)
+        let server = try await RunningServer.start { configuration in
+            configuration.dataDirectory = "\(directory)/data"
+            configuration.trackingHost = defaultCampaign
+            configuration.marketingHost = defaultCampaign
+            configuration.adminToken = globalToken
+            configuration.tenants = tenants
+            configuration.upload.backoff = Backoff(base: .milliseconds(5), cap: .milliseconds(50))
+            configure(&configuration)
         }
-        Issue.record("waited 60 s for \(what)")
-        throw WaitedTooLong(what: what)
-    }
-
-    struct WaitedTooLong: Error {
-        var what: String
+        return Relay(server: server, directory: directory, config: config, defaultHost: defaultHost, brandA: brandA, brandB: brandB)
     }
 
     static func deliveries(_ answer: TestHTTPClient.Answer) throws -> [[String: Any]] {
@@ -134,13 +142,13 @@ struct TenantIsolationTests {
         #expect(try await relay.http.nextSequence(relay.url) == before)
 
         // Forwarding: each emulator gets its own tenant's requests alone, as they were sent.
-        try await Self.eventually("brand-a's hit and registration at brand-a's host") {
+        try await eventually("brand-a's hit and registration at brand-a's host") {
             let hits = await relay.brandA.emulator.recorder.acceptedHits
             let registrations = await relay.brandA.emulator.recorder.acceptedRegistrations.count
             return hits == 1 && registrations == 1
         }
-        try await Self.eventually("brand-b's two hits at brand-b's host") { await relay.brandB.emulator.recorder.acceptedHits == 2 }
-        try await Self.eventually("the default tenant's hit at its host") { await relay.defaultHost.emulator.recorder.acceptedHits == 1 }
+        try await eventually("brand-b's two hits at brand-b's host") { await relay.brandB.emulator.recorder.acceptedHits == 2 }
+        try await eventually("the default tenant's hit at its host") { await relay.defaultHost.emulator.recorder.acceptedHits == 1 }
         let toA = await relay.brandA.emulator.recorder.lastRequests(10)
         #expect(toA.map(\.uri).sorted() == ["/nms/mobile/1/registerAndroid.jssp", "/r/?id=h5c4,d1,1"], "\(toA.map(\.uri))")
         #expect(toA.first { $0.method == "POST" }?.body == form, "the registration's body, byte for byte")
@@ -149,9 +157,12 @@ struct TenantIsolationTests {
         let toDefault = await relay.defaultHost.emulator.recorder.lastRequests(10)
         #expect(toDefault.map(\.uri) == ["/r/?id=h5c4,d1,2"], "\(toDefault.map(\.uri))")
 
-        // Counting: one delivery id, three deliveries; each tenant's token sees its own.
-        try await Self.eventually("three rows for d1") {
-            try Self.deliveries(try await relay.get("/v1/deliveries", token: Self.globalToken)).count == 3
+        // Counting: one delivery id, three deliveries; each tenant's token sees its own, once the
+        // aggregator has counted every event the log holds.
+        let stored = try await relay.http.nextSequence(relay.url)
+        try await eventually("the aggregator to count the \(stored - 1) events") {
+            let object = try JSONSerialization.jsonObject(with: Data(try await relay.get("/v1/deliveries", token: Self.globalToken).body.utf8))
+            return ((object as? [String: Any])?["aggregatedThrough"] as? Int).map { $0 + 1 >= stored } ?? false
         }
         let all = try Self.deliveries(try await relay.get("/v1/deliveries", token: Self.globalToken))
         let byTenant = Dictionary(uniqueKeysWithValues: all.map { ($0["tenant"] as? String ?? "?", $0) })
@@ -211,15 +222,15 @@ struct TenantIsolationTests {
             #expect(try await relay.get("/brand-a/r/?id=h\(String(id, radix: 16)),d3,1").status == 200)
         }
         #expect(try await relay.get("/r/?id=h1,d3,1").status == 200)
-        try await Self.eventually("brand-a's 20 hits") { await relay.brandA.emulator.recorder.acceptedHits == 20 }
+        try await eventually("brand-a's 20 hits") { await relay.brandA.emulator.recorder.acceptedHits == 20 }
         let scrape = try await relay.get("/metrics", token: Self.globalToken).body
         #expect(
             scrape.contains(#"relay_tenant_log_limit_bytes{tenant="brand-b"} 4096"#),
             "\(scrape.split(separator: "\n").filter { $0.contains("tenant_log") })")
         // Its host back, brand-b's owed bytes drain and it is taken again.
         relay.brandB.emulator.currentFaults = EmulatorFaults()
-        try await Self.eventually("brand-b's \(taken) hits delivered") { await relay.brandB.emulator.recorder.acceptedHits == taken }
-        try await Self.eventually("brand-b taken again") { try await relay.get("/brand-b/r/?id=h1,d4,1").status == 200 }
+        try await eventually("brand-b's \(taken) hits delivered") { await relay.brandB.emulator.recorder.acceptedHits == taken }
+        try await eventually("brand-b taken again") { try await relay.get("/brand-b/r/?id=h1,d4,1").status == 200 }
         await relay.stop()
     }
 
@@ -234,9 +245,9 @@ struct TenantIsolationTests {
             #expect(try await relay.get("/brand-a/r/?id=h\(String(id, radix: 16)),d2,1").status == 200)
         }
         // brand-a's 40 arrive while brand-b's host refuses every one.
-        try await Self.eventually("brand-a's 40 hits") { await relay.brandA.emulator.recorder.acceptedHits == 40 }
+        try await eventually("brand-a's 40 hits") { await relay.brandA.emulator.recorder.acceptedHits == 40 }
         #expect(await relay.brandB.emulator.recorder.acceptedHits == 0)
-        try await Self.eventually("brand-b's breaker open in the metrics") {
+        try await eventually("brand-b's breaker open in the metrics") {
             try await relay.get("/metrics", token: Self.globalToken).body.contains(#"relay_upload_breaker_open{lane="tracking",tenant="brand-b"} 1"#)
         }
         let scrape = try await relay.get("/metrics", token: Self.globalToken).body
@@ -259,7 +270,7 @@ struct TenantIsolationTests {
 
         // Healed: brand-b's host takes everything it was owed.
         relay.brandB.emulator.currentFaults = EmulatorFaults()
-        try await Self.eventually("brand-b's 40 hits once its host answers") { await relay.brandB.emulator.recorder.acceptedHits == 40 }
+        try await eventually("brand-b's 40 hits once its host answers") { await relay.brandB.emulator.recorder.acceptedHits == 40 }
 
         // A registration brand-b's host refuses for good is brand-b's dead letter alone.
         var refusing = EmulatorFaults()
@@ -268,13 +279,118 @@ struct TenantIsolationTests {
         #expect(
             try await relay.post("/brand-b/nms/mobile/1/registerIOS.jssp", "registrationToken=t&mobileAppUuid=unknown", headers: formHeaders).status
                 == 200)
-        try await Self.eventually("brand-b's dead letter") {
+        try await eventually("brand-b's dead letter") {
             try await relay.get("/brand-b/v1/deadletters", token: Self.tokenB).body.contains(#""tenant":"brand-b""#)
         }
         #expect(try await relay.get("/brand-a/v1/deadletters", token: Self.tokenA).body == #"{"deadLetters":[]}"#)
-        try await Self.eventually("relay_dead_letters{tenant=\"brand-b\"} 1") {
+        try await eventually("relay_dead_letters{tenant=\"brand-b\"} 1") {
             try await relay.get("/metrics", token: Self.globalToken).body.contains(#"relay_dead_letters{tenant="brand-b"} 1"#)
         }
+        await relay.stop()
+    }
+
+    /// How brand-b's host fails in ``latencyIsolation(_:)``.
+    enum BrokenHost: String, CustomStringConvertible, CaseIterable {
+        /// 503 to every request.
+        case refusing
+        /// No answer within the relay's request timeout.
+        case hanging
+
+        var description: String { rawValue }
+
+        var faults: EmulatorFaults {
+            var faults = EmulatorFaults()
+            switch self {
+            case .refusing:
+                faults.failureRate = 1
+                faults.failureStatus = 503
+            case .hanging:
+                faults.latencyMilliseconds = 60_000
+            }
+            return faults
+        }
+    }
+
+    /// Sends hits to each tenant in turn (brand-a, brand-b, brand-a, …), one at a time, at least
+    /// `count` each and then until `enough` says so (asked every 10 hits), and returns when each of
+    /// brand-a's was acknowledged, by message id (wall-clock seconds, the clock the emulators
+    /// record receipts on).
+    static func sendAlternating(
+        _ relay: Relay, count: Int, delivery: String, until enough: () async throws -> Bool = { true }
+    ) async throws -> [String: Double] {
+        var acknowledged: [String: Double] = [:]
+        var id = 0
+        while true {
+            if id >= count, id % 10 == 0, try await enough() { break }
+            id += 1
+            let message = String(id, radix: 16)
+            #expect(try await relay.get("/brand-a/r/?id=h\(message),\(delivery),1").status == 200)
+            acknowledged[message] = SystemClock.wallSeconds()
+            #expect(try await relay.get("/brand-b/r/?id=h\(message),\(delivery),1").status == 200)
+        }
+        return acknowledged
+    }
+
+    /// brand-b's failed attempts so far (`relay_upload_retries_total{tenant="brand-b"}`).
+    static func brandBRetries(_ relay: Relay) async throws -> Int {
+        let scrape = try await relay.get("/metrics", token: Self.globalToken).body
+        let line = scrape.split(separator: "\n").first { $0.hasPrefix(#"relay_upload_retries_total{tenant="brand-b"} "#) }
+        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+    }
+
+    /// The 99th percentile of brand-a's delays from acknowledgement to its host's receipt, once
+    /// every hit of `acknowledged` has arrived.
+    static func receiptDelayP99(_ relay: Relay, _ acknowledged: [String: Double], delivery: String) async throws -> Double {
+        var received: [String: Double] = [:]
+        try await eventually("brand-a's \(acknowledged.count) hits of \(delivery) at its host", seconds: 120) {
+            for request in await relay.brandA.emulator.recorder.lastRequests(100_000) {
+                guard let id = request.uri.firstMatch(of: /id=h([0-9a-f]+),([a-z0-9]+),1/), id.output.2 == delivery else { continue }
+                received[String(id.output.1)] = request.time
+            }
+            return acknowledged.keys.allSatisfy { received[$0] != nil }
+        }
+        let delays = acknowledged.map { id, ackedAt in max(0, (received[id] ?? .infinity) - ackedAt) }.sorted()
+        return delays[min(delays.count - 1, delays.count * 99 / 100)]
+    }
+
+    @Test(
+        "brand-a's hits reach its host as soon with brand-b's host refusing or hanging as with both up: p99 from acknowledgement to receipt within 2× + 0.5 s",
+        arguments: BrokenHost.allCases)
+    func latencyIsolation(_ broken: BrokenHost) async throws {
+        // brand-b's lane keeps trying (retries 5 to 50 ms apart, no breaker): the most a failing
+        // host can ask of the relay, each attempt at the hanging host waiting out 3 s.
+        let relay = try await Self.start {
+            $0.upload = UploadConfiguration(
+                requestTimeout: .seconds(3), backoff: Backoff(base: .milliseconds(5), cap: .milliseconds(50)), breakerThreshold: 1_000_000)
+        }
+        let count = 150
+        let bothUp = try await Self.sendAlternating(relay, count: count, delivery: "up")
+        let upP99 = try await Self.receiptDelayP99(relay, bothUp, delivery: "up")
+        try await eventually("brand-b's \(count) hits at its host") { await relay.brandB.emulator.recorder.acceptedHits == count }
+
+        relay.brandB.emulator.currentFaults = broken.faults
+        // The fault holds once brand-b's lane has met it: a 503, or no answer within its timeout.
+        #expect(try await relay.get("/brand-b/r/?id=h1,probe,1").status == 200)
+        try await eventually("brand-b's lane failing against its \(broken) host") {
+            let status = try JSONSerialization.jsonObject(with: Data(try await relay.get("/brand-b/v1/status", token: Self.tokenB).body.utf8))
+            let destinations = (status as? [String: Any])?["destinations"] as? [[String: Any]] ?? []
+            return destinations.contains { $0["name"] as? String == "tracking" && $0["lastError"] is String }
+        }
+        // The load goes on until brand-b's lane has failed twice more: against the hanging
+        // host, two timeouts, so brand-a's hits are sent all through brand-b's waits.
+        let retriesBefore = try await Self.brandBRetries(relay)
+        let bDown = try await Self.sendAlternating(relay, count: count, delivery: "down") {
+            try await Self.brandBRetries(relay) >= retriesBefore + 2
+        }
+        let downP99 = try await Self.receiptDelayP99(relay, bDown, delivery: "down")
+        print(
+            "tenant latency isolation, brand-b's host \(broken): brand-a's p99 from acknowledgement to receipt \(Int(upP99 * 1000)) ms with both up, \(Int(downP99 * 1000)) ms with brand-b's host \(broken)"
+        )
+        #expect(
+            downP99 <= 2 * upP99 + 0.5,
+            "brand-a's p99 rose from \(Int(upP99 * 1000)) ms to \(Int(downP99 * 1000)) ms while brand-b's host was \(broken)")
+        #expect(await relay.brandB.emulator.recorder.acceptedHits == count, "brand-b's host took none of them while \(broken)")
+        print("brand-b's failed attempts during the load: \(try await Self.brandBRetries(relay) - retriesBefore), brand-a's hits \(bDown.count)")
         await relay.stop()
     }
 }

@@ -1,64 +1,58 @@
 import CampaignEmulator
+import CampaignProtocol
 import Foundation
+import RelayCore
+import RelayForwarding
 import RelayProcessTestSupport
+import RelayServer
 import RelayTestSupport
 import TestTiers
 import Testing
 
-/// Tenants through a relay chain, with real processes: an edge `serve --upstream-relay` that
-/// declares its tenants without hosts and hands every event on with its tenant, and a central
-/// `serve --relay-token` that forwards each event to that tenant's Campaign emulator.
+/// Tenants through a relay chain, each relay running in the test process on a port of its own: an
+/// edge with `upstreamRelay` that declares its tenants without hosts and hands every event on with
+/// its tenant, and a central relay with a `relayToken` that forwards each event to that tenant's
+/// Campaign emulator (nothing here needs a process of its own: `wal dump` is the real binary).
 @Suite("Tenants through a relay chain", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct TenantRelayChainTests {
     static let token = "relay-token-0123456789"
     static let form = "registrationToken=tok-a&mobileAppUuid=a-app&userKey=u%20a&deviceName=Ada%27s+phone"
 
-    /// The scratch directory, the binary and the two processes' files.
+    /// The scratch directory of the two relays.
     struct Chain {
-        let binary: String
         let root: String
-        var edgeConfig: String { "\(root)/edge.toml" }
-        var centralConfig: String { "\(root)/central.toml" }
         var centralDirectory: String { "\(root)/central" }
 
-        /// Writes the central relay's file: `tenants` with their emulators, no default hosts.
-        func writeCentral(_ tenants: [(name: String, host: RunningEmulator)]) throws {
-            let tables = tenants.map { tenant in
-                """
-
-                [tenant.\(tenant.name)]
-                tracking-host = "\(tenant.host.url)"
-                marketing-host = "\(tenant.host.url)"
-                """
+        /// Starts the central relay on `port` (0: any), with `tenants` and their emulators and no
+        /// default hosts.
+        func startCentral(_ tenants: [(name: String, host: RunningEmulator)], port: Int = 0) async throws -> RunningServer {
+            let declared = try tenants.map { tenant in
+                let host = try CampaignHost(parsing: tenant.host.url, role: "test")
+                return TenantConfiguration(
+                    destinations: TenantDestinations(tenant: try TenantName(validating: tenant.name), trackingHost: host, marketingHost: host))
             }
-            try
-                ("data-dir = \"\(centralDirectory)\"\nbackoff-cap = 0.5\n\n[serve]\nrelay-token = \"\(TenantRelayChainTests.token)\"\n"
-                + tables.joined(separator: "\n")).write(toFile: centralConfig, atomically: true, encoding: .utf8)
-        }
-
-        /// Starts the central relay on `port` (0: any) and returns it with the port it bound.
-        func startCentral(port: Int = 0) async throws -> (ChildProcess, Int) {
-            let child = try ChildProcess(binary, ["serve", "--config", centralConfig, "--bind", "127.0.0.1:\(port)"])
-            let bound = try await child.await(#"address=127\.0\.0\.1:(\d+)"#)
-            return (child, Int(bound) ?? 0)
+            return try await RunningServer.start { configuration in
+                configuration.port = port
+                configuration.dataDirectory = centralDirectory
+                configuration.relayToken = TenantRelayChainTests.token
+                configuration.tenants = declared
+                configuration.upload.backoff = Backoff(base: .milliseconds(100), cap: .milliseconds(500))
+            }
         }
 
         /// Starts the edge: brand-a and brand-b declared without hosts, everything handed to `central`.
-        func startEdge(central: Int) async throws -> (ChildProcess, String) {
-            try """
-            data-dir = "\(root)/edge"
-            backoff-cap = 0.5
-
-            [serve]
-            upstream-relay = "http://127.0.0.1:\(central)"
-            upstream-token = "\(TenantRelayChainTests.token)"
-
-            [tenant.brand-a]
-
-            [tenant.brand-b]
-            """.write(toFile: edgeConfig, atomically: true, encoding: .utf8)
-            let child = try ChildProcess(binary, ["serve", "--config", edgeConfig, "--bind", "127.0.0.1:0"])
-            return (child, "http://127.0.0.1:\(try await child.await(#"address=127\.0\.0\.1:(\d+)"#))")
+        func startEdge(central: RunningServer) async throws -> RunningServer {
+            let upstream = try CampaignHost(parsing: central.url, role: "upstream relay")
+            let declared = try ["brand-a", "brand-b"].map {
+                TenantConfiguration(destinations: TenantDestinations(tenant: try TenantName(validating: $0), trackingHost: nil, marketingHost: nil))
+            }
+            return try await RunningServer.start { configuration in
+                configuration.dataDirectory = "\(root)/edge"
+                configuration.upstreamRelay = upstream
+                configuration.upstreamToken = TenantRelayChainTests.token
+                configuration.tenants = declared
+                configuration.upload.backoff = Backoff(base: .milliseconds(100), cap: .milliseconds(500))
+            }
         }
     }
 
@@ -109,24 +103,22 @@ struct TenantRelayChainTests {
         "an edge declaring brand-a and brand-b without hosts hands each event on with its tenant; the central relay forwards each to its own tenant's host, the registration byte for byte, none to the other"
     )
     func eachTenantToItsOwnHost() async throws {
-        let chain = Chain(binary: try RelayBinary.path(), root: temporaryDirectory("tenant-chain"))
+        let chain = Chain(root: temporaryDirectory("tenant-chain"))
         defer { removeTree(chain.root) }
         let (brandA, brandB) = (try await RunningEmulator.start(), try await RunningEmulator.start())
-        try chain.writeCentral([("brand-a", brandA), ("brand-b", brandB)])
-        let (central, centralPort) = try await chain.startCentral()
-        defer { central.stopWithoutWaiting() }
-        let (edge, edgeURL) = try await chain.startEdge(central: centralPort)
-        defer { edge.stopWithoutWaiting() }
+        let central = try await chain.startCentral([("brand-a", brandA), ("brand-b", brandB)])
+        let edge = try await chain.startEdge(central: central)
         let http = TestHTTPClient()
 
-        #expect(try await http.get(edgeURL + "/brand-a/r/?id=h5c4,d1,1").status == 200)
-        #expect(try await http.get(edgeURL + "/brand-b/r/?id=h5c5,d1,2").status == 200)
-        #expect(try await http.post(edgeURL + "/brand-a/nms/mobile/1/registerAndroid.jssp", Self.form, headers: formHeaders).status == 200)
+        #expect(try await http.get(edge.url + "/brand-a/r/?id=h5c4,d1,1").status == 200)
+        #expect(try await http.get(edge.url + "/brand-b/r/?id=h5c5,d1,2").status == 200)
+        #expect(try await http.post(edge.url + "/brand-a/nms/mobile/1/registerAndroid.jssp", Self.form, headers: formHeaders).status == 200)
 
-        let centralURL = "http://127.0.0.1:\(centralPort)"
         try await Self.expectDelivered(
-            brandA: brandA, hit: "/r/?id=h5c4,d1,1", brandB: brandB, hit: "/r/?id=h5c5,d1,2", http: http, edge: edgeURL, central: centralURL)
+            brandA: brandA, hit: "/r/?id=h5c4,d1,1", brandB: brandB, hit: "/r/?id=h5c5,d1,2", http: http, edge: edge.url, central: central.url)
         await http.shutdown()
+        await edge.stop()
+        await central.stop()
         for emulator in [brandA, brandB] { await emulator.stop() }
     }
 
@@ -134,25 +126,23 @@ struct TenantRelayChainTests {
         "a central relay that does not declare brand-b answers 422 to the edge's batch holding brand-b's event and stores none of it; the edge keeps the batch and, once the central relay declares brand-b, everything arrives exactly once"
     )
     func undeclaredTenantWaitsAtTheEdge() async throws {
-        let chain = Chain(binary: try RelayBinary.path(), root: temporaryDirectory("tenant-chain-422"))
+        let chain = Chain(root: temporaryDirectory("tenant-chain-422"))
         defer { removeTree(chain.root) }
         let (brandA, brandB) = (try await RunningEmulator.start(), try await RunningEmulator.start())
         // The central relay's log keeps every segment, so that `wal dump` shows all it stored.
         try await DumpedLog.keepEverything(chain.centralDirectory)
-        try chain.writeCentral([("brand-a", brandA)])
-        var (central, centralPort) = try await chain.startCentral()
-        let centralURL = "http://127.0.0.1:\(centralPort)"
-        let (edge, edgeURL) = try await chain.startEdge(central: centralPort)
-        defer { edge.stopWithoutWaiting() }
+        var central = try await chain.startCentral([("brand-a", brandA)])
+        let centralURL = central.url
+        let edge = try await chain.startEdge(central: central)
         let http = TestHTTPClient()
 
         // brand-b's event first: every batch the edge sends starts with it.
-        #expect(try await http.get(edgeURL + "/brand-b/r/?id=h11,d2,2").status == 200)
-        #expect(try await http.get(edgeURL + "/brand-a/r/?id=h10,d2,1").status == 200)
-        #expect(try await http.post(edgeURL + "/brand-a/nms/mobile/1/registerAndroid.jssp", Self.form, headers: formHeaders).status == 200)
+        #expect(try await http.get(edge.url + "/brand-b/r/?id=h11,d2,2").status == 200)
+        #expect(try await http.get(edge.url + "/brand-a/r/?id=h10,d2,1").status == 200)
+        #expect(try await http.post(edge.url + "/brand-a/nms/mobile/1/registerAndroid.jssp", Self.form, headers: formHeaders).status == 200)
         var upstream: [String: Any] = [:]
         try await waitUntil("the edge to hold all three after a 422", seconds: 60) {
-            upstream = try await Self.upstream(http, edgeURL)
+            upstream = try await Self.upstream(http, edge.url)
             return upstream["backlog"] as? Int == 3 && (upstream["lastFailure"] as? String)?.contains("HTTP 422") == true
         }
         #expect(
@@ -164,16 +154,16 @@ struct TenantRelayChainTests {
 
         // The central relay again, on the same address, declaring brand-b.
         await central.stop()
-        try chain.writeCentral([("brand-a", brandA), ("brand-b", brandB)])
-        (central, _) = try await chain.startCentral(port: centralPort)
+        central = try await chain.startCentral([("brand-a", brandA), ("brand-b", brandB)], port: central.port)
         try await Self.expectDelivered(
-            brandA: brandA, hit: "/r/?id=h10,d2,1", brandB: brandB, hit: "/r/?id=h11,d2,2", http: http, edge: edgeURL, central: centralURL)
+            brandA: brandA, hit: "/r/?id=h10,d2,1", brandB: brandB, hit: "/r/?id=h11,d2,2", http: http, edge: edge.url, central: centralURL)
+        await edge.stop()
         await central.stop()
         await http.shutdown()
         for emulator in [brandA, brandB] { await emulator.stop() }
 
         // Exactly once in the central relay's log, each with its tenant.
-        let log = try await DumpedLog.read(chain.binary, chain.centralDirectory)
+        let log = try await DumpedLog.read(try RelayBinary.path(), chain.centralDirectory)
         #expect(
             log.events.map { "\($0.sequence) \($0.line["kind"] ?? "") \($0.line["tenant"] ?? "default")" } == [
                 "1 track brand-b", "2 track brand-a", "3 register brand-a",
