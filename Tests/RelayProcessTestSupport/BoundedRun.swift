@@ -50,8 +50,10 @@ package struct BoundedRun: Sendable {
     /// Runs `executable` with `arguments` to its end or `seconds`, on a thread of its own (the
     /// cooperative pool stays free for in-process servers the child talks to).
     package static func run(_ executable: String, _ arguments: [String], seconds: Double) async throws -> BoundedRun {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try runBlocking(executable, arguments, seconds: seconds) }) }.start()
+        // Cut short when the test's time limit runs out first: the ending says so (timed out).
+        let granted = TestBudget.seconds(seconds)
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try runBlocking(executable, arguments, seconds: granted) }) }.start()
         }
     }
 

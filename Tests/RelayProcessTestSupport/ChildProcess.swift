@@ -29,13 +29,17 @@ package final class ChildProcess: Sendable {
     /// The first capture of `pattern` in the output, waiting up to `seconds` for it.
     package func await(_ pattern: String, seconds: Double = 30) async throws -> String {
         let regex = try Regex(pattern)
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
+        let granted = TestBudget.seconds(seconds)
+        let deadline = Date().addingTimeInterval(granted)
+        repeat {
             if let match = text.firstMatch(of: regex), let capture = match.output[1].substring { return String(capture) }
             if !process.isRunning { break }
             try await Task.sleep(for: .milliseconds(20))
-        }
-        Issue.record("waited for /\(pattern)/ in the output of \(process.arguments); it printed: \(text)")
+        } while Date() < deadline
+        let ended = process.isRunning ? "" : " (it has ended)"
+        Issue.record(
+            "waited \(granted) s for /\(pattern)/ in the output of \(process.arguments)\(ended)\(TestBudget.note(requested: seconds, granted: granted)); it printed: \(text)"
+        )
         throw Timeout()
     }
 
@@ -60,10 +64,13 @@ package final class ChildProcess: Sendable {
     /// killed (SIGKILL) and the test records it. Returns whether it exited by itself.
     @discardableResult
     package func exit(within seconds: Double) async -> Bool {
-        if await process.exited(within: seconds) { return true }
+        let granted = TestBudget.seconds(seconds)
+        if await process.exited(within: granted) { return true }
         kill(process.processIdentifier, SIGKILL)
         await process.exited()
-        Issue.record("\(process.arguments) did not exit within \(seconds) s and was killed; it printed: \(text.suffix(2000))")
+        Issue.record(
+            "\(process.arguments) did not exit within \(granted) s\(TestBudget.note(requested: seconds, granted: granted)) and was killed; it printed: \(text.suffix(2000))"
+        )
         return false
     }
 

@@ -1,5 +1,6 @@
 package import Foundation
 package import NIOConcurrencyHelpers
+import RelayTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -40,20 +41,19 @@ package enum RelayBinary {
     /// and the wait has a deadline: a child still running after `seconds` is killed and the test
     /// records it, instead of stalling the whole run.
     package static func run(_ binary: String, _ arguments: [String], input: Data? = nil, seconds: Double = 300) async throws -> Outcome {
-        try await withCheckedThrowingContinuation { continuation in
+        let granted = TestBudget.seconds(seconds)
+        let run = try await withCheckedThrowingContinuation { continuation in
             Thread {
-                continuation.resume(with: Result { try runBlocking(binary, arguments, input: input, seconds: seconds) })
+                continuation.resume(with: Result { try BoundedRun.runBlocking(binary, arguments, input: input, seconds: granted) })
             }.start()
         }
-    }
-
-    private static func runBlocking(_ binary: String, _ arguments: [String], input: Data?, seconds: Double) throws -> Outcome {
-        let run = try BoundedRun.runBlocking(binary, arguments, input: input, seconds: seconds)
         let status: Int32
         switch run.ending {
         case .exited(let code), .signalled(let code): status = code
         case .timedOut:
-            Issue.record("\(binary) \(arguments) did not finish within \(seconds) s and was killed")
+            // Recorded here, in the test's task, so that the issue is the test's own.
+            Issue.record(
+                "\(binary) \(arguments) did not finish within \(granted) s\(TestBudget.note(requested: seconds, granted: granted)) and was killed")
             status = SIGKILL
         }
         return Outcome(status: status, stdout: run.stdout, stderr: run.stderr)

@@ -1,26 +1,29 @@
 import Foundation
+import RelayTestSupport
 import Testing
 
-/// Waits until `condition` holds, checking every 20 ms, for at most `seconds`; records what was
-/// awaited when the time runs out.
+/// Waits until `condition` holds, checking every 20 ms, for at most `seconds` (less when the
+/// test's time limit runs out first: ``TestBudget``); records what was awaited when the time runs out.
 package func waitUntil(_ what: String, seconds: Double = 30, _ condition: () async throws -> Bool) async throws {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
+    let granted = TestBudget.seconds(seconds)
+    let deadline = Date().addingTimeInterval(granted)
+    repeat {
         if try await condition() { return }
         try await Task.sleep(for: .milliseconds(20))
-    }
-    Issue.record("gave up after \(seconds) s waiting for: \(what)")
+    } while Date() < deadline
+    Issue.record("gave up after \(granted) s waiting for: \(what)\(TestBudget.note(requested: seconds, granted: granted))")
 }
 
 /// ``waitUntil(_:seconds:_:)`` that throws ``WaitedTooLong`` when the time runs out, so the test
 /// stops at what it was waiting for instead of failing every step after it (60 s by default).
 package func eventually(_ what: String, seconds: Double = 60, _ condition: () async throws -> Bool) async throws {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
+    let granted = TestBudget.seconds(seconds)
+    let deadline = Date().addingTimeInterval(granted)
+    repeat {
         if try await condition() { return }
         try await Task.sleep(for: .milliseconds(20))
-    }
-    Issue.record("waited \(seconds) s for \(what)")
+    } while Date() < deadline
+    Issue.record("waited \(granted) s for \(what)\(TestBudget.note(requested: seconds, granted: granted))")
     throw WaitedTooLong(what: what)
 }
 
