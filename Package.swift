@@ -40,7 +40,11 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1"),
+        // Hummingbird's traits named, not its defaults: with two traits SwiftPM passes their defines in
+        // an order that changes from one plan to the next, and every new plan (CAMPAIGN_RELAY_BENCHMARKS
+        // switched on or off) then recompiled Hummingbird and all that imports it. The relay does not
+        // use its swift-configuration support (ConfigurationSupport).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1", traits: ["FullFoundation"]),
         .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types", exact: "1.8.0"),
