@@ -362,7 +362,7 @@ let package = Package(
             dependencies: [
                 "TestTiers",
                 "RelayServer", "RelayLog", "RelayCore", "CampaignProtocol", "RelayIO", "RelaySQLite", "RelayChain", "RelayForwarding",
-                "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport",
+                "RelayAggregator", "RelayPostgres", "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -43,6 +43,10 @@ final class MemoryFileSystem: FileSystem {
         return MemoryFileHandle(fileSystem: self, path: path)
     }
 
+    /// ``open(_:create:)`` creating the file: memory has no permissions, and a caller appending
+    /// writes at the file's size.
+    func openForAppending(_ path: String, mode: UInt32) throws(FileSystemError) -> any FileHandle { try open(path, create: true) }
+
     func rename(_ source: String, to destination: String) throws(FileSystemError) {
         let moved = state.withLockedValue { state -> Bool in
             guard let bytes = state.files.removeValue(forKey: source) else { return false }

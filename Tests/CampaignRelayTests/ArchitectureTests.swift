@@ -68,8 +68,6 @@ struct ArchitectureTests {
         "Sources/CampaignRelay/Support/TenantTable.swift": "checks each tenant's ca-file as ConfigurationFile reads the file, on its threads",
         "Sources/RelayLog/Encryption/LogKeyFile.swift":
             "reads --encryption-key-file and its mode on the key-file executor (EncryptionOptions.keyRing())",
-        "Sources/RelayServer/Privacy/ErasureAuditLog.swift":
-            "reads and appends erasures.jsonl on the erasure's executor (PersonalDataErasure) and the erasure-audit one",
         "Sources/RelayForwarding/DeadLetters/Pseudonymizer.swift":
             "reads or makes pseudonym.key on the forwarding store's executor (ForwardingStore.pseudonymizer())",
     ]
@@ -84,6 +82,8 @@ struct ArchitectureTests {
         "Sources/RelayLog/Rewrite/SegmentRewriteLock.swift": "usleep between tries for the lock, on the log's or wal rekey's thread",
         "Sources/RelayForwarding/Uploader/TransportErrorText.swift": "strerror",
         "Sources/RelayLog/Erasure/ErasurePlan.swift": "JSONEncoder and JSONDecoder of the plan (its file goes through the FileSystem layer)",
+        "Sources/RelayServer/Privacy/ErasureAuditLog.swift":
+            "JSONEncoder and JSONDecoder of the records (erasures.jsonl goes through the FileSystem layer, on the erasure's executor and the erasure-audit one)",
         "Sources/CampaignRelay/Commands/EraseCommand.swift": "JSON of the request handed to a running server and of its answer",
         "Sources/RelayServer/APIJSON.swift": "JSONEncoder",
         "Sources/RelayServer/ListenAddressCheck.swift": "a socket bind probe",

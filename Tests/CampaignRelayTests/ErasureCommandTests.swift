@@ -10,23 +10,26 @@ import Testing
 /// erased, and a `kill -9` at any moment leaves the old state or the new one, finished by the next run.
 @Suite("Erasing a person", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct ErasureCommandTests {
-    /// Three people; Ada twice (two devices), with her canaries in every personal field.
+    /// Three people; Ada twice (two devices, each registration with a time of its own), with her
+    /// canaries in every personal field.
     static let events = [
-        #"{"kind":"register","platform":"android","integrationKey":"app","registrationToken":"pdcanaryadatoken1","userKey":"pdcanaryadauser","deviceName":"pdcanaryadadevice","additionalParams":{"k":"pdcanaryadaparam"}}"#,
+        #"{"kind":"register","platform":"android","integrationKey":"app","registrationToken":"pdcanaryadatoken1","userKey":"pdcanaryadauser","deviceName":"pdcanaryadadevice","additionalParams":{"k":"pdcanaryadaparam"},"time":"2026-03-02T08:11:40.512Z"}"#,
         #"{"kind":"track","action":"impression","messageId":"55336","deliveryId":"d1"}"#,
         #"{"kind":"register","platform":"android","integrationKey":"app","registrationToken":"pdcanarybobtoken","userKey":"pdcanarybobuser"}"#,
         #"{"kind":"track","action":"open","messageId":"55337","deliveryId":"d1"}"#,
-        #"{"kind":"register","platform":"ios","integrationKey":"app","registrationToken":"pdcanaryadatoken2","userKey":"pdcanaryadauser","deviceName":"pdcanaryadaphone"}"#,
+        #"{"kind":"register","platform":"ios","integrationKey":"app","registrationToken":"pdcanaryadatoken2","userKey":"pdcanaryadauser","deviceName":"pdcanaryadaphone","time":"2026-03-13T19:03:22.007Z"}"#,
         #"{"kind":"register","platform":"ios","integrationKey":"app","registrationToken":"pdcanarycaratoken","userKey":"pdcanarycarauser"}"#,
     ]
 
     /// A data directory holding ``events`` in uncompressed frames (a byte of a registration left
-    /// anywhere shows), counted.
-    static func prepared(_ label: String) async throws -> String {
+    /// anywhere shows), counted. `ingestOptions` are added to `ingest`'s (`--segment-bytes`), and
+    /// `between` events are stored after the first four.
+    static func prepared(_ label: String, ingestOptions: [String] = [], between: [String] = []) async throws -> String {
         let binary = try RelayBinary.path()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("erase-\(label)-\(UUID().uuidString)").path
-        let input = Data((events.joined(separator: "\n") + "\n").utf8)
-        let ingested = try await RelayBinary.run(binary, ["ingest", "--data-dir", directory, "--compression-level", "0", "-"], input: input)
+        let input = Data(((events[..<4] + between + events[4...]).joined(separator: "\n") + "\n").utf8)
+        let ingested = try await RelayBinary.run(
+            binary, ["ingest", "--data-dir", directory, "--compression-level", "0"] + ingestOptions + ["-"], input: input)
         #expect(ingested.status == 0, "\(ingested.stderr)")
         let counted = try await RelayBinary.run(binary, ["aggregate", "--data-dir", directory])
         #expect(counted.status == 0, "\(counted.stderr)")
@@ -35,9 +38,14 @@ struct ErasureCommandTests {
 
     /// `wal dump`'s lines without their times.
     static func dump(_ directory: String) async throws -> [String] {
+        try await rawDump(directory).map { $0.replacing(/,"time":"[^"]*"/, with: "") }
+    }
+
+    /// `wal dump`'s lines as it prints them.
+    static func rawDump(_ directory: String) async throws -> [String] {
         let dumped = try await RelayBinary.run(try RelayBinary.path(), ["wal", "dump", "--data-dir", directory])
         #expect(dumped.status == 0, "\(dumped.stderr)")
-        return dumped.stdout.split(separator: "\n").map { String($0).replacing(/,"time":"[^"]*"/, with: "") }
+        return dumped.stdout.split(separator: "\n").map(String.init)
     }
 
     /// The registrations per app as `stats --json --no-catch-up` shows them: platform → (registrations, distinct tokens).
@@ -86,6 +94,8 @@ struct ErasureCommandTests {
         let directory = try await Self.prepared("offline")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         #expect(try await Self.dump(directory) == Self.untouched)
+        let times = try await Self.rawDump(directory).map { $0.firstMatch(of: /"time":"([^"]*)"/).map { String($0.1) } }
+        #expect(times[0] == "2026-03-02T08:11:40.512Z" && times[4] == "2026-03-13T19:03:22.007Z", "her registrations' own times: \(times)")
         #expect(try await Self.registrations(directory) == ["android": [2, 2], "ios": [2, 2]])
 
         let dry = try await RelayBinary.run(binary, ["erase", "--data-dir", directory, "--user-key", "pdcanaryadauser", "--dry-run", "--json"])
@@ -104,6 +114,10 @@ struct ErasureCommandTests {
         #expect(!erased.stdout.contains("pdcanary") && !erased.stderr.contains("pdcanary"), "the answer and the log lines hold no personal data")
 
         #expect(try await Self.dump(directory) == Self.erased)
+        // An erased entry keeps the registration's time, to the millisecond as it was given.
+        let raw = try await Self.rawDump(directory)
+        #expect(raw.first == #"{"seq":1,"kind":"erased","time":"2026-03-02T08:11:40.512Z"}"#, "\(raw)")
+        #expect(raw.count == 6 && raw[4] == #"{"seq":5,"kind":"erased","time":"2026-03-13T19:03:22.007Z"}"#, "\(raw)")
         #expect(try await Self.registrations(directory) == ["android": [1, 1], "ios": [1, 1]])
         #expect(Self.adaCanaries(directory).isEmpty, "\(Self.adaCanaries(directory))")
         // Bob's bytes are where they were: the scan would have seen Ada's.
@@ -126,61 +140,6 @@ struct ErasureCommandTests {
         let again = try await RelayBinary.run(binary, ["erase", "--data-dir", directory, "--user-key", "pdcanaryadauser", "--json"])
         #expect(again.status == 0 && again.stdout.contains(#""registrations":0"#), "\(again.stdout) \(again.stderr)")
         #expect(try await Self.records(directory).map { $0["registrations"] as? Int } == [2, 0])
-    }
-
-}
-
-/// `erase` killed with SIGKILL at random moments, with the helpers of ``ErasureCommandTests``.
-@Suite("Erasing a person under kill -9", .serialized, .timeLimit(.minutes(10)), .tier(.thorough), .seedInFailures)
-struct ErasureKillTests {
-    @Test("kill -9 of erase at random moments: the old state or the new one, never between; the next run finishes it")
-    func killNineLoop() async throws {
-        let binary = try RelayBinary.path()
-        let template = try await ErasureCommandTests.prepared("kill-template")
-        defer { try? FileManager.default.removeItem(atPath: template) }
-        // How long one erasure takes here, start to exit: the kills land anywhere within it.
-        let timed = template + "-timed"
-        try FileManager.default.copyItem(atPath: template, toPath: timed)
-        let started = ContinuousClock.now
-        let whole = try await RelayBinary.run(binary, ["erase", "--data-dir", timed, "--registration-token", "pdcanaryadatoken1"])
-        let span = max(10, Int((ContinuousClock.now - started) / .milliseconds(1)))
-        try? FileManager.default.removeItem(atPath: timed)
-        #expect(whole.status == 0, "\(whole.stderr)")
-        var generator = SeededGenerator(seed: TestSeed.make(for: "erase kill -9"))
-        var outcomes: [String: Int] = [:]
-        for round in 0..<12 {
-            let directory = template + "-\(round)"
-            defer { try? FileManager.default.removeItem(atPath: directory) }
-            try FileManager.default.copyItem(atPath: template, toPath: directory)
-            let eraser = try ChildProcess(binary, ["erase", "--data-dir", directory, "--registration-token", "pdcanaryadatoken1"])
-            try await Task.sleep(for: .milliseconds(Int.random(in: span / 3...span, using: &generator)))
-            kill(eraser.process.processIdentifier, SIGKILL)
-            _ = await eraser.exit(within: 30)
-            // Any erase finishes an erasure cut short before its own (a dry run of no one here).
-            let finishing = try await RelayBinary.run(
-                binary, ["erase", "--data-dir", directory, "--registration-token", "nobody", "--dry-run"], seconds: 120)
-            #expect(finishing.status == 0, "\(finishing.stderr)")
-            let dump = try await ErasureCommandTests.dump(directory)
-            // The audit log's lines (docs/privacy.md), read as a script would.
-            let audit = (try? String(contentsOfFile: directory + "/erasures.jsonl", encoding: .utf8)) ?? ""
-            let records = try audit.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
-            let counts = try await ErasureCommandTests.registrations(directory)
-            if records.isEmpty {
-                outcomes["old", default: 0] += 1
-                #expect(dump == ErasureCommandTests.untouched, "round \(round): no record, so nothing erased")
-                #expect(counts == ["android": [2, 2], "ios": [2, 2]], "round \(round)")
-            } else {
-                outcomes["new", default: 0] += 1
-                #expect(records.count == 1 && records.first?["registrations"] as? Int == 1, "round \(round): \(records)")
-                var expected = ErasureCommandTests.untouched
-                expected[0] = #"{"seq":1,"kind":"erased"}"#
-                #expect(dump == expected, "round \(round)")
-                #expect(counts == ["android": [1, 1], "ios": [2, 2]], "round \(round)")
-                #expect(!PersonalDataAtRestTests.canaries(under: directory).values.contains { $0.contains("pdcanaryadatoken1") }, "round \(round)")
-            }
-            #expect(!(try FileManager.default.contentsOfDirectory(atPath: directory + "/wal")).contains { $0.hasSuffix(".plan") }, "round \(round)")
-        }
-        print("erase kill loop: \(outcomes)")
     }
 }
 

@@ -29,69 +29,7 @@ struct EncryptedCrashSimulationTests {
     static let keys = encryptionTestRing(("k1", 1))
 
     /// What the frames of all seeds of a shard showed.
-    struct Tally: CustomStringConvertible {
-        var seeds = 0
-        var crashesDuringWork = 0
-        var framesWritten = 0
-        var framesInTheClear = 0
-        /// (salt, first sequence) pairs used for two different frames: nonce reuse.
-        var reusedNonces: [String] = []
-        /// Same (salt, first sequence) written again with the same bytes (a write retried as it was).
-        var identicalRewrites = 0
-        /// First sequence numbers sealed under two salts or more (within one seed).
-        var sequencesUnderSeveralSalts = 0
-        /// Of those, sealed by two writer sessions (before and after a crash, or after a reopen).
-        var sequencesRewrittenAcrossSessions = 0
-        /// Of those, sealed twice by one session (a commit that failed, then the next).
-        var sequencesRewrittenWithinASession = 0
-        var salts = Set<[UInt8]>()
-        /// What each (salt, first sequence) sealed, over every seed of the shard: salts are random,
-        /// so one from another seed must not collide either.
-        var sealed: [NonceKey: [UInt8]] = [:]
-
-        /// Counts the frames one seed wrote.
-        mutating func add(_ frames: [WrittenFrame], seed: UInt64, crashedDuringWork: Bool) {
-            seeds += 1
-            if crashedDuringWork { crashesDuringWork += 1 }
-            var saltsBySequence: [UInt64: Set<[UInt8]>] = [:]
-            var sessionsBySequence: [UInt64: [[UInt8]: Set<Int>]] = [:]
-            for frame in frames {
-                framesWritten += 1
-                guard let salt = frame.salt, let ciphertext = frame.ciphertext, let tag = frame.tag, frame.keyID != nil else {
-                    framesInTheClear += 1
-                    continue
-                }
-                salts.insert(salt)
-                let first = frame.header.firstSequence
-                let key = NonceKey(salt: salt, firstSequence: first)
-                // What the key and nonce protect: the header's authenticated bytes, the ciphertext and the tag.
-                let sealedBytes = frame.authenticated + ciphertext + tag
-                if let earlier = sealed[key] {
-                    if earlier == sealedBytes {
-                        identicalRewrites += 1
-                    } else {
-                        reusedNonces.append("seed \(seed): first sequence \(first) sealed twice under salt \(hex(salt))")
-                    }
-                } else {
-                    sealed[key] = sealedBytes
-                }
-                saltsBySequence[first, default: []].insert(salt)
-                sessionsBySequence[first, default: [:]][salt, default: []].insert(frame.session)
-            }
-            for (first, several) in saltsBySequence where several.count > 1 {
-                sequencesUnderSeveralSalts += 1
-                let sessions = sessionsBySequence[first, default: [:]].values.reduce(into: Set<Int>()) { $0.formUnion($1) }
-                if sessions.count > 1 { sequencesRewrittenAcrossSessions += 1 } else { sequencesRewrittenWithinASession += 1 }
-            }
-        }
-
-        var description: String {
-            "\(seeds) seeds (\(crashesDuringWork) crashed during the work), \(framesWritten) frames written, \(salts.count) salts; "
-                + "first sequences sealed under several salts \(sequencesUnderSeveralSalts) (across sessions \(sequencesRewrittenAcrossSessions), "
-                + "within one \(sequencesRewrittenWithinASession)); identical rewrites \(identicalRewrites); nonces reused \(reusedNonces.count); "
-                + "frames in the clear \(framesInTheClear)"
-        }
-    }
+    typealias Tally = SealedFrameTally
 
     @Test(
         "no (salt, first sequence) seals two different frames across power losses; frames a crash lost are sealed again under another salt",
@@ -132,11 +70,6 @@ struct EncryptedCrashSimulationTests {
             #expect(tally.sequencesUnderSeveralSalts == (renewing ? 1 : 0))
             #expect(tally.sequencesRewrittenWithinASession == (renewing ? 1 : 0))
         }
-    }
-
-    struct NonceKey: Hashable {
-        var salt: [UInt8]
-        var firstSequence: UInt64
     }
 
     /// Runs the workload of ``CrashSimulationTests`` on an encrypted log until its simulated crash,
@@ -274,5 +207,3 @@ struct EncryptedCrashSimulationTests {
         return (recorder.frames, duringWork)
     }
 }
-
-private func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }

@@ -74,6 +74,10 @@ public final class FailingFileSystem: FileSystem {
         if create, !base.exists(path) { try mutating("create", path) }
         return FailingFileHandle(base: try base.open(path, create: create), fileSystem: self)
     }
+    public func openForAppending(_ path: String, mode: UInt32) throws(FileSystemError) -> any FileHandle {
+        if !base.exists(path) { try mutating("create", path) }
+        return FailingFileHandle(base: try base.openForAppending(path, mode: mode), fileSystem: self)
+    }
     public func rename(_ source: String, to destination: String) throws(FileSystemError) {
         try mutating("rename", "\(source) -> \(destination)")
         try base.rename(source, to: destination)

@@ -306,6 +306,12 @@ public final class SimulatedFileSystem: FileSystem {
         }
     }
 
+    /// ``open(_:create:)`` creating the file: the simulated disk has no permissions, and a caller
+    /// appending writes at the file's size.
+    public func openForAppending(_ path: String, mode: UInt32) throws(FileSystemError) -> any FileHandle {
+        try open(path, create: true)
+    }
+
     public func rename(_ source: String, to destination: String) throws(FileSystemError) {
         try state.withLockedValueTyped { (state: inout State) throws(FileSystemError) in
             try Self.checkAlive(&state, "rename", source)

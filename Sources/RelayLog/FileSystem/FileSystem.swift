@@ -12,6 +12,10 @@ public protocol FileSystem: Sendable {
     func exists(_ path: String) -> Bool
     /// Opens a file for reading and writing, creating it (empty) when `create` is true and it is missing.
     func open(_ path: String, create: Bool) throws(FileSystemError) -> any FileHandle
+    /// Opens a file for appending, creating it with the permission bits `mode` (less the umask)
+    /// when it is missing: every write goes to the end of the file, whatever offset it names
+    /// (`O_APPEND`), so a caller writes at the file's ``FileHandle/size()``.
+    func openForAppending(_ path: String, mode: UInt32) throws(FileSystemError) -> any FileHandle
     /// Renames `source` to `destination`, replacing it atomically.
     func rename(_ source: String, to destination: String) throws(FileSystemError)
     /// Removes a file.

@@ -45,6 +45,13 @@ public struct PosixFileSystem: FileSystem {
         return PosixFileHandle(descriptor: descriptor, path: path)
     }
 
+    public func openForAppending(_ path: String, mode: UInt32) throws(FileSystemError) -> any FileHandle {
+        // Linux's pwrite on an O_APPEND descriptor appends, whatever the offset.
+        let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, mode_t(mode))
+        guard descriptor >= 0 else { throw Self.failure("open", path) }
+        return PosixFileHandle(descriptor: descriptor, path: path)
+    }
+
     public func rename(_ source: String, to destination: String) throws(FileSystemError) {
         guard Glibc.rename(source, destination) == 0 else { throw Self.failure("rename", "\(source) -> \(destination)") }
     }

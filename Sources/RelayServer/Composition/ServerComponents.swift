@@ -45,15 +45,16 @@ struct ServerComponents {
             dataDirectory: configuration.dataDirectory, configuration: configuration.logWithWrittenEventsKept, consumers: configuration.logConsumers,
             fileSystem: fileSystem, logger: logger)
         do {
-            return try await assemble(around: log, configuration: configuration, logger: logger)
+            return try await assemble(around: log, configuration: configuration, fileSystem: fileSystem, logger: logger)
         } catch {
             await log.close()
             throw error
         }
     }
 
-    private static func assemble(around log: WriteAheadLog, configuration: RelayServerConfiguration, logger: Logger) async throws -> ServerComponents
-    {
+    private static func assemble(
+        around log: WriteAheadLog, configuration: RelayServerConfiguration, fileSystem: any FileSystem, logger: Logger
+    ) async throws -> ServerComponents {
         let metrics = RelayMetrics(version: RelayVersion.current)
         let history = StatusHistory()
         await log.observeCommits { commit in
@@ -105,7 +106,7 @@ struct ServerComponents {
             _ = try await PersonalDataErasure(
                 log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: archives, store: store, aggregator: aggregator,
                 fleet: fleet.map { PersonalDataErasure.directFleetStep(location: $0.location, relayID: log.identity.relayID, logger: logger) },
-                logger: logger
+                fileSystem: fileSystem, logger: logger
             ).finishPending()
         } catch {
             logger.error(
@@ -114,7 +115,7 @@ struct ServerComponents {
         }
         let erasure = PersonalDataErasure(
             log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: archives, store: store, aggregator: aggregator,
-            fleet: fleet.map { Self.fleetErasure(status: $0.status) }, logger: logger)
+            fleet: fleet.map { Self.fleetErasure(status: $0.status) }, fileSystem: fileSystem, logger: logger)
         return ServerComponents(
             configuration: configuration, log: log, metrics: metrics, history: history, store: store, idempotency: idempotency,
             aggregator: aggregator, uploader: uploader, fleet: fleet,

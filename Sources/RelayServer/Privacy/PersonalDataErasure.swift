@@ -39,6 +39,8 @@ public actor PersonalDataErasure {
     /// Changes the fleet's PostgreSQL (``FleetErasure``) for the targets, with the fleet aggregator
     /// between two transactions; `nil` when the relay counts into no fleet.
     let fleet: FleetStep?
+    /// The file system of the log's directories and the audit log (the SQLite stores use their own).
+    let fileSystem: any FileSystem
 
     /// The fleet step of a process where no fleet aggregator of this relay runs (`erase` without a
     /// server, `serve` before its services start): ``FleetErasure`` in a session of its own.
@@ -63,12 +65,14 @@ public actor PersonalDataErasure {
 
     /// An erasure of the registrations in `log` (of `dataDirectory`), the archives, `store`'s dead
     /// letters and deduplication state, and the aggregates: through the running `aggregator`, or
-    /// the database directly when there is none.
+    /// the database directly when there is none. The segments, plans and audit log are read and
+    /// written through `fileSystem` (the log's).
     public init(
         log: WriteAheadLog, dataDirectory: String, archiveDirectories: [String], store: ForwardingStore, aggregator: Aggregator?,
-        fleet: FleetStep? = nil, logger: Logger
+        fleet: FleetStep? = nil, fileSystem: any FileSystem = PosixFileSystem(), logger: Logger
     ) {
         self.fleet = fleet
+        self.fileSystem = fileSystem
         self.log = log
         self.dataDirectory = dataDirectory
         self.walDirectory = LogLayout(dataDirectory: dataDirectory).walDirectory
@@ -93,11 +97,14 @@ public actor PersonalDataErasure {
         let keys = log.configuration.encryption
         let walDirectory = walDirectory
         let directories = [walDirectory] + archiveDirectories
+        let fileSystem = fileSystem
         let matches = try await io.run { () throws(ErasureError) -> [LogErasure.Match] in
             var found: [UInt64: LogErasure.Match] = [:]
             for directory in directories {
                 do throws(LogError) {
-                    for match in try LogErasure.find(selector, in: directory, below: boundary, keys: keys) { found[match.sequence] = match }
+                    for match in try LogErasure.find(selector, in: directory, below: boundary, keys: keys, fileSystem: fileSystem) {
+                        found[match.sequence] = match
+                    }
                 } catch {
                     throw .log(error)
                 }
@@ -142,7 +149,7 @@ public actor PersonalDataErasure {
         }
         let planned = plan
         try await io.run { () throws(ErasureError) in
-            do throws(LogError) { try planned.store(walDirectory: walDirectory) } catch { throw .log(error) }
+            do throws(LogError) { try planned.store(walDirectory: walDirectory, fileSystem: fileSystem) } catch { throw .log(error) }
         }
         logger.notice(
             "erasing a person's registrations",
@@ -163,8 +170,9 @@ public actor PersonalDataErasure {
     /// ``finishPending()`` within a turn already taken.
     private func finishPlans() async throws(ErasureError) -> [ErasureReport] {
         let walDirectory = walDirectory
+        let fileSystem = fileSystem
         let plans = try await io.run { () throws(ErasureError) -> [ErasurePlan] in
-            do throws(LogError) { return try ErasurePlan.pending(walDirectory: walDirectory) } catch { throw .log(error) }
+            do throws(LogError) { return try ErasurePlan.pending(walDirectory: walDirectory, fileSystem: fileSystem) } catch { throw .log(error) }
         }
         var reports: [ErasureReport] = []
         for plan in plans {
@@ -268,11 +276,14 @@ public actor PersonalDataErasure {
         let level = log.configuration.compressionLevel
         let set = Set(sequences)
         let walDirectory = walDirectory
+        let fileSystem = fileSystem
         let rewrites = try await io.run { () throws(ErasureError) -> [LogErasure.Rewrite] in
             var rewrites: [LogErasure.Rewrite] = []
             for directory in [walDirectory] + plan.archiveDirectories {
                 do throws(LogError) {
-                    rewrites.append(try LogErasure.erase(set, in: directory, walDirectory: walDirectory, keys: keys, compressionLevel: level))
+                    rewrites.append(
+                        try LogErasure.erase(
+                            set, in: directory, walDirectory: walDirectory, keys: keys, compressionLevel: level, fileSystem: fileSystem))
                 } catch {
                     throw .log(error)
                 }
@@ -287,8 +298,8 @@ public actor PersonalDataErasure {
         report.completedAt = EventTime.now().rfc3339
         let finished = report
         try await io.run { () throws(ErasureError) in
-            try ErasureAuditLog.append(finished, dataDirectory: dataDirectory)
-            do throws(LogError) { try plan.remove(walDirectory: walDirectory) } catch { throw .log(error) }
+            try ErasureAuditLog.append(finished, dataDirectory: dataDirectory, fileSystem: fileSystem)
+            do throws(LogError) { try plan.remove(walDirectory: walDirectory, fileSystem: fileSystem) } catch { throw .log(error) }
         }
         logger.notice(
             "erased a person's registrations",
