@@ -12,17 +12,20 @@ import Testing
     import Glibc
 #endif
 
-/// The real binary under `fiu-run -x`, with failures injected at random into the C library calls
-/// that write its files (`pwrite`, `write`, short writes, `fdatasync`, `fsync`, `rename`, `unlink`;
-/// not `open`, see ``logFaults``), for `ingest`, `serve`, `aggregate`, `upload` and the central side
-/// of a relay chain.
+/// The real binary under libfiu's POSIX preload (what `fiu-run -x` runs, see ``Libfiu``), with
+/// failures injected at random into the C library calls that write its files (`pwrite`, `write`,
+/// short writes, `fdatasync`, `fsync`, `rename`, `unlink`), and `open` failures of its data
+/// directory alone (``Libfiu/dataDirectoryOpenPoint``, see ``logFaults``), for `ingest`, `serve`,
+/// `aggregate`, `upload` and the central side of a relay chain.
 ///
 /// Every test proves its faults were hit by counting the injected errno (EIO, "Input/output
-/// error") in what the binary reported, and then checks, without faults, what the contracts say:
+/// error") in what the binary reported; `ingest`, `serve` and the central relay per kind of call
+/// (``Floors``: the relay's own `fdatasync`, `pwrite` and, where it opens files under load, `open`),
+/// running until every floor is met, within a bound. Then it checks, without faults, what the contracts say:
 /// every acknowledged event in the log exactly once, no crash (no signal; only the documented exit
 /// statuses), no hang (every run has a deadline), and intake, counting and forwarding going on once
 /// the faults stop.
-@Suite("libfiu faults injected into the real binary", .serialized, .timeLimit(.minutes(10)), .tier(.thorough))
+@Suite("libfiu faults injected into the real binary", .serialized, .timeLimit(.minutes(10)), .tier(.thorough), .seedInFailures)
 struct LibfiuFaultTests {
     typealias Fault = Libfiu.Fault
 
@@ -30,18 +33,43 @@ struct LibfiuFaultTests {
     /// An ingest round makes about 80 `pwrite`, `write` and `fdatasync` calls: at 3 % each, about
     /// nine rounds in ten meet a fault (at 1 %, one CI run met faults in only 6 of 16 rounds).
     ///
-    /// Not `open`: libdispatch, under Swift's executors, reads `/proc/self/task/*/stat` with `open`
-    /// while it watches its thread pool, and traps (SIGILL in `_dispatch_workq_monitor_pools`, seen
-    /// with gdb in `serve`) when that fails. With random `open` failures, ingest runs also died by
-    /// SIGILL under load (about 1 in 16, not traced further): no run could tell the relay's crashes
-    /// from libdispatch's. `open` failures of the relay's own files are met
-    /// for real in `DescriptorExhaustionTests` (EMFILE) and on the simulated file system.
+    /// Not libfiu's `posix/io/oc/open`: libdispatch, under Swift's executors, reads
+    /// `/proc/self/task/*/stat` with `open` while it watches its thread pool, and traps (SIGILL in
+    /// `_dispatch_workq_monitor_pools`, seen with gdb in `serve`) when that fails. With random `open`
+    /// failures, ingest runs also died by SIGILL under load (about 1 in 16, not traced further): no
+    /// run could tell the relay's crashes from libdispatch's. `open` fails instead through
+    /// ``Libfiu/OpenFaults``, for the data directory alone (``openFaults(_:)``).
     static let logFaults = [
         Fault(point: "posix/io/rw/pwrite", probability: 0.03), Fault(point: "posix/io/rw/pwrite/reduce", probability: 0.2),
         Fault(point: "posix/io/rw/write", probability: 0.03), Fault(point: "posix/io/rw/write/reduce", probability: 0.2),
         Fault(point: "posix/io/sync/fdatasync", probability: 0.03), Fault(point: "posix/io/sync/fsync", probability: 0.1),
         Fault(point: "posix/io/dir/rename", probability: 0.1), Fault(point: "posix/io/dir/unlink", probability: 0.1),
     ]
+
+    /// `open` failures of the data directory's files alone (``Libfiu/dataDirectoryOpenPoint``, never
+    /// libdispatch's `/proc` reads), at 3 %: an ingest round opens a few dozen files (the lock, the
+    /// identity, a segment per roll of 8 KiB).
+    static let dataDirectoryOpenFault = Fault(point: Libfiu.dataDirectoryOpenPoint, probability: 0.03)
+
+    /// What ``Libfiu/arguments(_:controlPrefix:seed:openFaultsUnder:binary:_:)`` needs to fail
+    /// the opens under `directory`.
+    static func openFaults(under directory: String) async throws -> (directory: String, library: String) {
+        (directory, try await Libfiu.openFaultLibrary())
+    }
+
+    /// The fewest injected failures of each kind of call a test must see the binary report, and
+    /// whether the counts so far meet them.
+    struct Floors {
+        var minimum: [String: Int]
+
+        func unmet(_ counts: [String: Int]) -> [String] {
+            minimum.keys.sorted().filter { counts[$0, default: 0] < minimum[$0, default: 0] }
+        }
+
+        func met(_ counts: [String: Int]) -> Bool { unmet(counts).isEmpty }
+
+        var description: String { minimum.sorted { $0.key < $1.key }.map { "\($0.key) ≥ \($0.value)" }.joined(separator: ", ") }
+    }
 
     struct Ack: Decodable {
         struct Body: Decodable {
@@ -58,14 +86,23 @@ struct LibfiuFaultTests {
     // MARK: ingest
 
     @Test(
-        "ingest under random write, sync, rename and unlink failures and short writes: every acknowledged line in the log once, exit 0 or 1, never a crash"
+        "ingest under random open, write, sync, rename and unlink failures and short writes, until each kind was met: every acknowledged line in the log once, exit 0 or 1, never a crash"
     )
     func ingest() async throws {
         let binary = try RelayBinary.path()
         let fiu = try Libfiu.require()
         let directory = temporaryDirectory("fiu-ingest")
         defer { removeTree(directory) }
-        let rounds = 16
+        let seed = TestSeed.make(for: "libfiu ingest")
+        let openFaults = try await Self.openFaults(under: directory)
+        // The relay's own calls, each failed for real: the fdatasync that makes an acknowledgement
+        // durable (a no-op in its place leaves this floor at 0), its writes, its opens.
+        let floors = Floors(minimum: ["fdatasync": 3, "pwrite": 3, "open": 3])
+        // 16 rounds at least, as many more as the floors take, at most 200. A round ends at its
+        // first fault (a tenth of a second or so), whose kind is about one in five an fdatasync,
+        // one in three an open or a pwrite: 200 rounds with fewer than 3 of one kind at 1 in 10
+        // would happen about twice in ten million runs.
+        let (minimumRounds, maximumRounds) = (16, 200)
         let linesPerRound = 3_000
         var sent = Set<String>()
         var acknowledged = Set<String>()
@@ -73,7 +110,10 @@ struct LibfiuFaultTests {
         var endings: [String: Int] = [:]
         var hung = 0
         var droppedReports = 0
-        for round in 0..<rounds {
+        var rounds = 0
+        while rounds < minimumRounds || (!floors.met(injected) && rounds < maximumRounds) {
+            let round = rounds
+            rounds += 1
             let firstId = round * 1_000_000 + 1
             let ids = (firstId..<firstId + linesPerRound).map(String.init)
             sent.formUnion(ids)
@@ -81,7 +121,7 @@ struct LibfiuFaultTests {
             try ids.map { #"{"kind":"track","action":"open","messageId":"\#($0)","deliveryId":"d\#(round)"}"# + "\n" }.joined()
                 .write(toFile: input, atomically: true, encoding: .utf8)
             let arguments = Libfiu.arguments(
-                Self.logFaults, binary: binary,
+                Self.logFaults + [Self.dataDirectoryOpenFault], seed: seed &+ UInt64(round), openFaultsUnder: openFaults, binary: binary,
                 ["ingest", input, "--data-dir", directory, "--acks", "--json", "--batch-bytes", "4096", "--segment-bytes", "8192"])
             // The deadline tells a hang from work: 60 s, since under CI load a first round (all
             // 3,000 hits, a cursor save every 128 events, a fifth of them failing and retried)
@@ -118,11 +158,14 @@ struct LibfiuFaultTests {
         #expect(clean.ending == .exited(0), "the clean restart: \(clean.ending) \(clean.stderr)")
         let log = try await DumpedLog.read(binary, directory)
         log.check(acknowledged: acknowledged, sent: sent, label: "ingest under libfiu")
-        #expect(injected.values.reduce(0, +) >= rounds / 2, "the faults must be hit (counted \(Self.summary(injected)))")
+        #expect(
+            floors.met(injected),
+            "in \(rounds) rounds the binary reported too few injected failures of \(floors.unmet(injected)) (floors \(floors.description), counted \(Self.summary(injected)))"
+        )
         #expect(endings["exit 1", default: 0] >= rounds / 2, "faults must cut most runs short: \(endings)")
         #expect(acknowledged.count >= linesPerRound, "the runs must acknowledge events between faults")
         print(
-            "libfiu ingest: \(rounds) runs (\(endings), \(hung) start-up hangs retried, \(droppedReports) with both reports lost to write faults), injected failures reported: \(Self.summary(injected)); \(acknowledged.count) of \(sent.count) lines acknowledged, \(log.events.count) events in the log"
+            "libfiu ingest: \(rounds) runs (\(endings), \(hung) start-up hangs retried, \(droppedReports) with both reports lost to write faults), injected failures reported: \(Self.summary(injected)) (floors \(floors.description)); \(acknowledged.count) of \(sent.count) lines acknowledged, \(log.events.count) events in the log"
         )
     }
 
@@ -148,27 +191,40 @@ struct LibfiuFaultTests {
         defer { removeTree(directory) }
         let control = "\(directory)-fiu"
         let faults = Self.logFaults
-        let serve = ["serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--segment-bytes", "16384", "--log-level", "info"]
+        let serve = ["serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--segment-bytes", "8192", "--log-level", "info"]
         try await Self.prepare(binary, serve)
-        let started = try await FaultyServe.start(fiu, Libfiu.arguments(faults, controlPrefix: control, binary: binary, serve))
+        let seed = TestSeed.make(for: "libfiu serve")
+        let openFaults = try await Self.openFaults(under: directory)
+        let started = try await FaultyServe.start(fiu) { attempt in
+            Libfiu.arguments(faults, controlPrefix: control, seed: seed &+ UInt64(attempt), openFaultsUnder: openFaults, binary: binary, serve)
+        }
         let server = started.child
         defer { FaultyServe.killIfRunning(server) }
+        // serve opens dozens of its data directory's files as it starts (a start whose open fails
+        // is refused: 40 attempts at 10 % did not make one), and then one at each segment roll:
+        // the open point is enabled once it listens. At 10 %, with 8 KiB segments, 6,000 batches
+        // roll a hundred times or more.
+        let openFault = Fault(point: Libfiu.dataDirectoryOpenPoint, probability: 0.1)
+        try await Libfiu.enable([openFault], pid: server.process.processIdentifier, controlPrefix: control)
         let url: @Sendable () -> String = { [port = started.port] in "http://127.0.0.1:\(port)" }
         let http = TestHTTPClient()
         let load = IngestLoad(batchSize: 20)
-        // At least 4 s of load, and then until a fault has reached a client: on a loaded machine 4 s
-        // may be only some 60 batches (one CI run), few enough calls that a 3 % fault may miss them
-        // all. Bounded by batches, not by a deadline (on a loaded machine the clients may not run
-        // for a minute): 6,000 batches (some 2,400 take 4 s here) are 2,000 group commits or more,
-        // each failed by a pwrite or an fdatasync fault 6 % of the time, so a relay whose faults
-        // never reach a client fails below.
+        // Each kind of call the relay makes under load, failed and answered 503: its fdatasyncs, its
+        // writes, and its opens of new segments (one per 8 KiB roll).
+        let floors = Floors(minimum: ["fdatasync": 2, "pwrite": 2, "open": 1])
+        // At least 4 s of load, and then until every floor is met in the answers clients got: on a
+        // loaded machine 4 s may be only some 60 batches (one CI run), few enough calls that a 3 %
+        // fault may miss them all. Bounded by batches, not by a deadline (on a loaded machine the
+        // clients may not run for a minute): 6,000 batches (some 2,400 take 4 s here) are 2,000
+        // group commits or more, each failed by a pwrite or an fdatasync fault 6 % of the time,
+        // and a hundred segment rolls or more, so a relay whose faults never reach a client fails below.
         let loadStart = ContinuousClock.now
         await withTaskGroup(of: Void.self) { group in
             for client in 0..<3 {
                 group.addTask {
                     await load.run(client: client, http, url) { score in
                         score.sent.count >= 6_000 * 20
-                            || (ContinuousClock.now - loadStart >= .seconds(4) && !Libfiu.injectedFailures(in: score.unavailableBodies).isEmpty)
+                            || (ContinuousClock.now - loadStart >= .seconds(4) && floors.met(Libfiu.injectedFailures(in: score.unavailableBodies)))
                     }
                 }
             }
@@ -181,7 +237,8 @@ struct LibfiuFaultTests {
         let underFaults = load.score.withLockedValue { $0 }
 
         // Faults stop (the same process): every request is acknowledged again.
-        let controlAttempts = try await Libfiu.disable(faults.map(\.point), pid: server.process.processIdentifier, controlPrefix: control)
+        let controlAttempts = try await Libfiu.disable(
+            (faults + [openFault]).map(\.point), pid: server.process.processIdentifier, controlPrefix: control)
         try await Task.sleep(for: .milliseconds(200))
         let after = IngestLoad(batchSize: 20, deliveryId: "after")
         var next = 900_000_000
@@ -197,7 +254,11 @@ struct LibfiuFaultTests {
         let injectedInLogs = Libfiu.injectedFailures(in: server.text + started.refusedOutput)
         #expect(underFaults.unexpected.isEmpty, "answers other than 200 and 503: \(underFaults.unexpected.prefix(5))")
         #expect(underFaults.unavailableWithoutRetryAfter == 0, "503 answers without Retry-After")
-        #expect(underFaults.unavailable > 0 && injectedInAnswers.values.reduce(0, +) > 0, "the faults must reach the clients as 503")
+        #expect(underFaults.unavailable > 0, "the faults must reach the clients as 503")
+        #expect(
+            floors.met(injectedInAnswers),
+            "too few injected failures of \(floors.unmet(injectedInAnswers)) reached the clients (floors \(floors.description), counted \(Self.summary(injectedInAnswers)))"
+        )
         #expect(RelayChainKillTests.sum("relay_requests_unavailable_total", in: metrics) >= underFaults.unavailable)
         let log = try await DumpedLog.read(binary, directory)
         let acknowledged = underFaults.acknowledged.union(after.score.withLockedValue { $0.acknowledged })
@@ -288,9 +349,11 @@ struct LibfiuFaultTests {
         var positions: [Int] = []
         var hung = 0
         var previous = 1
+        let seed = TestSeed.make(for: "libfiu aggregate")
         for round in 0..<8 {
             let arguments = Libfiu.arguments(
-                faults, binary: binary, ["aggregate", "--data-dir", directory, "--batch-size", "500", "--log-level", "error"])
+                faults, seed: seed &+ UInt64(round), binary: binary,
+                ["aggregate", "--data-dir", directory, "--batch-size", "500", "--log-level", "error"])
             // The deadline tells a hang from work: 60 s, since under CI load a first round (all
             // 3,000 hits, a cursor save every 128 events, a fifth of them failing and retried)
             // was still delivering at 20 s twice (2,680 of 3,000 sent, errors logged to the end),
@@ -354,8 +417,9 @@ struct LibfiuFaultTests {
         var hung = 0
         let rounds = 6
         var delivered: [Int] = []
+        let seed = TestSeed.make(for: "libfiu upload")
         for round in 0..<rounds {
-            let arguments = Libfiu.arguments(faults, binary: binary, upload)
+            let arguments = Libfiu.arguments(faults, seed: seed &+ UInt64(round), binary: binary, upload)
             // The deadline tells a hang from work: 60 s, since under CI load a first round (all
             // 3,000 hits, a cursor save every 128 events, a fifth of them failing and retried)
             // was still delivering at 20 s twice (2,680 of 3,000 sent, errors logged to the end),
@@ -415,18 +479,25 @@ struct LibfiuFaultTests {
         try await Self.prepare(binary, serve)
         // One commit per batch, and few batches: higher rates than serve's, so that many are refused.
         let faults = Self.logFaults.map { Fault(point: $0.point, probability: $0.point.hasSuffix("/reduce") ? 0.2 : 0.06) }
-        let started = try await FaultyServe.start(fiu, Libfiu.arguments(faults, binary: binary, serve))
+        let seed = TestSeed.make(for: "libfiu central relay")
+        let started = try await FaultyServe.start(fiu) { attempt in Libfiu.arguments(faults, seed: seed &+ UInt64(attempt), binary: binary, serve) }
         defer { FaultyServe.killIfRunning(started.child) }
         let http = TestHTTPClient()
         let batchSize = 100
-        let batches = 60
+        // The central relay's own writes and fdatasyncs, each failed and answered 503 to the edge.
+        let floors = Floors(minimum: ["fdatasync": 2, "pwrite": 2])
+        // 60 batches at least, as many more as the floors take, at most 240: each is one commit
+        // at least, failed by each of the two kinds 6 % of the time.
+        var batches = 0
         var unavailable = 0
         var bodies = ""
         var unexpected: [String] = []
         var appended = 0
         var url = "http://127.0.0.1:\(started.port)"
         // The edge's way: a batch refused with 503 is sent again until it is stored.
-        for batch in 0..<batches {
+        while batches < 60 || (!floors.met(Libfiu.injectedFailures(in: bodies)) && batches < 240) {
+            let batch = batches
+            batches += 1
             let sequences = (1 + batch * batchSize)..<(1 + (batch + 1) * batchSize)
             var stored = false
             for _ in 0..<50 where !stored {
@@ -480,7 +551,11 @@ struct LibfiuFaultTests {
         let injected = Libfiu.injectedFailures(in: bodies)
         #expect(unexpected.isEmpty, "answers other than 200 and 503: \(unexpected.prefix(5))")
         #expect(appended == batches * batchSize, "each event appended once under faults")
-        #expect(unavailable > 0 && injected.values.reduce(0, +) > 0, "the faults must reach the edge as 503")
+        #expect(unavailable > 0, "the faults must reach the edge as 503")
+        #expect(
+            floors.met(injected),
+            "in \(batches) batches too few injected failures of \(floors.unmet(injected)) reached the edge (floors \(floors.description), counted \(Self.summary(injected)))"
+        )
         print(
             "libfiu central relay: \(started.refusedStarts) starts refused, \(started.hungStarts) hung; \(batches) batches of \(batchSize) under faults, \(unavailable) answered 503 and sent again; injected failures in the 503 answers: \(Self.summary(injected)), in the relay's log: \(Self.summary(Libfiu.injectedFailures(in: started.child.text))); \(log.events.count) events in the log, each once"
         )

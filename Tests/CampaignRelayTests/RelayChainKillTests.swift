@@ -15,6 +15,11 @@ import Testing
 /// relay, forwarding to Campaign) and `emulate` (Campaign), under load from 4 clients, with 10
 /// SIGKILLs alternating between the edge and the central relay at moments chosen by progress, and
 /// the central relay down for 5 s while the edge keeps taking events.
+///
+/// The re-send path runs in every run, not by luck: the edge's relay-lane cursor, as the first
+/// edge kill left it, is put back at the long outage (the edge killed too while the central relay
+/// is down: an eleventh SIGKILL), so the first batches the restarted central relay gets are ones its log holds
+/// already, and its ledger, rebuilt from that log, must answer "already stored".
 @Suite("kill -9 of a relay chain", .serialized, .timeLimit(.minutes(15)), .tier(.thorough), .seedInFailures)
 struct RelayChainKillTests {
     static let token = "relay-token-0123456789"
@@ -99,7 +104,7 @@ struct RelayChainKillTests {
     }
 
     @Test(
-        "edge → central under load, 10 kill -9 alternating, the central down 5 s: each acknowledged event once at the central, its counts equal its log, Campaign got every hit, both logs clean"
+        "edge → central under load, 10 kill -9 alternating, the central down 5 s and the edge put back behind it: batches answered already stored, each acknowledged event once at the central, its counts equal its log, Campaign got every hit, both logs clean"
     )
     func killCycles() async throws {
         let binary = try RelayBinary.path()
@@ -151,6 +156,13 @@ struct RelayChainKillTests {
             }
         }
 
+        // The edge's position in handing its log on (docs/wal-format.md, "Cursor file": the next
+        // sequence at bytes 8..<16), as the first edge kill left it, put back at the long outage.
+        let cursorPath = "\(edgeDirectory)/wal/cursors/upload-relay.cursor"
+        func cursorPosition(_ bytes: Data) -> Int { bytes.count >= 16 ? (8..<16).reduce(0) { $0 | Int(bytes[$1]) << (8 * ($1 - 8)) } : 0 }
+        var savedCursor: Data?
+        var rewound: (from: Int, to: Int)?
+
         var outageChecked = false
         for kill in 0..<Self.kills {
             let killsEdge = kill % 2 == 0
@@ -179,6 +191,7 @@ struct RelayChainKillTests {
             await victim.process.exited()
 
             if killsEdge {
+                if savedCursor == nil { savedCursor = FileManager.default.contents(atPath: cursorPath) }
                 edges.append(try await startEdge())
                 continue
             }
@@ -198,6 +211,19 @@ struct RelayChainKillTests {
                 #expect(try await http.get(edge() + "/healthz").status == 200)
                 #expect(load.acknowledgedCount - before > 500, "the edge kept taking events while the central relay was down")
                 outageChecked = true
+                // The re-send path: the edge, killed too, restarts from the position the first
+                // edge kill left, behind what the central relay has stored since. The first batches
+                // the central relay gets after its restart are then ones its log holds already: a
+                // ledger that did not account for the log would append them a second time.
+                let saved = try #require(savedCursor, "the first edge kill left no relay-lane cursor to put back")
+                let edgeVictim = edges[edges.count - 1]
+                Glibc.kill(edgeVictim.process.processIdentifier, SIGKILL)
+                await edgeVictim.process.exited()
+                let current = cursorPosition(try Data(contentsOf: URL(fileURLWithPath: cursorPath)))
+                rewound = (from: current, to: cursorPosition(saved))
+                #expect(current > cursorPosition(saved), "the edge handed on nothing since the first edge kill: \(rewound.map { "\($0)" } ?? "")")
+                try saved.write(to: URL(fileURLWithPath: cursorPath))
+                edges.append(try await startEdge())
             }
             centrals.append(try await startCentral())
         }
@@ -279,8 +305,12 @@ struct RelayChainKillTests {
         let centralOutput = centrals.map(\.text).joined()
         let alreadyStored = centralOutput.components(separatedBy: "relay batch already stored").count - 1
         let partlyStored = centralOutput.components(separatedBy: "relay batch partly stored already").count - 1
+        #expect(
+            alreadyStored + partlyStored >= 1,
+            "the re-send path never ran: no batch answered already (or partly) stored, though the edge was put back from \(rewound.map { "\($0.from) to \($0.to)" } ?? "?")"
+        )
         print(
-            "relay chain kill test: \(Self.kills) kills, \(acknowledged.count) events acknowledged (\(attempted.count) sent, \(failures) failed requests), \(centralCount.count) at the central relay, duplicates \(duplicates), batches already stored \(alreadyStored), partly stored \(partlyStored), hits Campaign got twice \(hits["duplicates"] ?? "?")"
+            "relay chain kill test: \(Self.kills) kills, \(acknowledged.count) events acknowledged (\(attempted.count) sent, \(failures) failed requests), \(centralCount.count) at the central relay, duplicates \(duplicates), the edge's relay cursor put back from \(rewound.map { "\($0.from) to \($0.to)" } ?? "?"), batches already stored \(alreadyStored), partly stored \(partlyStored), hits Campaign got twice \(hits["duplicates"] ?? "?")"
         )
     }
 }

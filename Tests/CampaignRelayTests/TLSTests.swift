@@ -199,6 +199,109 @@ struct TLSTests {
         #expect(half.stderr.contains("--upstream-client-cert needs --upstream-client-key"), "\(half.stderr)")
     }
 
+    /// A second CA in `directory` (beside ``makeCertificates()``'s), `ca2.pem`, and a server
+    /// certificate it signed for 127.0.0.1, `other.pem` and `other.key`.
+    static func makeSecondAuthority(in directory: String) async throws {
+        let script = """
+            set -e
+            cd '\(directory)'
+            openssl req -x509 -newkey rsa:2048 -nodes -keyout ca2.key -out ca2.pem -days 2 -subj /CN=test-ca-2
+            openssl req -newkey rsa:2048 -nodes -keyout other.key -out other.csr -subj /CN=campaign-other
+            openssl x509 -req -in other.csr -CA ca2.pem -CAkey ca2.key -CAcreateserial -out other.pem -days 2 -extfile server.ext
+            """
+        let outcome = try await RelayBinary.run("/bin/sh", ["-c", script])
+        try #require(outcome.status == 0, "openssl failed: \(outcome.stderr)")
+    }
+
+    @Test(
+        "a tenant's ca-file is what its hosts are checked against: brand-a (ca-file CA2, host of CA2) and brand-b (no ca-file, the relay's CA1, host of CA1) are delivered; brand-c (no ca-file, host of CA2) is not, and says why"
+    )
+    func tenantCAFile() async throws {
+        let binary = try RelayBinary.path()
+        let certificates = try await Self.makeCertificates()
+        try await Self.makeSecondAuthority(in: certificates)
+        let directory = Self.temporaryDataDirectory("tls-tenant-ca")
+        defer {
+            for path in [directory, certificates] { try? FileManager.default.removeItem(atPath: path) }
+        }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // One https Campaign host per tenant: brand-a's and brand-c's certificates from CA2, brand-b's from CA1.
+        var hosts: [String: (child: ChildProcess, port: String, ca: String)] = [:]
+        for (tenant, certificate, ca) in [("brand-a", "other", "ca2"), ("brand-b", "b", "ca"), ("brand-c", "other", "ca2")] {
+            let emulator = try ChildProcess(
+                binary,
+                [
+                    "emulate", "--bind", "127.0.0.1:0", "--tls-cert", "\(certificates)/\(certificate).pem", "--tls-key",
+                    "\(certificates)/\(certificate).key",
+                ])
+            hosts[tenant] = (emulator, try await emulator.await(#"https://127\.0\.0\.1:(\d+)"#), "\(certificates)/\(ca).pem")
+        }
+        defer { for host in hosts.values { host.child.stopWithoutWaiting() } }
+        func url(_ tenant: String) -> String { "https://127.0.0.1:\(hosts[tenant]?.port ?? "")" }
+        let adminToken = "tls-admin-token-0123456789"
+        let config = "\(directory)/relay.toml"
+        try """
+        data-dir = "\(directory)/data"
+        ca-file = "\(certificates)/ca.pem"
+        backoff-base = 5
+        backoff-cap = 0.2
+
+        [serve]
+        admin-token = "\(adminToken)"
+
+        [tenant.brand-a]
+        tracking-host = "\(url("brand-a"))"
+        ca-file = "\(certificates)/ca2.pem"
+
+        [tenant.brand-b]
+        tracking-host = "\(url("brand-b"))"
+
+        [tenant.brand-c]
+        tracking-host = "\(url("brand-c"))"
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let relay = try ChildProcess(binary, ["serve", "--config", config, "--bind", "127.0.0.1:0"])
+        defer { relay.stopWithoutWaiting() }
+        let relayURL = "http://127.0.0.1:\(try await relay.await(#"address=127\.0\.0\.1:(\d+)"#))"
+        let http = TestHTTPClient()
+        for (tenant, id) in [("brand-a", "a1"), ("brand-b", "b1"), ("brand-c", "c1")] {
+            let answer = try await http.get(relayURL + "/\(tenant)/r/?id=h\(id),tls-\(tenant),1")
+            #expect(answer.status == 200, "\(tenant): \(answer.status) \(answer.body)")
+        }
+
+        /// The requests a host received, read with curl trusting that host's CA.
+        func received(_ tenant: String) async throws -> String {
+            guard let host = hosts[tenant] else { return "" }
+            return try await RelayBinary.run("/usr/bin/curl", ["-s", "--cacert", host.ca, url(tenant) + "/emulator/requests"]).stdout
+        }
+        /// brand-c's destination as `GET /brand-c/v1/status` shows it.
+        func brandCDestination() async throws -> [String: Any]? {
+            let status = try await http.get(relayURL + "/brand-c/v1/status", headers: [("Authorization", "Bearer \(adminToken)")])
+            let object = try JSONSerialization.jsonObject(with: Data(status.body.utf8)) as? [String: Any]
+            return (object?["destinations"] as? [[String: Any]])?.first { $0["tenant"] as? String == "brand-c" }
+        }
+        // Until brand-a's and brand-b's hits arrived and brand-c's failure shows (a hang guard only).
+        let expected = ["brand-a": "?id=ha1,tls-brand-a,1", "brand-b": "?id=hb1,tls-brand-b,1"]
+        var seen: [String: String] = [:]
+        func delivered(_ tenant: String) -> Bool { seen[tenant]?.contains(expected[tenant] ?? "?") == true }
+        var brandC: [String: Any]?
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            for tenant in expected.keys.sorted() where !delivered(tenant) { seen[tenant] = try await received(tenant) }
+            brandC = try await brandCDestination()
+            if delivered("brand-a"), delivered("brand-b"), brandC?["lastError"] is String { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(delivered("brand-a"), "brand-a's host, trusted through its ca-file: \(seen["brand-a"] ?? "")")
+        #expect(delivered("brand-b"), "brand-b's host, trusted through the relay's ca-file: \(seen["brand-b"] ?? "")")
+        let lastError = brandC?["lastError"] as? String ?? ""
+        #expect(lastError.lowercased().contains("certificate"), "brand-c's host is trusted by no CA it has: \(brandC ?? [:])")
+        #expect(brandC?["backlog"] as? Int == 1, "brand-c's hit waits: \(brandC ?? [:])")
+        #expect(!(try await received("brand-c")).contains("tls-brand-c"), "brand-c's host got nothing")
+        print("tenant ca-file: brand-c's last error: \(lastError)")
+        await http.shutdown()
+        await relay.stop()
+    }
+
     @Test("unusable TLS files stop the start with a message naming the file")
     func badFiles() async throws {
         let binary = try RelayBinary.path()

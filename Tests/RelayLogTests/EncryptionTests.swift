@@ -486,6 +486,56 @@ struct EncryptionTests {
         #expect(damage.map(\.kind) == [.superseded])
     }
 
+    // MARK: Rekey
+
+    @Test(
+        "wal rekey seals each segment it rewrites under a salt of its own: one salt per segment, all distinct, none of the writer's, every frame under the newest key"
+    )
+    func rekeyDrawsASaltPerSegment() async throws {
+        let directory = temporaryDirectory("rekey-salts")
+        defer { removeTree(directory) }
+        let walDirectory = "\(directory)/wal"
+        var configuration = LogConfiguration(segmentBytes: 4096, compressionLevel: 0)
+        configuration.encryption = encryptionTestRing(("k1", 1))
+        let log = try await WriteAheadLog.open(dataDirectory: directory, configuration: configuration, logger: quietLogger)
+        // 200 commits of 5 uncompressed events: many frames in each 4 KiB segment, several segments.
+        for commit in 0..<200 { _ = try await log.append((1...5).map { TestEvents.tracking(Int64(commit * 5 + $0)) }) }
+        await log.close()
+
+        func frames() throws -> [String: [RawFrame]] {
+            let names = try PosixFileSystem().listDirectory(walDirectory).filter { $0.hasSuffix(".wal") }
+            return try Dictionary(
+                uniqueKeysWithValues: names.map {
+                    ($0, parseFrames(try PosixFileSystem().readFile("\(walDirectory)/\($0)"), from: SegmentHeader.size))
+                })
+        }
+        let written = try frames()
+        try #require(written.count >= 4, "the log must have at least 4 segments, not \(written.count)")
+        try #require(written.values.allSatisfy { $0.count >= 2 }, "each segment must hold several frames")
+        let writerSalts = Set(written.values.joined().compactMap(\.salt))
+        #expect(written.values.joined().allSatisfy { $0.keyID == "k1" })
+
+        let ring = encryptionTestRing(("k1", 1), ("k2", 2))
+        let report = try LogRekey.rekey(directory: walDirectory, walDirectory: walDirectory, keys: ring, skippingNewest: false)
+        #expect(report.segmentsRewritten == written.count)
+
+        let rekeyed = try frames()
+        #expect(rekeyed.keys.sorted() == written.keys.sorted())
+        var saltOfSegment: [String: [UInt8]] = [:]
+        for (name, segmentFrames) in rekeyed.sorted(by: { $0.key < $1.key }) {
+            #expect(segmentFrames.count == written[name]?.count, "\(name): every frame rewritten")
+            #expect(segmentFrames.allSatisfy { $0.keyID == "k2" }, "\(name): every frame sealed with the newest key")
+            let salts = Set(segmentFrames.map { $0.salt ?? [] })
+            #expect(salts.count == 1, "\(name): one salt for the segment, not \(salts.count)")
+            saltOfSegment[name] = salts.first
+        }
+        #expect(Set(saltOfSegment.values).count == rekeyed.count, "a salt of its own for each of the \(rekeyed.count) segments rewritten")
+        #expect(writerSalts.isDisjoint(with: saltOfSegment.values), "no rewritten segment reuses the writer's salt")
+
+        var reader = LogReader(walDirectory: walDirectory, from: 1, keys: ring)
+        #expect(try readToEnd(&reader).compactMap { TestEvents.id(of: $0.event) } == Array(Int64(1)...1000))
+    }
+
     // MARK: Known issue
 
     @Test("a read that meets an unreadable frame after readable ones in the same call returns them or keeps its position before them")

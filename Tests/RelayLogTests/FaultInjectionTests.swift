@@ -48,6 +48,22 @@ struct FaultInjectionTests {
         #expect(events.compactMap { TestEvents.id(of: $0.event) } == [1, 2, 3, 4, 5, 99, 9, 10])
     }
 
+    /// The one call that makes an acknowledgement durable is made for real: `fdatasync` of
+    /// `/dev/null` fails with EINVAL on Linux (a character device has no data to sync), so a
+    /// ``PosixFileHandle/synchronizeData()`` that reaches the kernel throws, naming the call,
+    /// and one that skips it (a no-op) does not.
+    @Test("the real file system's synchronizeData calls fdatasync: on /dev/null it fails with EINVAL, naming fdatasync and the path")
+    func realFdatasyncReachesTheKernel() throws {
+        let handle = try PosixFileSystem().open("/dev/null", create: false)
+        defer { handle.close() }
+        #expect {
+            try handle.synchronizeData()
+        } throws: { error in
+            guard let failure = error as? FileSystemError else { return false }
+            return failure.operation == "fdatasync" && failure.path == "/dev/null" && failure.errno == EINVAL
+        }
+    }
+
     @Test("fdatasync failure whose frame still reached the disk: the frame is superseded, never read")
     func fdatasyncFailureFrameOnDisk() async throws {
         let fileSystem = SimulatedFileSystem()

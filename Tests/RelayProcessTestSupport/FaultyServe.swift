@@ -28,11 +28,18 @@ package enum FaultyServe {
     /// local runs refused up to 6 starts in a row and one CI run refused all of its 8 attempts. A
     /// refused start costs some 100 ms, so 40 cost little and leave a refusal streak no chance.
     package static func start(_ executable: String, _ arguments: [String], attempts: Int = 40) async throws -> Start {
+        try await start(executable, attempts: attempts) { _ in arguments }
+    }
+
+    /// ``start(_:_:attempts:)`` with the arguments of each attempt (0, 1, …) from `arguments`: a
+    /// run under libfiu seeds its draws (`FIU_PRNG_SEED`), and an attempt after a refused start
+    /// needs other draws than the one refused.
+    package static func start(_ executable: String, attempts: Int = 40, arguments: (_ attempt: Int) -> [String]) async throws -> Start {
         var refused = 0
         var hung = 0
         var refusedOutput = ""
-        for _ in 0..<attempts {
-            let child = try ChildProcess(executable, arguments)
+        for attempt in 0..<attempts {
+            let child = try ChildProcess(executable, arguments(attempt))
             // libfiu's start-up deadlock is silent: 60 s without a line is a hang (retried once).
             // A start that prints is under way, only slow on a loaded machine (in a CI run beside
             // a CPU burner serve printed its first line after 20 s): it gets 240 s, a hang guard.

@@ -85,6 +85,49 @@ struct RelayChainTests {
         #expect(stored.allSatisfy { $0.event.chain?.first.relayID == edgeID && $0.event.chain?.hop == nil })
     }
 
+    @Test(
+        "a central relay restarted on its data directory answers batches its log holds already as already stored: its ledger is rebuilt from the log, nothing appended twice"
+    )
+    func resendAfterTheCentralRestarts() async throws {
+        let first = try await RunningServer.start { $0.relayToken = Self.token }
+        let edge = temporaryDirectory("edge-central-restart")
+        defer { removeTree(edge) }
+        let log = try await WriteAheadLog.open(dataDirectory: edge, logger: quietLogger)
+        _ = try await log.append(Self.hits(1...2500))
+        let edgeID = log.identity.relayID
+        await log.close()
+        #expect(try await Self.handOn(edge, to: first).delivered == 2500)
+        await first.stop()
+
+        // The central relay starts again on the same data directory, and the edge, whose position
+        // was lost (its answers lost to a crash, say), sends everything again: the restarted relay
+        // knows what it holds only from its log.
+        let restarted = try await RunningServer.start { configuration in
+            configuration.dataDirectory = first.dataDirectory
+            configuration.relayToken = Self.token
+        }
+        try FileManager.default.removeItem(atPath: "\(edge)/wal/cursors/\(CentralRelaySink.cursorName).cursor")
+        let again = try await Self.handOn(edge, to: restarted, batchEvents: 700)
+        #expect(again.delivered == 2500, "every batch went again, and was answered 200")
+        let http = TestHTTPClient()
+        let metrics = try await http.get(restarted.url + "/metrics").body
+        await http.shutdown()
+        // Every batch was wholly stored before the restart: each answered so, none appended.
+        let answers = metrics.split(separator: "\n").filter { $0.hasPrefix("relay_received_") }
+        #expect(
+            answers.count == 1 && answers[0].hasPrefix(#"relay_received_batches_total{relay="\#(edgeID)",answer="already_stored"} "#),
+            "\(answers)")
+        await restarted.stop()
+
+        let stored = try Self.logged(first.dataDirectory)
+        #expect(stored.count == 2500, "each event once, not \(stored.count)")
+        let origins = stored.map { $0.event.chain?.first.sequence }
+        #expect(
+            origins == (1...2500).map { Optional(UInt64($0)) },
+            "the edge's sequences 1 to 2500 in order, from \(origins.prefix(3)) to \(origins.suffix(3))")
+        removeTree(first.dataDirectory)
+    }
+
     /// The real transport to the central relay, but for its first request: then the erasure of
     /// `erased` begins while the request is on the wire, and the request fails unsent.
     final class ErasingOnFirstAttempt: CampaignTransport {
