@@ -30,7 +30,6 @@ struct BlockingWaitRuleTests {
         "RelayProcessTestSupport/PipeReading.swift readPipe": "refuses the pool at run time; called on the pipe readers' threads",
         "RelayProcessTestSupport/PipeReading.swift readChunk": "refuses the pool at run time; called on the pipe readers' threads",
         "RelayTestSupport/DedicatedThreadExecutor.swift init": "waits microseconds for its own thread to start, before any test task uses it",
-        "RelayProcessTestSupport/RelayBinary.swift runBlocking": "called only from run(_:_:input:seconds:), on a Thread",
         "RelayTestSupport/SimulatedFileSystem.swift synchronize":
             "the simulated fdatasync held by a test's gate: called through the FileSystem layer, on the log's own executor",
         "RelayTestSupport/TestPostgres.swift run": "runs on the test-postgres BlockingExecutor",

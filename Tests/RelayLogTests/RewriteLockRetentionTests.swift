@@ -32,6 +32,9 @@ final class RewriteLockWatchingFileSystem: FileSystem {
     func listDirectory(_ path: String) throws(FileSystemError) -> [String] { try base.listDirectory(path) }
     func exists(_ path: String) -> Bool { base.exists(path) }
     func open(_ path: String, create: Bool) throws(FileSystemError) -> any RelayLog.FileHandle { try base.open(path, create: create) }
+    func openForAppending(_ path: String, mode: UInt32) throws(FileSystemError) -> any RelayLog.FileHandle {
+        try base.openForAppending(path, mode: mode)
+    }
     func rename(_ source: String, to destination: String) throws(FileSystemError) { try base.rename(source, to: destination) }
     func remove(_ path: String) throws(FileSystemError) { try base.remove(path) }
     func synchronizeDirectory(_ path: String) throws(FileSystemError) { try base.synchronizeDirectory(path) }
