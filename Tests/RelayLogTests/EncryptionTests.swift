@@ -618,15 +618,3 @@ func readToEnd(_ reader: inout LogReader, below limit: UInt64 = .max) throws -> 
     reader.close()
     return events
 }
-
-extension [UInt8] {
-    /// Whether the UTF-8 bytes of `text` occur in these bytes.
-    func contains(utf8 text: String) -> Bool {
-        let needle = Array(text.utf8)
-        guard !needle.isEmpty, needle.count <= count else { return needle.isEmpty }
-        for start in 0...(count - needle.count) where self[start] == needle[0] {
-            if self[start..<(start + needle.count)].elementsEqual(needle) { return true }
-        }
-        return false
-    }
-}

@@ -107,15 +107,3 @@ extension ForwardingStore {
 struct FleetDown: Error, CustomStringConvertible {
     var description: String { "connection refused (the test's PostgreSQL is down)" }
 }
-
-extension [UInt8] {
-    /// Whether the UTF-8 bytes of `text` occur in these bytes.
-    func contains(utf8 text: String) -> Bool {
-        let needle = Array(text.utf8)
-        guard !needle.isEmpty, needle.count <= count else { return needle.isEmpty }
-        for start in 0...(count - needle.count) where self[start] == needle[0] {
-            if self[start..<(start + needle.count)].elementsEqual(needle) { return true }
-        }
-        return false
-    }
-}

@@ -203,10 +203,7 @@ struct TenantIsolationTests {
 
     @Test("a tenant whose host is down fills its own share of the log and gets 503 with Retry-After, while another tenant is still acknowledged")
     func shareOfTheLog() async throws {
-        var failing = EmulatorFaults()
-        failing.failureRate = 1
-        failing.failureStatus = 503
-        let relay = try await Self.start(brandBFaults: failing, brandBShare: 4096)
+        let relay = try await Self.start(brandBFaults: BrokenHost.refusing.faults, brandBShare: 4096)
         var refused: TestHTTPClient.Answer?
         var taken = 0
         while refused == nil, taken < 5_000 {
@@ -236,10 +233,7 @@ struct TenantIsolationTests {
 
     @Test("one tenant's host answering 503 to everything never holds another's back; its breaker, backlog and dead letters are its own")
     func failingHostIsItsTenantsAlone() async throws {
-        var failing = EmulatorFaults()
-        failing.failureRate = 1
-        failing.failureStatus = 503
-        let relay = try await Self.start(brandBFaults: failing)
+        let relay = try await Self.start(brandBFaults: BrokenHost.refusing.faults)
         for id in 1...40 {
             #expect(try await relay.get("/brand-b/r/?id=h\(String(id, radix: 16)),d2,1").status == 200)
             #expect(try await relay.get("/brand-a/r/?id=h\(String(id, radix: 16)),d2,1").status == 200)
