@@ -29,14 +29,29 @@ struct CampaignRelayCommand: AsyncParsableCommand {
     /// Expands `--config FILE` into the options it sets (see ``ConfigurationFile``), then runs the
     /// command as swift-argument-parser's own `main` would.
     static func main() async {
+        let given = Array(CommandLine.arguments.dropFirst())
+        let environment = ConfigurationFile.currentEnvironment()
         let arguments: [String]
+        let file: ConfigurationFile?
         do {
-            arguments = try ConfigurationFile.expand(Array(CommandLine.arguments.dropFirst()), environment: ConfigurationFile.currentEnvironment())
+            (arguments, file) = try ConfigurationFile.expanding(given, environment: environment)
         } catch {
             exit(withError: RuntimeFailure(error.description))
         }
+        var command: any ParsableCommand
         do {
-            var command = try parseAsRoot(arguments)
+            command = try parseAsRoot(arguments)
+        } catch {
+            // A value the file gave is the file's mistake, not the command line's: name its line.
+            if let file, let name = given.first,
+                let problem = ConfigurationValueCheck.blame(
+                    error, command: name, given: Array(given.dropFirst()), file: file, environment: environment)
+            {
+                exit(withError: RuntimeFailure(problem.description + " (campaign-relay config check \(file.path) lists every such value)"))
+            }
+            exit(withError: error)
+        }
+        do {
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

@@ -149,6 +149,20 @@ public actor AggregateQueries: BlockingActor {
         }
     }
 
+    /// The tenants with counts (a delivery or a registration), as ``TenantName/displayName(stored:)``
+    /// shows them (`default` for the default tenant), in name order.
+    public func countedTenants() throws(AggregatorError) -> [String] {
+        do {
+            let statement = try connection.prepare(
+                "SELECT \(tenantColumn) FROM deliveries UNION SELECT \(tenantColumn) FROM registrations")
+            var names: [String] = []
+            while try statement.step() { names.append(TenantName.displayName(stored: statement.text(0) ?? "")) }
+            return names.sorted()
+        } catch {
+            throw .database(error)
+        }
+    }
+
     /// Events handed on by other relays, per first origin and the relay they came through, the
     /// most recently active first.
     public func origins() throws(AggregatorError) -> [OriginCounts] {

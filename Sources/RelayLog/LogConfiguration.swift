@@ -30,7 +30,7 @@ public struct LogConfiguration: Sendable, Hashable {
     /// How long and within how many bytes segments every consumer has passed are kept.
     public var retention: LogRetention
     /// Where segments leaving the log are copied first (crash-safely, see ``SegmentArchive``);
-    /// `nil`: they are deleted.
+    /// `nil`: they are deleted. Created when the log opens, if missing.
     public var archiveDirectory: String?
     /// How many of the latest written events the log keeps in memory, as they were appended, for
     /// the consumers reading its end (``SharedFrameDecoder``): they take them without inflating and

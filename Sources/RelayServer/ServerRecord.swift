@@ -23,6 +23,15 @@ public struct ServerRecord: Codable, Sendable, Hashable {
     public var requiresClientCertificate: Bool
     /// The relay's version.
     public var version: String
+    /// Its `--archive-dir`, as an absolute path; `nil` without one (or in a record of a version
+    /// before it was recorded).
+    public var archiveDirectory: String?
+
+    /// `path` as an absolute path without symbolic links, `.` or `..`, to compare directories
+    /// two processes name from different working directories.
+    public static func canonical(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+    }
 
     /// The record's path in `dataDirectory`.
     public static func path(dataDirectory: String) -> String { "\(dataDirectory)/server.json" }

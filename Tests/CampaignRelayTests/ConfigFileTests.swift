@@ -196,6 +196,67 @@ struct ConfigFileTests {
         #expect(!FileManager.default.fileExists(atPath: "\(directory)/data"), "serve stopped before touching anything")
     }
 
+    @Test(
+        "values the commands refuse are refused by config check too, with the line, what is wrong and what is expected; serve names the file's line (exit 1, not a usage error)",
+        arguments: [
+            ("bind = 8080\n", ":1: bind = 8080: --bind 8080 is not host:port, such as 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080"),
+            (
+                "concurrency = \"eight\"\n",
+                ":1: concurrency = \"eight\": serve's --concurrency takes <n> (requests in flight at once to each host)"
+            ),
+            (
+                "bind = \"localhost\"\n",
+                ":1: bind = \"localhost\": --bind localhost is not host:port, such as 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080"
+            ),
+            (
+                "bind = \"127.0.0.1:99999\"\n",
+                ":1: bind = \"127.0.0.1:99999\": --bind 127.0.0.1:99999: the port must be a number from 0 to 65535 (0: any free port)"
+            ),
+            ("retain = \"a day\"\n", ":1: retain = \"a day\": --retain must be a duration such as 36h, 7d or 90m, or 0 (got a day)"),
+            (
+                "tracking-host = \"ht!tp://::nonsense\"\n",
+                ":1: tracking-host = \"ht!tp://::nonsense\": --tracking-host ht!tp://::nonsense: scheme ht!tp is not https or http"
+            ),
+            (
+                "[serve]\nmax-batch-events = 0\n",
+                ":2: max-batch-events of [serve] = 0: --max-body-bytes must be at least 1024 and --max-batch-events at least 1"
+            ),
+        ])
+    func refusedValues(text: String, message: String) async throws {
+        let binary = try RelayBinary.path()
+        let directory = temporaryDirectory("config-values")
+        defer { removeTree(directory) }
+        let path = try Self.file(text, in: directory)
+        let check = try await BoundedRun.run(binary, ["config", "check", path], seconds: 30)
+        #expect(check.ending == .exited(1), "\(check.ending) \(check.stderr)")
+        #expect(check.stderr == "Error: \(path) is not valid: 1 value the commands refuse:\n\(path)\(message)\n", "\(check.stderr)")
+        let serve = try await BoundedRun.run(binary, ["serve", "--config", path, "--data-dir", "\(directory)/data"], seconds: 30)
+        #expect(serve.ending == .exited(1), "\(serve.ending) \(serve.stderr)")
+        #expect(serve.stderr == "Error: \(path)\(message) (campaign-relay config check \(path) lists every such value)\n", "\(serve.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "\(directory)/data"), "serve stopped before touching anything")
+    }
+
+    @Test("config check reports every refused value of a file, in the file's order, each once")
+    func everyRefusedValue() async throws {
+        let binary = try RelayBinary.path()
+        let directory = temporaryDirectory("config-values")
+        defer { removeTree(directory) }
+        let path = try Self.file(
+            "data-dir = \"\(directory)/data\"\nbind = \"localhost\"\nconcurrency = \"eight\"\n[serve]\nretain = \"a day\"\n[upload]\nmax-attempts = 0\n",
+            in: directory)
+        let check = try await BoundedRun.run(binary, ["config", "check", path], seconds: 30)
+        #expect(check.ending == .exited(1), "\(check.ending) \(check.stderr)")
+        #expect(
+            check.stderr == """
+                Error: \(path) is not valid: 4 values the commands refuse:
+                \(path):2: bind = "localhost": --bind localhost is not host:port, such as 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080
+                \(path):3: concurrency = "eight": serve's --concurrency takes <n> (requests in flight at once to each host)
+                \(path):5: retain of [serve] = "a day": --retain must be a duration such as 36h, 7d or 90m, or 0 (got a day)
+                \(path):7: max-attempts of [upload] = 0: --max-attempts must be at least 1
+
+                """, "\(check.stderr)")
+    }
+
     @Test("--config on a command that does not take it, and a missing file: exit 1 saying so")
     func wrongPlaces() async throws {
         let binary = try RelayBinary.path()

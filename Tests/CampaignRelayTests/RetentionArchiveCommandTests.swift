@@ -155,6 +155,43 @@ struct RetentionArchiveCommandTests {
         await second.stop()
     }
 
+    @Test(
+        "a directory given as --archive-dir is made when ingest or serve starts; erase against serve's succeeds before anything was archived; a directory never given is refused"
+    )
+    func archiveDirectoryMadeAtStart() async throws {
+        let binary = try RelayBinary.path()
+        let directory = temporaryDirectory("archive-made")
+        defer { removeTree(directory) }
+        let ingest = try await RelayBinary.run(
+            binary, ["ingest", "--data-dir", "\(directory)/ingest", "--archive-dir", "\(directory)/ingest-archive", "-"],
+            input: Data(#"{"kind":"track","action":"open","messageId":"1","deliveryId":"d1"}"#.utf8))
+        #expect(ingest.status == 0, "\(ingest.stderr)")
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: "\(directory)/ingest-archive", isDirectory: &isDirectory) && isDirectory.boolValue)
+
+        let token = "an-admin-token-0123456789"
+        let archive = "\(directory)/archive"
+        let server = try ChildProcess(
+            binary, ["serve", "--data-dir", "\(directory)/data", "--archive-dir", archive, "--bind", "127.0.0.1:0", "--admin-token", token])
+        defer { server.stopWithoutWaiting() }
+        _ = try await server.await(#"address=127\.0\.0\.1:(\d+)"#)
+        #expect(FileManager.default.fileExists(atPath: archive), "serve made its archive directory")
+        let erase = try await RelayBinary.run(
+            binary, ["erase", "--user-key", "ada", "--archive-dir", archive, "--data-dir", "\(directory)/data", "--admin-token", token])
+        #expect(erase.status == 0, "\(erase.stdout) \(erase.stderr)")
+        let typo = try await RelayBinary.run(
+            binary, ["erase", "--user-key", "ada", "--archive-dir", "\(directory)/archiv", "--data-dir", "\(directory)/data", "--admin-token", token])
+        #expect(typo.status == 1 && typo.stderr.contains("no archive at \(directory)/archiv"), "\(typo.status) \(typo.stderr)")
+        // Another archive than the server's is this process's to erase, which it cannot while the server runs.
+        try FileManager.default.createDirectory(atPath: "\(directory)/other", withIntermediateDirectories: true)
+        let other = try await RelayBinary.run(
+            binary, ["erase", "--user-key", "ada", "--archive-dir", "\(directory)/other", "--data-dir", "\(directory)/data", "--admin-token", token])
+        #expect(
+            other.status == 1 && other.stderr.contains("holds the log and erases from its own --archive-dir, ")
+                && other.stderr.contains(": stop it to erase from \(directory)/other too"), "\(other.status) \(other.stderr)")
+        await server.stop()
+    }
+
     @Test("wal archive --to copies sealed segments on demand, skips what the archive holds, and refuses another relay's file of the same name")
     func archiveOnDemand() async throws {
         let binary = try RelayBinary.path()

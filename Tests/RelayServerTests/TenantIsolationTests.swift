@@ -198,6 +198,13 @@ struct TenantIsolationTests {
             ])
         let badName = try await RelayBinary.run(binary, ["stats", "--config", relay.config, "--tenant", "Brand"])
         #expect(badName.status == 64 && badName.stderr.contains("--tenant"), "\(badName.status) \(badName.stderr)")
+        // A tenant the file does not declare and nothing counts is a mistake, not an empty tenant.
+        let undeclared = try await RelayBinary.run(binary, ["stats", "--config", relay.config, "--tenant", "brand-z"])
+        #expect(
+            undeclared.status == 1
+                && undeclared.stderr
+                    == "Error: --tenant brand-z: no such tenant: \(relay.config) declares brand-a, brand-b; counts name brand-a, brand-b, default (`default` is the tenant without a path prefix)\n",
+            "\(undeclared.status) \(undeclared.stderr)")
         await relay.stop()
     }
 

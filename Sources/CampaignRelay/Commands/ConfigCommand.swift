@@ -31,6 +31,10 @@ struct ConfigCheckCommand: AsyncParsableCommand {
             registrations to Campaign, each tenant needs its own host of that kind; a relay with
             upstream-relay names no tenant hosts (its central relay does).
 
+            Every value goes through the parsers of the commands that take it, as when they start
+            (bind = "localhost" is refused: serve takes host:port); each value refused is reported
+            as file:line key = value: what is wrong and what is expected.
+
             Exit status: 0 when the file is valid, 1 with the file, line and key otherwise.
             """
     )
@@ -93,6 +97,13 @@ struct ConfigCheckCommand: AsyncParsableCommand {
             throw RuntimeFailure(error.description)
         }
         let environment = ConfigurationFile.currentEnvironment()
+        // Every value through the parsers of the commands that take it, as they start.
+        let problems = ConfigurationValueCheck.problems(in: parsed, environment: environment)
+        guard problems.isEmpty else {
+            throw RuntimeFailure(
+                "\(file) is not valid: \(counted(problems.count, "value")) the commands refuse:\n"
+                    + problems.map(\.description).joined(separator: "\n"))
+        }
         let catalog = CommandOptionCatalog(ConfigurationFile.commands[command] ?? ServeCommand.self)
         var options: [Effective] = []
         for entry in catalog.entries.values.sorted(by: { $0.name < $1.name }) {

@@ -154,8 +154,13 @@ struct EraseCommand: AsyncParsableCommand {
 
     /// The erasure done by the running server.
     private func handOff(to record: ServerRecord) async throws -> ErasureReport {
-        if !archiveDirectories.isEmpty {
-            throw RuntimeFailure("a server holds the log: it erases from its own --archive-dir; stop it to erase from other archives")
+        // The server erases from its own archive, so naming that one is what the docs ask for.
+        let others = archiveDirectories.filter { ServerRecord.canonical($0) != record.archiveDirectory }
+        if !others.isEmpty {
+            let own = record.archiveDirectory.map { "its own --archive-dir, \($0)" } ?? "its own --archive-dir (it has none)"
+            throw RuntimeFailure(
+                "the server (pid \(record.pid)) at \(record.url) holds the log and erases from \(own): stop it to erase from \(others.joined(separator: ", ")) too"
+            )
         }
         let handoff = ServerHandoff(record: record)
         var body: [String: Any] = [registrationToken == nil ? "userKey" : "registrationToken": registrationToken ?? userKey ?? ""]

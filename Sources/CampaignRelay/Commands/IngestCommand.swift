@@ -93,23 +93,22 @@ struct IngestCommand: AsyncParsableCommand {
             }
             errors.flush()
             guard failure == nil, !decoded.events.isEmpty else { return }
-            var events = decoded.events
-            var lines = decoded.eventLines
-            if let handoff, events.contains(where: { $0.tenant != nil }) {
-                // The server's `POST /v1/events` is the default tenant's: a tenant's events go to
-                // its own path, which one batch of mixed tenants cannot take at once.
-                for (index, event) in events.enumerated() {
-                    guard let tenant = event.tenant else { continue }
-                    let message =
-                        "\(handoff.name) holds the log: post tenant \(tenant.text)'s events to its /\(tenant.text)/v1/events, or stop the server to ingest them here"
-                    summary.reject(EventLines.Rejection(line: lines[index], error: EventInputError(field: "tenant", message)))
-                    if !common.json { errors.line("line \(lines[index]): \(message)") }
-                }
-                lines = zip(events, lines).filter { $0.0.tenant == nil }.map(\.1)
-                events.removeAll { $0.tenant != nil }
-                errors.flush()
-                guard !events.isEmpty else { return }
+            let chunkEnd = chunk.firstLine + chunk.lineCount - 1
+            // A server takes one tenant's events per request, on that tenant's path: the chunk goes
+            // in runs of one tenant, in the file's order.
+            let runs = handoff == nil ? [(decoded.events, decoded.eventLines)] : Self.tenantRuns(decoded.events, lines: decoded.eventLines)
+            for (index, run) in runs.enumerated() {
+                let firstLine = index == 0 ? chunk.firstLine : run.1.first ?? chunk.firstLine
+                let lastLine = index + 1 < runs.count ? (runs[index + 1].1.first ?? chunkEnd + 1) - 1 : chunkEnd
+                guard await storeRun(run.0, lines: run.1, ackLines: firstLine...max(firstLine, lastLine), chunk: chunk) else { return }
             }
+            summary.linesDone = chunkEnd
+        }
+
+        /// Stores one run of events (one tenant's, when a server takes them); false once it failed.
+        func storeRun(_ run: [Event], lines runLines: [Int], ackLines: ClosedRange<Int>, chunk: ChunkedInput.Chunk) async -> Bool {
+            var events = run
+            var lines = runLines
             while !events.isEmpty {
                 let range: Range<UInt64>
                 if let ingestor {
@@ -118,7 +117,7 @@ struct IngestCommand: AsyncParsableCommand {
                     } catch {
                         failure = error.description
                         summary.stoppedAtLine = chunk.firstLine
-                        return
+                        return false
                     }
                 } else if let handoff {
                     switch await handoff.send(events) {
@@ -138,25 +137,25 @@ struct IngestCommand: AsyncParsableCommand {
                         errors.flush()
                         if events.count == before {
                             failure = "\(handoff.name) refused the batch without saying which lines"
-                            return
+                            return false
                         }
                         continue
                     case .failed(let message):
                         failure = message
                         summary.stoppedAtLine = chunk.firstLine
-                        return
+                        return false
                     }
                 } else {
-                    return
+                    return false
                 }
                 summary.accept(range)
-                summary.linesDone = chunk.firstLine + chunk.lineCount - 1
                 if acks {
-                    output.line(APIJSON.text(IngestAck(lines: chunk.firstLine...summary.linesDone, sequences: range)))
+                    output.line(APIJSON.text(IngestAck(lines: ackLines, sequences: range)))
                     output.flush()
                 }
-                return
+                return true
             }
+            return true
         }
 
         // Decode ahead on the other core while the previous chunk is compressed and synced.
@@ -189,6 +188,22 @@ struct IngestCommand: AsyncParsableCommand {
         errors.flush()
         if failure != nil { throw ExitCode(1) }
         if summary.rejected > 0 { throw ExitCode(2) }
+    }
+}
+
+extension IngestCommand {
+    /// `events` (with their line numbers) cut into runs of one tenant each, in order.
+    static func tenantRuns(_ events: [Event], lines: [Int]) -> [([Event], [Int])] {
+        var runs: [([Event], [Int])] = []
+        for (event, line) in zip(events, lines) {
+            if let last = runs.indices.last, runs[last].0.last?.tenant == event.tenant {
+                runs[last].0.append(event)
+                runs[last].1.append(line)
+            } else {
+                runs.append(([event], [line]))
+            }
+        }
+        return runs
     }
 }
 

@@ -32,8 +32,14 @@ struct ReplayCommand: AsyncParsableCommand {
             it is created if missing, for the replay's dead letters). \
             Every frame is verified as it is read.
 
+            Tenants: with --config, each [tenant.NAME] table's events go to that tenant's own \
+            hosts, as `serve` sends them; the dry run and the summary count per tenant. The \
+            events of a tenant the file does not declare (or of a kind it names no host for) are \
+            not sent, and said so (exit 2).
+
             Exit status: 0 all of the range replayed, 1 nothing replayed (or an error), 2 part \
-            of the range missing (the rest replayed); suits a scheduler (see docs/nightly-replay.md).
+            of the range missing or not sent (the rest replayed); suits a scheduler (see \
+            docs/nightly-replay.md).
             """
     )
 
@@ -90,7 +96,21 @@ struct ReplayCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (tracking, marketing) = try upstream.hosts(requireOne: !dryRun && toAggregates == nil)
+        let tenants = try await configFile.tenants()
+        let destinations = tenants.map(\.configuration.destinations)
+        let tenantsHaveHosts = destinations.contains { $0.trackingHost != nil || $0.marketingHost != nil }
+        let (tracking, marketing) = try upstream.hosts(requireOne: !dryRun && toAggregates == nil && !tenantsHaveHosts)
+        if let path = configFile.path {
+            do {
+                // As serve checks them: where the default tenant's hits or registrations are sent,
+                // each tenant needs its own host of that kind.
+                try TenantTable.check(
+                    tenants, path: path, forwardsTracking: tracking != nil, forwardsMarketing: marketing != nil, handsOnToRelay: false,
+                    adminToken: nil, maximumLogBytes: nil)
+            } catch {
+                throw RuntimeFailure(error.description)
+            }
+        }
         let logger = common.logger("campaign-relay.replay")
         var sequences: Range<UInt64> = 1..<UInt64.max
         var times: Range<Int64>?
@@ -132,33 +152,38 @@ struct ReplayCommand: AsyncParsableCommand {
             throw RuntimeFailure("nothing replayed: \(error.description)")
         }
         for gap in missing { logger.warning("part of the range is not replayed", metadata: ["missing": "\(gap)"]) }
-        if dryRun {
-            let (trackingURL, marketingURL) = (tracking?.description, marketing?.description)
-            let counts = try await reads.run { () throws(LogError) in
+        let (trackingURL, marketingURL) = (tracking?.description, marketing?.description)
+        let counting = { @Sendable () async throws -> ReplayDryRun in
+            try await reads.run { () throws(LogError) in
                 try ReplayDryRun.count(
                     walDirectory: walDirectory, archiveDirectory: archiveDirectory, range: range, trackingURL: trackingURL,
-                    marketingURL: marketingURL, missing: missing, keys: keys)
+                    marketingURL: marketingURL, tenants: destinations, missing: missing, keys: keys)
             }
+        }
+        if dryRun {
+            let counts = try await counting()
             var output = StandardOutput.output()
             output.line(common.json ? APIJSON.text(counts) : counts.text)
             output.flush()
-            guard counts.tracking.events + counts.marketing.events > 0 else {
+            guard counts.events > 0 else {
                 throw RuntimeFailure("nothing to replay: no event of the range was found; \(range.keeps(extent))")
             }
-            if !missing.isEmpty { throw ExitCode(2) }
+            if !missing.isEmpty || counts.unsent > 0 { throw ExitCode(2) }
             return
         }
         if let toAggregates {
             return try await recount(
                 into: toAggregates, range: range, walDirectory: walDirectory, archiveDirectory: archiveDirectory, missing: missing, keys: keys)
         }
+        // Read first, so the summary can say which tenants' events had no host to go to.
+        let counts = try await counting()
         let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: keys)
         let configuration = try upstream.configuration(maximumRate: maxRate)
         // The same lanes as `upload`, tracking hits through the pipeline included; a replay keeps
         // no cursor and resends registrations even when unchanged.
         let uploader = try Uploader(
             source: .range(walDirectory: walDirectory, archiveDirectory: archiveDirectory, sequences: sequences, times: times, keys: keys),
-            trackingHost: tracking, marketingHost: marketing,
+            trackingHost: tracking, marketingHost: marketing, tenants: destinations,
             store: store, configuration: configuration, deduplicates: false, logger: logger
         )
         let allLanes = await uploader.lanes
@@ -195,6 +220,11 @@ struct ReplayCommand: AsyncParsableCommand {
         output.line(common.json ? summary.json : "replayed: " + summary.text)
         for gap in missing where !common.json { output.line("missing: " + gap) }
         output.flush()
+        if let unsent = counts.unsentText {
+            var errors = StandardOutput.error()
+            errors.line(unsent)
+            errors.flush()
+        }
         if interrupted { throw ExitCode(1) }
         let found = statistics.values.reduce(0) { $0 + $1.delivered + $1.deadLettered + $1.rejected + $1.skippedDuplicates }
         guard found > 0 else {
@@ -202,7 +232,7 @@ struct ReplayCommand: AsyncParsableCommand {
                 "nothing replayed: no event of the range for \(statistics.keys.sorted().joined(separator: " and ")) was found; \(range.keeps(extent))"
             )
         }
-        if !missing.isEmpty { throw ExitCode(2) }
+        if !missing.isEmpty || counts.unsent > 0 { throw ExitCode(2) }
     }
 
     /// `--to-aggregates`: counts the range into a new database and prints its counts as `stats`

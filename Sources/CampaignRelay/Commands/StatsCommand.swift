@@ -158,6 +158,7 @@ struct StatsCommand: AsyncParsableCommand {
             errors.flush()
             throw ExitCode(1)
         }
+        try await requireKnownTenant(counted: try await queries.countedTenants())
         let snapshot = try await queries.report(tenant: try selection, deliveryId: delivery, limit: limit, everything: delivery == nil)
         let (covered, deliveries, registrations, origins) = (snapshot.sequences, snapshot.deliveries, snapshot.registrations, snapshot.origins)
         var lag: (server: ServerRecord, lastDurable: UInt64)?
@@ -188,6 +189,22 @@ struct StatsCommand: AsyncParsableCommand {
         }
     }
 
+    /// Refuses `--tenant NAME` when no file declares NAME and no counts name it (a misspelt or
+    /// unknown tenant would otherwise show as a tenant with nothing counted). A tenant removed from
+    /// the file keeps its counts, so counts alone make it known.
+    private func requireKnownTenant(counted: [String]) async throws {
+        guard case .only(let tenant?) = try selection else { return }
+        let declared = try await configFile.tenants().map(\.name.text)
+        guard !declared.contains(tenant.text), !counted.contains(tenant.text) else { return }
+        let file = configFile.path.map { path in
+            declared.isEmpty ? "\(path) declares no tenant" : "\(path) declares \(declared.joined(separator: ", "))"
+        }
+        let counts = counted.isEmpty ? "nothing is counted yet" : "counts name \(counted.joined(separator: ", "))"
+        throw RuntimeFailure(
+            "--tenant \(tenant.text): no such tenant: \(file.map { $0 + "; " } ?? "")\(counts) (`default` is the tenant without a path prefix)"
+                + (configFile.path == nil ? "; give --config to check it against the tenants your configuration declares" : ""))
+    }
+
     /// `--postgres-url`: the fleet's counts.
     private func printFleet(_ database: PostgresLocation, logger: Logger) async throws {
         let delivery = self.delivery
@@ -200,6 +217,8 @@ struct StatsCommand: AsyncParsableCommand {
             throw RuntimeFailure(
                 "reading the fleet's counts from \(database): \(error); check that PostgreSQL runs and that a relay has counted into it")
         }
+        // The report holds the selected tenant's rows alone: any row makes it a counted tenant.
+        try await requireKnownTenant(counted: Set(report.deliveries.map(\.tenant) + report.registrations.map(\.tenant)).sorted())
         var output = StandardOutput.output()
         if common.json {
             output.line(APIJSON.text(report))

@@ -25,6 +25,9 @@ struct UploadCommand: AsyncParsableCommand {
             central relay started with `serve --relay-token`, in compressed batches it appends \
             exactly once (docs/relay-protocol.md); the position moves only on its durable answer.
 
+            With --config, each [tenant.NAME] table's events go to that tenant's own hosts, from
+            the positions serve keeps for it.
+
             Without --until-drained it follows the log until SIGINT/SIGTERM.
             """
     )
@@ -43,13 +46,28 @@ struct UploadCommand: AsyncParsableCommand {
         if let central = try upstreamRelay.central(campaignHosts: try upstream.hosts(requireOne: false)) {
             return try await handOn(to: central)
         }
-        let (tracking, marketing) = try upstream.hosts()
+        let tenants = try await configFile.tenants()
+        let destinations = tenants.map(\.configuration.destinations)
+        let (tracking, marketing) = try upstream.hosts(requireOne: !destinations.contains { $0.trackingHost != nil || $0.marketingHost != nil })
+        if let path = configFile.path {
+            do {
+                // As serve checks them: where the default tenant's hits or registrations are sent,
+                // each tenant needs its own host of that kind.
+                try TenantTable.check(
+                    tenants, path: path, forwardsTracking: tracking != nil, forwardsMarketing: marketing != nil, handsOnToRelay: false,
+                    adminToken: nil, maximumLogBytes: nil)
+            } catch {
+                throw RuntimeFailure(error.description)
+            }
+        }
         let logger = common.logger("campaign-relay.upload")
         let lanes: [UploadLane.Kind] = (tracking == nil ? [] : [.tracking]) + (marketing == nil ? [] : [.marketing])
         let log: WriteAheadLog
         do {
+            // Each tenant's lanes keep cursors of their own, the ones serve keeps for them.
             log = try await WriteAheadLog.open(
-                dataDirectory: common.dataDir, configuration: try await retention.applied(), consumers: lanes.map(\.consumer), logger: logger)
+                dataDirectory: common.dataDir, configuration: try await retention.applied(),
+                consumers: lanes.map(\.consumer) + destinations.flatMap(\.consumers), logger: logger)
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             let forwards = [server.forwardsTracking ? "tracking hits" : nil, server.forwardsRegistrations ? "registrations" : nil].compactMap { $0 }
@@ -75,7 +93,8 @@ struct UploadCommand: AsyncParsableCommand {
         let uploader: Uploader
         do {
             uploader = try Uploader(
-                log: log, trackingHost: tracking, marketingHost: marketing, store: store, configuration: try upstream.configuration(), logger: logger)
+                log: log, trackingHost: tracking, marketingHost: marketing, tenants: destinations, store: store,
+                configuration: try upstream.configuration(), logger: logger)
         } catch {
             await log.close()
             throw error

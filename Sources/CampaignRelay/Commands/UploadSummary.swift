@@ -19,6 +19,7 @@ struct UploadSummary {
         if let tracking = lanes[UploadLane.Kind.tracking.rawValue] { perLane.append("\(tracking.delivered) tracking hits") }
         if let marketing = lanes[UploadLane.Kind.marketing.rawValue] { perLane.append("\(marketing.delivered) registrations") }
         if let relay = lanes[CentralRelaySink.laneName] { perLane.append("\(relay.delivered) to the central relay") }
+        perLane += perTenant
         var text = "delivered \(delivered) events" + (perLane.isEmpty ? "" : " (\(perLane.joined(separator: ", ")))")
         text += "; skipped \(total(\.skippedDuplicates)) unchanged registrations, dead-lettered \(total(\.deadLettered)), retries \(total(\.retries))"
         if total(\.rejected) > 0 { text += ", rejected \(total(\.rejected)) (not stored)" }
@@ -28,6 +29,20 @@ struct UploadSummary {
                 "\n\(counted(pendingDeadLetters, "dead letter")) \(pendingDeadLetters == 1 ? "waits" : "wait") in the store: campaign-relay deadletter list"
         }
         return text
+    }
+
+    /// "brand-a: 3 tracking hits and 1 registration", for each tenant with lanes
+    /// (`tracking_brand-a`, `marketing_brand-a`), in name order.
+    private var perTenant: [String] {
+        let (tracking, marketing) = (UploadLane.Kind.tracking.rawValue + "_", UploadLane.Kind.marketing.rawValue + "_")
+        let tenants = Set(lanes.keys.compactMap { name in name.firstIndex(of: "_").map { String(name[name.index(after: $0)...]) } })
+        return tenants.sorted().map { tenant in
+            let parts = [
+                lanes[tracking + tenant].map { counted($0.delivered, "tracking hit") },
+                lanes[marketing + tenant].map { counted($0.delivered, "registration") },
+            ].compactMap { $0 }
+            return "\(tenant): \(parts.joined(separator: " and "))"
+        }
     }
 
     var json: String { APIJSON.text(self) }

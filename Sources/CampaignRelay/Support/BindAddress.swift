@@ -6,12 +6,13 @@ struct BindAddress {
     var port: Int
 
     init(_ text: String) throws {
-        guard let colon = text.lastIndex(of: ":") else { throw ValidationError("\(text) is not host:port") }
+        let example = "host:port, such as 127.0.0.1:8080, 0.0.0.0:8080 or [::1]:8080"
+        guard let colon = text.lastIndex(of: ":") else { throw ValidationError("--bind \(text) is not \(example)") }
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty else { throw ValidationError("\(text): the host is empty") }
+        guard !host.isEmpty else { throw ValidationError("--bind \(text): the host is empty; give \(example)") }
         guard let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
-            throw ValidationError("\(text): the port must be 0 to 65535")
+            throw ValidationError("--bind \(text): the port must be a number from 0 to 65535 (0: any free port)")
         }
         self.host = host
         self.port = port

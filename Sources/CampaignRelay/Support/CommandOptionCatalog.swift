@@ -14,6 +14,10 @@ struct CommandOptionCatalog: Sendable {
         var isRepeating: Bool
         /// Its default, as the help shows it, if it has one.
         var defaultValue: String?
+        /// What its value is (`n`, `host:port`), as the help names it.
+        var valueName: String?
+        /// Its help text: what it takes, for a file's value it cannot parse.
+        var abstract: String?
     }
 
     /// The command's name (`serve`).
@@ -34,7 +38,7 @@ struct CommandOptionCatalog: Sendable {
             for name in argument.names ?? [] where name.kind == "long" && !Self.excluded.contains(name.name) {
                 entries[name.name] = Entry(
                     name: name.name, isFlag: argument.kind == "flag", isRepeating: argument.isRepeating ?? false,
-                    defaultValue: argument.defaultValue)
+                    defaultValue: argument.defaultValue, valueName: argument.valueName, abstract: argument.abstract)
             }
         }
         self.entries = entries
@@ -52,6 +56,8 @@ private struct HelpDescription: Decodable {
         var names: [Name]?
         var isRepeating: Bool?
         var defaultValue: String?
+        var valueName: String?
+        var abstract: String?
     }
 
     struct Name: Decodable {

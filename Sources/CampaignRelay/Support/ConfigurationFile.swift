@@ -34,16 +34,19 @@ struct ConfigurationFile: Sendable {
 
     /// Expands `--config FILE` in the command line `arguments` (without the program name): the
     /// file's settings for the command named first become arguments right after its name.
-    /// Arguments without `--config` come back as they are.
+    /// Arguments without `--config` come back as they are. The file read comes back too (`nil`
+    /// without `--config`), so that a value of it a command refuses can be blamed on its line.
     ///
     /// - Throws: ``Failure`` for an unusable file, or `--config` on a command that does not take it.
-    static func expand(_ arguments: [String], environment: [String: String]) throws(Failure) -> [String] {
+    static func expanding(_ arguments: [String], environment: [String: String]) throws(Failure) -> (
+        arguments: [String], file: ConfigurationFile?
+    ) {
         var path: String?
         for (index, word) in arguments.enumerated() {
             if word == "--config", index + 1 < arguments.count { path = arguments[index + 1] }
             if word.hasPrefix("--config=") { path = String(word.dropFirst("--config=".count)) }
         }
-        guard let path else { return arguments }
+        guard let path else { return (arguments, nil) }
         guard let command = arguments.first, commands[command] != nil else {
             let named = arguments.first.map { $0.hasPrefix("-") ? "" : "\($0) does not take it; " } ?? ""
             throw Failure(
@@ -53,7 +56,7 @@ struct ConfigurationFile: Sendable {
         }
         let file = try ConfigurationFile(path: path)
         let rest = Array(arguments.dropFirst())
-        return [command] + file.arguments(for: command, given: rest, environment: environment) + rest
+        return ([command] + file.arguments(for: command, given: rest, environment: environment) + rest, file)
     }
 
     /// The environment variable of an environment-backed option.
@@ -163,6 +166,12 @@ struct ConfigurationFile: Sendable {
     /// `given` arguments: the command's own table wins over the top level, and an option the user
     /// gave, or whose environment variable is set, is left out.
     func arguments(for command: String, given: [String], environment: [String: String]) -> [String] {
+        settings(for: command, given: given, environment: environment).flatMap(\.arguments)
+    }
+
+    /// The settings that become `command`'s arguments (``arguments(for:given:environment:)``), in
+    /// the order of their keys.
+    func settings(for command: String, given: [String], environment: [String: String]) -> [Setting] {
         guard let catalog = Self.commands[command].map({ CommandOptionCatalog($0) }) else { return [] }
         let onCommandLine = Set(given.compactMap { Self.longName($0) })
         var chosen: [String: Setting] = [:]
@@ -170,10 +179,10 @@ struct ConfigurationFile: Sendable {
             guard setting.table == nil || setting.table == command else { continue }
             if setting.table == command || chosen[setting.key] == nil { chosen[setting.key] = setting }
         }
-        return chosen.keys.sorted().flatMap { key -> [String] in
-            guard !onCommandLine.contains(key) else { return [] }
-            if Self.environmentBacked.contains(key), let value = environment[Self.environmentVariable(key)], !value.isEmpty { return [] }
-            return chosen[key]?.arguments ?? []
+        return chosen.keys.sorted().compactMap { key -> Setting? in
+            guard !onCommandLine.contains(key) else { return nil }
+            if Self.environmentBacked.contains(key), let value = environment[Self.environmentVariable(key)], !value.isEmpty { return nil }
+            return chosen[key]
         }
     }
 

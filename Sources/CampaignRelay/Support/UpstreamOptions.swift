@@ -75,6 +75,16 @@ struct UpstreamOptions: ParsableArguments {
         guard backoffBase >= 1, backoffCap > 0 else { throw ValidationError("--backoff-base and --backoff-cap must be positive") }
         guard breakerThreshold >= 1 else { throw ValidationError("--breaker-threshold must be at least 1") }
         guard maxUnsynced >= 1 else { throw ValidationError("--max-unsynced must be at least 1") }
+        // The URLs given as options are checked here, so that `config check` refuses what the
+        // command would; the environment's are checked when the command reads them.
+        for (value, role) in [(trackingHost, "--tracking-host"), (marketingHost, "--marketing-host")] {
+            guard let value else { continue }
+            do {
+                _ = try CampaignHost(parsing: value, role: role)
+            } catch {
+                throw ValidationError(error.description)
+            }
+        }
     }
 
     /// The hosts, or a validation error naming the setting at fault.

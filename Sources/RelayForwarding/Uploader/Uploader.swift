@@ -40,7 +40,8 @@ public actor Uploader {
         var lanes: [UploadLane]
         var transport: HTTPClientTransport
         var pipeline: TrackingHitPipeline?
-        var tasks: [Task<Void, Never>] = []
+        /// Each lane's run; a lane that fails ends with its error (logged as it happens).
+        var tasks: [Task<Result<Void, LogError>, Never>] = []
     }
 
     /// What every lane of a Campaign host is made with.
@@ -130,16 +131,18 @@ public actor Uploader {
     /// An uploader whose Campaign lanes read `source`: the open log from their cursors, or a range
     /// of a log for a replay (which resends everything: `deduplicates` false). Either way, tracking
     /// hits go through the pipeline while the host is healthy. Each lane records through
-    /// `metrics(kind, tenant)` (none by default). It forwards the default tenant's events only.
+    /// `metrics(kind, tenant)` (none by default). It forwards the default tenant's events to
+    /// `trackingHost` and `marketingHost`, and each of `tenants`' to that tenant's own hosts; the
+    /// events of a tenant not in `tenants` are not forwarded.
     ///
-    /// - Throws: ``UpstreamTLS/Failure`` when the configured CA file cannot be used.
+    /// - Throws: ``UpstreamTLS/Failure`` when a configured CA file cannot be used.
     public init(
-        source: UploadLane.Source, trackingHost: CampaignHost?, marketingHost: CampaignHost?, store: ForwardingStore,
-        configuration: UploadConfiguration, deduplicates: Bool, logger: Logger,
+        source: UploadLane.Source, trackingHost: CampaignHost?, marketingHost: CampaignHost?, tenants: [TenantDestinations] = [],
+        store: ForwardingStore, configuration: UploadConfiguration, deduplicates: Bool, logger: Logger,
         metrics: @escaping @Sendable (String, TenantName?) -> LaneMetrics = { _, _ in .none }
     ) throws(UpstreamTLS.Failure) {
         try self.init(
-            source: source, trackingHost: trackingHost, marketingHost: marketingHost, tenants: [], upstreamRelay: nil, store: store,
+            source: source, trackingHost: trackingHost, marketingHost: marketingHost, tenants: tenants, upstreamRelay: nil, store: store,
             configuration: configuration, deduplicates: deduplicates, logger: logger, metrics: metrics)
     }
 
@@ -242,14 +245,21 @@ public actor Uploader {
             return first
         }
         running = false
-        for tenant in tenantLanes.keys {
-            if !follows, let tasks = tenantLanes[tenant]?.tasks { for task in tasks { await task.value } }
+        var tenantFailure: LogError?
+        for tenant in tenantLanes.keys.sorted() {
+            // Up to a target, a tenant's lane that failed fails the run, as the fixed lanes do.
+            if !follows, let tasks = tenantLanes[tenant]?.tasks {
+                for task in tasks {
+                    if case .failure(let error) = await task.value, tenantFailure == nil { tenantFailure = error }
+                }
+            }
             await stopLanes(of: tenant)
         }
         for transport in transports { await transport.shutdown() }
         for pipeline in pipelines { await pipeline.shutdown() }
         await upstream.shutdown()
         try result.get()
+        if let tenantFailure { throw tenantFailure }
     }
 
     private static func run(_ lane: UploadLane, until target: UInt64?) async -> Result<Void, LogError> {
@@ -267,9 +277,11 @@ public actor Uploader {
         let logger = factory.logger
         set.tasks = set.lanes.map { lane in
             Task {
-                if case .failure(let error) = await Self.run(lane, until: target) {
+                let outcome = await Self.run(lane, until: target)
+                if case .failure(let error) = outcome {
                     logger.error("a tenant's lane stopped", metadata: ["lane": "\(lane.name)", "error": "\(error)"])
                 }
+                return outcome
             }
         }
         tenantLanes[tenant] = set
@@ -279,7 +291,7 @@ public actor Uploader {
     private func stopLanes(of tenant: TenantName) async {
         guard let set = tenantLanes[tenant] else { return }
         for task in set.tasks { task.cancel() }
-        for task in set.tasks { await task.value }
+        for task in set.tasks { _ = await task.value }
         await set.transport.shutdown()
         await set.pipeline?.shutdown()
         tenantLanes[tenant]?.tasks = []

@@ -134,6 +134,16 @@ public actor WriteAheadLog {
         // Opening reads and repairs files: that happens on the writer's thread, like every later write.
         let io = BlockingExecutor(name: "wal-writer")
         let lock = try await lockLog(layout: layout, fileSystem: fileSystem, wait: configuration.lockWait, io: io)
+        if let archive = configuration.archiveDirectory {
+            // Made at once, not when the first segment leaves: an erasure or a replay pointed at
+            // this archive before anything was archived finds the directory it was told of.
+            do {
+                try await io.run { () throws(FileSystemError) in try fileSystem.createDirectory(archive) }
+            } catch {
+                lock?.close()
+                throw .fileSystem(error, context: "creating the archive directory \(archive) (--archive-dir)")
+            }
+        }
         let now = EventTime.now().rfc3339
         let quarantine = Quarantine(directory: layout.quarantineDirectory, fileSystem: fileSystem)
         let cursors = CursorStore(directory: layout.cursorDirectory, fileSystem: fileSystem, quarantine: quarantine)

@@ -61,7 +61,8 @@ enum RelayApplication {
                 let record = ServerRecord(
                     pid: getpid(), url: "\(scheme)://\(reachable):\(port)", aggregates: configuration.aggregates,
                     forwardsTracking: configuration.trackingHost != nil, forwardsRegistrations: configuration.marketingHost != nil,
-                    requiresClientCertificate: configuration.tls?.clientCertificateAuthorities != nil, version: RelayVersion.current
+                    requiresClientCertificate: configuration.tls?.clientCertificateAuthorities != nil, version: RelayVersion.current,
+                    archiveDirectory: configuration.log.archiveDirectory.map(ServerRecord.canonical)
                 )
                 // server.json is written off the cooperative pool, as every file operation is.
                 do {
