@@ -1,5 +1,6 @@
 import CampaignEmulator
 import Foundation
+import NIOConcurrencyHelpers
 import RelayIO
 import RelayProcessTestSupport
 import RelaySQLite
@@ -189,7 +190,7 @@ struct EncryptionCommandTests {
     // MARK: 2. Rekey beside a running server
 
     @Test(
-        "wal rekey beside a running serve rewrites the sealed segments under the newest key, the server keeps taking events; once it stops, a second run rewrites the rest and the older key is no longer needed"
+        "wal rekey beside a running serve asks it to seal its active segment and rewrites that one too: once it is done, the older key is no longer needed, even on a quiet relay; a server with another key, or without the admin token, is refused"
     )
     func rekeyBesideServe() async throws {
         let binary = try RelayBinary.path()
@@ -202,68 +203,90 @@ struct EncryptionCommandTests {
         let fileB = "\(keys)/b"
         let fileC = "\(keys)/c"
         try Self.writeKeyFile(fileA, [("a1", a1)])
-
-        let server = try ChildProcess(
-            binary, ["serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--segment-bytes", "4096", "--encryption-key-file", fileA])
-        defer { FaultyServe.killIfRunning(server) }
-        let url = "http://127.0.0.1:\(try await server.await(#"address=127\.0\.0\.1:(\d+)"#))"
+        try Self.writeKeyFile(fileB, [("a1", a1), ("b2", b2)])
+        let token = "rekey-admin-token-0123456789"
+        let serve = { (keyFile: String) in
+            try ChildProcess(
+                binary,
+                [
+                    "serve", "--bind", "127.0.0.1:0", "--data-dir", directory, "--segment-bytes", "4096", "--encryption-key-file", keyFile,
+                    "--admin-token", token,
+                ])
+        }
+        let url = NIOLockedValueBox("")
         let http = TestHTTPClient()
         let load = IngestLoad(batchSize: 20, deliveryId: "rekey")
-        let clients = (0..<2).map { client in Task { await load.run(client: client, http, { url }) } }
         let acknowledged = { load.score.withLockedValue { $0.acknowledged.count } }
 
+        // A server with a1 takes events into several segments.
+        let first = try serve(fileA)
+        defer { FaultyServe.killIfRunning(first) }
+        let firstPort = try await first.await(#"address=127\.0\.0\.1:(\d+)"#)
+        url.withLockedValue { $0 = "http://127.0.0.1:\(firstPort)" }
+        var clients = (0..<2).map { client in Task { await load.run(client: client, http, { url.withLockedValue { $0 } }) } }
         try await waitUntil("1,000 events acknowledged in at least 6 segments", seconds: 120) {
             acknowledged() >= 1000 && Self.segments(directory).count >= 6
         }
-        let before = try Self.parse(try await Self.dump(binary, directory, keyFile: fileA, label: "before the rekey"))
+        load.stopping.store(true, ordering: .relaxed)
+        for client in clients { await client.value }
+
+        // A key file whose newest key the server does not have: refused before anything is rewritten.
+        let otherKey = try await RelayBinary.run(
+            binary, ["wal", "rekey", "--data-dir", directory, "--encryption-key-file", fileB, "--admin-token", token], seconds: 120)
+        #expect(otherKey.status == 1, "\(otherKey.stdout) \(otherKey.stderr)")
+        #expect(
+            otherKey.stderr.contains(
+                "seals new frames with key a1, not with b2, the newest of \(fileB): restart it with this key file first (nothing was rewritten)"),
+            "\(otherKey.stderr)")
+        #expect(try await Self.verify(binary, directory, keyFile: fileB, label: "after the refusal").framesByKeyId.keys.sorted() == ["a1"])
+        #expect(await FaultyServe.stop(first, label: "serve with a1") == .exited(0), "\(first.text.suffix(2000))")
+        let before = try Self.parse(try await Self.dump(binary, directory, keyFile: fileB, label: "before the rekey"))
         #expect(before.lines.count >= 1000)
 
-        // The new key, newest last, beside the old one; the server still runs with A.
-        try Self.writeKeyFile(fileB, [("a1", a1), ("b2", b2)])
-        let (first, firstRun) = try await Self.rekey(binary, directory, keyFile: fileB, label: "beside serve")
-        let acknowledgedAfterRekey = acknowledged()
-        let segmentsAfterRekey = Self.segments(directory).count
-        let log = try #require(first.directories.first, "\(firstRun.stdout)")
-        #expect(first.directories.count == 1 && log.directory == "\(directory)/wal" && log.keyId == "b2")
-        #expect(log.activeSegmentSkipped != nil, "beside a server the segment it appends to is left alone: \(firstRun.stdout)")
-        #expect(firstRun.stderr.contains("a server holds the log: the segment it appends to is left alone"), "\(firstRun.stderr)")
-        #expect(log.segmentsRewritten >= 5 && log.segmentsCurrent == 0 && log.segmentsGone == 0, "\(firstRun.stdout)")
-        #expect(log.framesEncrypted == 0 && log.framesResealed >= log.segmentsRewritten && log.damagedRangesKept == 0, "\(firstRun.stdout)")
-        #expect(first.deadLettersResealed == 0)
+        // Restarted with the new key file, the relay is quiet: the segment it appends to holds a1
+        // frames, and nothing rolls it over.
+        let second = try serve(fileB)
+        defer { FaultyServe.killIfRunning(second) }
+        let secondPort = try await second.await(#"address=127\.0\.0\.1:(\d+)"#)
+        url.withLockedValue { $0 = "http://127.0.0.1:\(secondPort)" }
+        let noToken = try await RelayBinary.run(binary, ["wal", "rekey", "--data-dir", directory, "--encryption-key-file", fileB], seconds: 120)
+        #expect(noToken.status == 1, "\(noToken.stdout) \(noToken.stderr)")
+        #expect(
+            noToken.stderr.contains(
+                "holds the log and refused to seal its active segment for the rewrite (401): give wal rekey the server's admin token (--admin-token, or CAMPAIGN_RELAY_ADMIN_TOKEN)"
+            ), "\(noToken.stderr)")
+        let rekeyRun = try await RelayBinary.run(
+            binary, ["wal", "rekey", "--json", "--data-dir", directory, "--encryption-key-file", fileB, "--admin-token", token], seconds: 120)
+        try #require(rekeyRun.status == 0, "wal rekey beside serve: \(rekeyRun.stdout) \(rekeyRun.stderr)")
+        let rekeyed = try JSONDecoder().decode(Rekeyed.self, from: Data(rekeyRun.stdout.utf8))
+        let log = try #require(rekeyed.directories.first, "\(rekeyRun.stdout)")
+        #expect(rekeyRun.stderr.contains("the server sealed its active segment for the rewrite"), "\(rekeyRun.stderr)")
+        #expect(rekeyed.directories.count == 1 && log.directory == "\(directory)/wal" && log.keyId == "b2")
+        #expect(log.segmentsRewritten == Self.segments(directory).count && log.segmentsCurrent == 0 && log.segmentsGone == 0, "\(rekeyRun.stdout)")
+        #expect(log.framesEncrypted == 0 && log.framesResealed >= log.segmentsRewritten && log.damagedRangesKept == 0, "\(rekeyRun.stdout)")
 
         // The server goes on taking events, into new segments, after the rekey.
+        let acknowledgedAfterRekey = acknowledged()
+        let segmentsAfterRekey = Self.segments(directory).count
+        load.stopping.store(false, ordering: .relaxed)
+        clients = (2..<4).map { client in Task { await load.run(client: client, http, { url.withLockedValue { $0 } }) } }
         try await waitUntil("600 more events acknowledged and 2 more segments after the rekey", seconds: 120) {
             acknowledged() >= acknowledgedAfterRekey + 600 && Self.segments(directory).count >= segmentsAfterRekey + 2
         }
         load.stopping.store(true, ordering: .relaxed)
         for client in clients { await client.value }
         await http.shutdown()
-        #expect(await FaultyServe.stop(server, label: "serve after the rekey") == .exited(0), "\(server.text.suffix(2000))")
+        #expect(await FaultyServe.stop(second, label: "serve after the rekey") == .exited(0), "\(second.text.suffix(2000))")
         let score = load.score.withLockedValue { $0 }
         #expect(score.unexpected.isEmpty && score.transportFailures == 0, "\(score.unexpected.prefix(3)) \(score.transportFailures)")
 
-        // The segments the rekey rewrote hold b2 frames only; the server's later ones a1 frames.
-        let middle = try await Self.verify(binary, directory, keyFile: fileB, label: "between the rekeys")
-        #expect(middle.clean && middle.encryptedFrames == middle.frames && middle.unopenedFrames == 0, "\(middle)")
-        #expect(middle.framesByKeyId["b2"] == log.framesResealed, "\(middle.framesByKeyId) after \(log.framesResealed) sealed again")
-        #expect(middle.framesByKeyId["a1"] == middle.frames - log.framesResealed, "\(middle.framesByKeyId)")
-        #expect(middle.framesByKeyId.count == 2)
-
-        // No server: the rest, the newest segment included.
-        let (second, secondRun) = try await Self.rekey(binary, directory, keyFile: fileB, label: "without a server")
-        let rest = try #require(second.directories.first, "\(secondRun.stdout)")
-        #expect(rest.activeSegmentSkipped == nil, "\(secondRun.stdout)")
-        #expect(rest.segmentsCurrent == log.segmentsRewritten, "\(secondRun.stdout)")
-        #expect(rest.segmentsRewritten == middle.segments - log.segmentsRewritten, "\(secondRun.stdout)")
-        #expect(rest.framesResealed == middle.framesByKeyId["a1"] && rest.framesEncrypted == 0, "\(secondRun.stdout)")
-
-        let final = try await Self.verify(binary, directory, keyFile: fileB, label: "after both rekeys")
+        // One rekey beside the server was enough: b2 alone, no second run.
+        let final = try await Self.verify(binary, directory, keyFile: fileB, label: "after the rekey")
         #expect(final.framesByKeyId == ["b2": final.frames], "\(final.framesByKeyId)")
         #expect(final.clean && final.encryptedFrames == final.frames && final.unopenedFrames == 0 && final.missingSequences == 0, "\(final)")
-        #expect(final.frames == middle.frames && final.events == middle.events && final.segments == middle.segments)
 
         // Every event is still there, as it was: the dump before the rekey, and the events added meanwhile.
-        let dumped = try await Self.dump(binary, directory, keyFile: fileB, label: "after both rekeys")
+        let dumped = try await Self.dump(binary, directory, keyFile: fileB, label: "after the rekey")
         let after = try Self.parse(dumped)
         #expect(after.lines.count == final.events)
         let altered = before.lines.filter { after.lines[$0.key] != $0.value }.map(\.key).sorted()
@@ -283,7 +306,7 @@ struct EncryptionCommandTests {
         #expect(oldKey.status == 1 && oldKey.stdout.isEmpty, "\(oldKey.status) \(oldKey.stdout.prefix(200))")
         #expect(oldKey.stderr.contains("it is encrypted with key b2, which the key file does not hold (it holds a1)"), "\(oldKey.stderr)")
 
-        // A third run finds nothing to do; the counts, caught up with b2 alone, hold every event once.
+        // A run without a server finds nothing to do; the counts, caught up with b2 alone, hold every event once.
         let (third, thirdRun) = try await Self.rekey(binary, directory, keyFile: fileC, label: "third")
         #expect(third.directories.first?.segmentsRewritten == 0 && third.directories.first?.segmentsCurrent == final.segments, "\(thirdRun.stdout)")
         let stats = try await RelayBinary.run(binary, ["stats", "--json", "--data-dir", directory, "--encryption-key-file", fileC], seconds: 120)

@@ -516,7 +516,7 @@ struct EncryptionTests {
         #expect(written.values.joined().allSatisfy { $0.keyID == "k1" })
 
         let ring = encryptionTestRing(("k1", 1), ("k2", 2))
-        let report = try LogRekey.rekey(directory: walDirectory, walDirectory: walDirectory, keys: ring, skippingNewest: false)
+        let report = try LogRekey.rekey(directory: walDirectory, walDirectory: walDirectory, keys: ring, leaving: .none)
         #expect(report.segmentsRewritten == written.count)
 
         let rekeyed = try frames()

@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import Logging
 import RelayForwarding
 import RelayIO
 import RelayLog
@@ -15,11 +17,11 @@ struct WALRekeyCommand: AsyncParsableCommand {
             sealed with it are left as they are. Each segment is rewritten crash-safely (a \
             temporary copy, fdatasync, rename, directory fsync): after a crash or an interruption, \
             run the command again. Restart a running server with the new key file first: it \
-            cannot read segments sealed with a key its file lacks. Safe beside a running server: \
-            then the segment the server \
-            appends to is left alone (the server seals it with the newest key once it was started \
-            with the same key file; run the command again after it rolls). Without a server the \
-            whole log is rewritten. Once every key but the newest has no frame left (`wal verify \
+            cannot read segments sealed with a key its file lacks (the command checks, and \
+            refuses otherwise). Beside a running server, the command asks it to seal the segment \
+            it appends to (POST /v1/wal/seal, with --admin-token) and rewrites that one too, so \
+            only frames written after it are in the server's new active segment, already under \
+            the newest key. Without a server the whole log is rewritten. Once every key but the newest has no frame left (`wal verify \
             --json` shows framesByKeyId), the older keys may leave the key file. The dead letters \
             of forwarding.sqlite are sealed with the newest key too. Exit status 0, or \
             1 with the segment that could not be rewritten (those before it are done).
@@ -30,6 +32,12 @@ struct WALRekeyCommand: AsyncParsableCommand {
         name: .customLong("archive-dir"),
         help: ArgumentHelp("Also rewrite the segments of this archive directory (--archive-dir of serve; repeatable).", valueName: "dir"))
     var archiveDirectories: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "The admin token of the server holding the log, which seals its active segment for the rewrite (default: CAMPAIGN_RELAY_ADMIN_TOKEN).",
+            valueName: "token"))
+    var adminToken: String?
 
     @OptionGroup var encryption: EncryptionOptions
 
@@ -51,25 +59,27 @@ struct WALRekeyCommand: AsyncParsableCommand {
         let directories = [walDirectory] + archiveDirectories
         let json = common.json
         let logger = common.logger("campaign-relay.rekey")
-        let reports = try await BlockingExecutor(name: "wal-rekey").run { () throws(RuntimeFailure) -> [LogRekey.Report] in
-            let fileSystem = PosixFileSystem()
-            // Holding the log's lock, no server appends: its newest segment is rewritten too.
-            let lock: (any FileHandle)?
+        let io = BlockingExecutor(name: "wal-rekey")
+        // Holding the log's lock, no server appends: its newest segment is rewritten too.
+        let lock = try await io.run { () throws(RuntimeFailure) -> (any RelayLog.FileHandle)? in
             do throws(FileSystemError) {
-                lock = try fileSystem.lockExclusively(layout.lockFile)
+                return try PosixFileSystem().lockExclusively(layout.lockFile)
             } catch  where error.errno == LogLayout.lockHeldErrno {
-                lock = nil
+                return nil
             } catch {
                 throw RuntimeFailure("cannot open the log's lock \(layout.lockFile): \(error)")
             }
-            defer { lock?.close() }
-            if lock == nil { logger.notice("a server holds the log: the segment it appends to is left alone") }
+        }
+        defer { lock?.close() }
+        let active = lock == nil ? try await sealServersSegment(keys: keys, logger: logger) : .none
+        let reports = try await io.run { () throws(RuntimeFailure) -> [LogRekey.Report] in
+            let fileSystem = PosixFileSystem()
             var progress = ProgressLine(enabled: !json)
             var reports: [LogRekey.Report] = []
             for directory in directories {
                 do {
                     let report = try LogRekey.rekey(
-                        directory: directory, walDirectory: walDirectory, keys: keys, skippingNewest: directory == walDirectory && lock == nil,
+                        directory: directory, walDirectory: walDirectory, keys: keys, leaving: directory == walDirectory ? active : .none,
                         fileSystem: fileSystem
                     ) { so in
                         progress.update("rekeying \(directory): \(so.segmentsRewritten) rewritten, \(so.segmentsCurrent) already under \(so.keyId)")
@@ -117,6 +127,58 @@ struct WALRekeyCommand: AsyncParsableCommand {
             }
         }
         output.flush()
+    }
+}
+
+extension WALRekeyCommand {
+    /// Beside a running server: asks it to seal the segment it appends to (`POST /v1/wal/seal`),
+    /// so that segment is rewritten too and the old key stops being needed, and checks that the
+    /// server seals new frames with the key file's newest key (a server without it could not read
+    /// what the rewrite seals). A server of a version without the endpoint keeps its active
+    /// segment, as before.
+    ///
+    /// - Throws: ``RuntimeFailure`` when the server refuses (no admin token), cannot be reached,
+    ///   or runs with another key.
+    func sealServersSegment(keys: LogKeyRing, logger: Logger) async throws -> LogRekey.ActiveSegment {
+        guard let record = ServerRecord.running(dataDirectory: common.dataDir) else {
+            logger.notice("another process holds the log: the segment it appends to is left alone")
+            return .newest
+        }
+        let handoff = ServerHandoff(record: record)
+        let token = adminToken ?? ProcessInfo.processInfo.environment["CAMPAIGN_RELAY_ADMIN_TOKEN"]
+        let outcome = await handoff.exchange(.POST, path: "/v1/wal/seal", body: nil, token: token)
+        await handoff.shutdown()
+        let answer: (status: UInt, body: String)
+        switch outcome {
+        case .failure(let failure): throw RuntimeFailure("asking the server to seal its active segment: \(failure.description)")
+        case .success(let received): answer = received
+        }
+        switch answer.status {
+        case 200:
+            break
+        case 401, 403:
+            throw RuntimeFailure(
+                "\(handoff.name) holds the log and refused to seal its active segment for the rewrite (\(answer.status)): give wal rekey the server's admin token (--admin-token, or CAMPAIGN_RELAY_ADMIN_TOKEN)"
+            )
+        case 404:
+            logger.notice("the server cannot seal its active segment (a version before POST /v1/wal/seal): it is left alone")
+            return .newest
+        default:
+            throw RuntimeFailure("\(handoff.name) answered \(answer.status) to POST /v1/wal/seal: \(answer.body)")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any],
+            let boundary = (object["sealedBelow"] as? NSNumber)?.uint64Value
+        else {
+            throw RuntimeFailure("\(handoff.name) answered POST /v1/wal/seal with what this version cannot read: \(answer.body)")
+        }
+        let serverKey = object["keyId"] as? String
+        guard serverKey == keys.newest.id else {
+            throw RuntimeFailure(
+                "\(handoff.name) seals new frames with \(serverKey.map { "key \($0)" } ?? "no key (it runs without --encryption-key-file)"), not with \(keys.newest.id), the newest of \(encryption.encryptionKeyFile ?? "the key file"): restart it with this key file first (nothing was rewritten)"
+            )
+        }
+        logger.notice("the server sealed its active segment for the rewrite", metadata: ["sealed-below": "\(boundary)", "server": "\(record.url)"])
+        return .startingAtOrAfter(boundary)
     }
 }
 

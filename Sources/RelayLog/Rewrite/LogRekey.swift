@@ -44,23 +44,42 @@ public enum LogRekey {
         }
     }
 
+    /// The segments a rekey leaves alone, because a server may be appending to them.
+    public enum ActiveSegment: Sendable, Hashable {
+        /// None: no process appends (the rekey holds the log's lock, or the directory is an archive).
+        case none
+        /// The newest segment of the directory: a server appends to it.
+        case newest
+        /// Segments starting at or after this sequence: a server sealed its active segment at
+        /// this boundary (`POST /v1/wal/seal`), so every segment below it is sealed for good.
+        case startingAtOrAfter(UInt64)
+    }
+
     /// Rewrites the segments in `directory` under the newest key of `keys`.
     ///
     /// `walDirectory` is the log's directory, whose ``SegmentRewriteLock`` is held for each segment
-    /// (the same as `directory`, or the log an archive belongs to). With `skippingNewest` (a server
-    /// may be appending), the newest segment of `directory` is left alone. `progress` is called
-    /// after each segment with the report so far.
+    /// (the same as `directory`, or the log an archive belongs to). The segments `active` names (a
+    /// server may be appending to them) are left alone. `progress` is called after each segment
+    /// with the report so far.
     ///
     /// - Throws: ``LogError/unreadableFrame(_:segment:offset:)`` when a frame's key is not in `keys`
     ///   (the segments before it are rewritten, that one and the rest are not),
     ///   ``LogError/fileSystem(_:context:)`` when a file cannot be read or written.
     public static func rekey(
-        directory: String, walDirectory: String, keys: LogKeyRing, skippingNewest: Bool, fileSystem: any FileSystem = PosixFileSystem(),
+        directory: String, walDirectory: String, keys: LogKeyRing, leaving active: ActiveSegment, fileSystem: any FileSystem = PosixFileSystem(),
         progress: (Report) -> Void = { _ in }
     ) throws(LogError) -> Report {
         var report = Report(directory: directory, keyId: keys.newest.id)
         var starts = try SegmentRewriter.segmentStarts(in: directory, fileSystem: fileSystem)
-        if skippingNewest, let newest = starts.popLast() { report.activeSegmentSkipped = SegmentHeader.fileName(firstSequence: newest) }
+        switch active {
+        case .none:
+            break
+        case .newest:
+            if let newest = starts.popLast() { report.activeSegmentSkipped = SegmentHeader.fileName(firstSequence: newest) }
+        case .startingAtOrAfter(let boundary):
+            if let first = starts.first(where: { $0 >= boundary }) { report.activeSegmentSkipped = SegmentHeader.fileName(firstSequence: first) }
+            starts.removeAll { $0 >= boundary }
+        }
         for start in starts {
             let name = SegmentHeader.fileName(firstSequence: start)
             try SegmentRewriteLock.holding(walDirectory: walDirectory, fileSystem: fileSystem) { () throws(LogError) in

@@ -151,6 +151,7 @@ struct ServerComponents {
                 fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }, aggregator: aggregator),
             HealthRoutes(ingestor: ingestor, upstream: relayLane, fleet: fleet?.status),
             PrivacyRoutes(erasure: erasure, dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants),
+            LogSealRoute(log: log, keyId: configuration.log.encryption?.newest.id, adminToken: configuration.adminToken, tenants: tenants),
             StatusRoutes(
                 adminToken: configuration.adminToken, tenants: tenants, log: log, store: store, history: history, uploader: uploader,
                 relayLane: relayLane, relayURL: configuration.upstreamRelay?.description, aggregator: aggregator, fleet: fleet?.status),
