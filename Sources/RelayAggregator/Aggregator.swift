@@ -101,7 +101,12 @@ public actor Aggregator: BlockingActor {
             return (store, state, existed)
         }
         if !existed, keepsCursor {
-            logger.notice("aggregates database missing; building it from the log", metadata: ["path": "\(databasePath)", "from": "\(oldest)"])
+            // On a new relay there is nothing to rebuild: the database is simply new.
+            if await log.durableSequence > oldest {
+                logger.notice("aggregates database missing; building it from the log", metadata: ["path": "\(databasePath)", "from": "\(oldest)"])
+            } else {
+                logger.info("aggregates database created", metadata: ["path": "\(databasePath)"])
+            }
         }
         self.executor = executor
         self.readAhead = BlockingExecutor(name: "aggregator-read", priority: priority)

@@ -257,6 +257,24 @@ struct ConfigFileTests {
                 """, "\(check.stderr)")
     }
 
+    @Test("an inverted pair of flags is one setting: config check shows preallocate once, from either key; the docs do not repeat its text")
+    func invertedPair() async throws {
+        let binary = try RelayBinary.path()
+        let directory = temporaryDirectory("config-pair")
+        defer { removeTree(directory) }
+        let unset = try await Self.effective(binary, try Self.file("", in: directory))
+        #expect(unset["no-preallocate"] == nil && unset["preallocate"]?["value"] as? String == "true", "\(unset["preallocate"] ?? [:])")
+        let off = try await Self.effective(binary, try Self.file("log-level = \"info\"\nno-preallocate = true\n", in: directory))
+        #expect(off["no-preallocate"] == nil)
+        #expect(off["preallocate"]?["value"] as? String == "false" && off["preallocate"]?["line"] as? Int == 2, "\(off["preallocate"] ?? [:])")
+        let text = try await BoundedRun.run(binary, ["config", "check", try Self.file("", in: directory)], seconds: 30)
+        #expect(text.stdout.split(separator: "\n").filter { $0.contains("preallocate") }.count == 1, "\(text.stdout)")
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let docs = try String(contentsOf: root.appendingPathComponent("docs/configuration.md"), encoding: .utf8).split(separator: "\n")
+        let describe = { (key: String) in docs.first { $0.hasPrefix("| `\(key)` |") }?.split(separator: "|").last.map(String.init) ?? "" }
+        #expect(!describe("preallocate").isEmpty && describe("preallocate") != describe("no-preallocate"), "\(describe("no-preallocate"))")
+    }
+
     @Test("--config on a command that does not take it, and a missing file: exit 1 saying so")
     func wrongPlaces() async throws {
         let binary = try RelayBinary.path()

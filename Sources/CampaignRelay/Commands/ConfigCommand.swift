@@ -107,6 +107,9 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         let catalog = CommandOptionCatalog(ConfigurationFile.commands[command] ?? ServeCommand.self)
         var options: [Effective] = []
         for entry in catalog.entries.values.sorted(by: { $0.name < $1.name }) {
+            // An inverted pair (--preallocate/--no-preallocate) is one setting, shown by its positive name.
+            if entry.isFlag, entry.name.hasPrefix("no-"), catalog.entries[String(entry.name.dropFirst(3))]?.isFlag == true { continue }
+            let inverse = entry.isFlag ? catalog.entries["no-" + entry.name] : nil
             let hidden = entry.name.hasSuffix("token") || entry.name == "postgres-url"
             let show = { (value: String) in hidden ? "(hidden)" : value }
             let variable = ConfigurationFile.environmentVariable(entry.name)
@@ -116,6 +119,11 @@ struct ConfigCheckCommand: AsyncParsableCommand {
                 ?? parsed.settings.first(where: { $0.key == entry.name && $0.table == nil })
             {
                 options.append(Effective(key: entry.name, value: show(setting.text), source: "file", line: setting.line))
+            } else if let inverse,
+                let setting = parsed.settings.first(where: { $0.key == inverse.name && $0.table == command })
+                    ?? parsed.settings.first(where: { $0.key == inverse.name && $0.table == nil })
+            {
+                options.append(Effective(key: entry.name, value: setting.text == "true" ? "false" : "true", source: "file", line: setting.line))
             } else if entry.isFlag {
                 // An inverted pair (--preallocate/--no-preallocate) names its default by the flag that is on.
                 options.append(Effective(key: entry.name, value: entry.defaultValue == "--\(entry.name)" ? "true" : "false", source: "default"))

@@ -55,6 +55,7 @@ struct ServerComponents {
     private static func assemble(
         around log: WriteAheadLog, configuration: RelayServerConfiguration, fileSystem: any FileSystem, logger: Logger
     ) async throws -> ServerComponents {
+        StartupSummary.log(configuration, to: logger)
         let metrics = RelayMetrics(version: RelayVersion.current)
         let history = StatusHistory()
         await log.observeCommits { commit in
@@ -90,14 +91,9 @@ struct ServerComponents {
                 log: log, trackingHost: configuration.trackingHost, marketingHost: configuration.marketingHost, tenants: tenantDestinations,
                 upstreamRelay: configuration.upstreamRelay.map { CentralRelaySink(host: $0, token: configuration.upstreamToken ?? "") },
                 store: store, configuration: upload, logger: logger, metrics: { metrics.laneMetrics(for: $0, tenant: $1) })
-        } else {
-            logger.notice("no --tracking-host or --marketing-host: events are stored and counted, not forwarded")
         }
         // The fleet's PostgreSQL: its own consumer of the log, with its position in the database.
         let fleet = configuration.postgres.map { (location: $0, status: FleetStatus()) }
-        if let postgres = configuration.postgres {
-            logger.notice("counting into the fleet's PostgreSQL too", metadata: ["database": "\(postgres)"])
-        }
         let archives = configuration.log.archiveDirectory.map { [$0] } ?? []
         // An erasure a stop cut short is finished before anything reads the log or serves (no
         // counter runs yet: the fleet's counts are changed in a session of its own). Should that
