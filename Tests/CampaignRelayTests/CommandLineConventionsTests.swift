@@ -62,7 +62,7 @@ struct CommandLineConventionsTests {
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             #expect(object?["message"] is String && object?["level"] is String, "not a JSON log line: \(line)")
         }
-        #expect(jsonLogs.stdout.hasPrefix("accepted 1 events"), "results stay text without --json: \(jsonLogs.stdout)")
+        #expect(jsonLogs.stdout.hasPrefix("accepted 1 event ("), "results stay text without --json: \(jsonLogs.stdout)")
 
         let textLogs = try await RelayBinary.run(
             binary, ["ingest", "-", "--data-dir", "\(directory)/b", "--json", "--log-format", "text"], input: events)
@@ -164,5 +164,6 @@ struct UploadFailureMessageTests {
         #expect(!run.stderr.contains("errno"), "no socket-call jargon: \(run.stderr)")
         #expect(!run.stderr.contains("CancellationError"), "stopping is not a failure of the host: \(run.stderr)")
         #expect(run.stdout.contains("delivered 0 events") && run.stdout.contains("backlog 1"), "\(run.stdout)")
+        #expect(!run.stdout.contains("events/s"), "no rate of nothing delivered: \(run.stdout)")
     }
 }

@@ -82,8 +82,8 @@ struct ReplayDryRun: Encodable {
     var text: String {
         var lines = [
             "dry run: nothing was sent.",
-            "tracking host \(tracking.url ?? "(none given)"): \(tracking.events) hits",
-            "marketing host \(marketing.url ?? "(none given)"): \(marketing.events) registrations",
+            "tracking host \(tracking.url ?? "(none given)"): \(counted(tracking.events, "hit"))",
+            "marketing host \(marketing.url ?? "(none given)"): \(counted(marketing.events, "registration"))",
         ]
         if !deliveries.isEmpty {
             lines.append("per delivery (impressions / opens / clicks):")
