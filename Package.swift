@@ -378,7 +378,7 @@ let package = Package(
             dependencies: [
                 "TestTiers",
                 "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain", "RelayAggregator",
-                "RelayPostgres", "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport", "CampaignRelay",
+                "RelayPostgres", "RelayForwarding", "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport", "CampaignRelay",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],

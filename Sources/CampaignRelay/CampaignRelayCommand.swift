@@ -26,22 +26,30 @@ struct CampaignRelayCommand: AsyncParsableCommand {
         ]
     )
 
-    /// Expands `--config FILE` into the options it sets (see ``ConfigurationFile``), then runs the
-    /// command as swift-argument-parser's own `main` would.
+    /// Expands `--config FILE` into the options it sets (see ``ConfigurationFile`` and
+    /// ``RelayConfigFileOption``), then runs the command as swift-argument-parser's own `main`
+    /// would, with "did you mean" for a misspelt command name (``SubcommandSuggestion``).
     static func main() async {
         let given = Array(CommandLine.arguments.dropFirst())
         let environment = ConfigurationFile.currentEnvironment()
         let arguments: [String]
         let file: ConfigurationFile?
-        do {
-            (arguments, file) = try ConfigurationFile.expanding(given, environment: environment)
+        do throws(ConfigurationFile.Failure) {
+            if let expanded = try RelayConfigFileOption.expand(given, environment: environment) {
+                (arguments, file) = (expanded, nil)
+            } else {
+                (arguments, file) = try ConfigurationFile.expanding(given, environment: environment)
+            }
         } catch {
+            // `serv --config FILE`: the misspelt name is the mistake, not where --config is.
+            exitSuggesting(given)
             exit(withError: RuntimeFailure(error.description))
         }
         var command: any ParsableCommand
         do {
             command = try parseAsRoot(arguments)
         } catch {
+            exitSuggesting(given)
             // A value the file gave is the file's mistake, not the command line's: name its line.
             if let file, let name = given.first,
                 let problem = ConfigurationValueCheck.blame(
@@ -60,5 +68,15 @@ struct CampaignRelayCommand: AsyncParsableCommand {
         } catch {
             exit(withError: error)
         }
+    }
+
+    /// Exits with the usage error's status (64) after printing "did you mean" when `arguments`
+    /// misspell a command's name; returns otherwise.
+    private static func exitSuggesting(_ arguments: [String]) {
+        guard let suggestion = SubcommandSuggestion(arguments, root: Self.self) else { return }
+        var errors = StandardOutput.error()
+        errors.write(suggestion.message)
+        errors.flush()
+        exit(withError: ExitCode.validationFailure)
     }
 }

@@ -22,7 +22,6 @@ struct CommandLineConventionsTests {
         arguments: [
             (["ingest", "nope.jsonl"], "Error: cannot open nope.jsonl"),
             (["replay", "--from", "1"], "Error: no Campaign host to send to"),
-            (["upload", "--tracking-host", "ftp://x"], "Error: --tracking-host ftp://x: scheme ftp is not https or http"),
             (["serve", "--bind", "0.0.0.0:0"], "Error: refusing to listen on 0.0.0.0 without --admin-token"),
         ])
     func runtimeErrors(arguments: [String], message: String) async throws {
@@ -62,7 +61,7 @@ struct CommandLineConventionsTests {
             let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
             #expect(object?["message"] is String && object?["level"] is String, "not a JSON log line: \(line)")
         }
-        #expect(jsonLogs.stdout.hasPrefix("accepted 1 events"), "results stay text without --json: \(jsonLogs.stdout)")
+        #expect(jsonLogs.stdout.hasPrefix("accepted 1 event ("), "results stay text without --json: \(jsonLogs.stdout)")
 
         let textLogs = try await RelayBinary.run(
             binary, ["ingest", "-", "--data-dir", "\(directory)/b", "--json", "--log-format", "text"], input: events)
@@ -81,6 +80,22 @@ struct CommandLineConventionsTests {
         let cache = try await RelayBinary.run(try RelayBinary.path(), ["serve", "--aggregator-cache-mib", "0"])
         #expect(cache.status == 64)
         #expect(cache.stderr.hasPrefix("Error: --aggregator-cache-mib must be at least 1\n"), "\(cache.stderr)")
+        // A host URL given as a flag is checked with the other values, before anything runs (and
+        // so `config check` refuses it in a file).
+        let host = try await RelayBinary.run(try RelayBinary.path(), ["upload", "--tracking-host", "ftp://x"])
+        #expect(host.status == 64, "\(host.status) \(host.stderr)")
+        #expect(host.stderr.hasPrefix("Error: --tracking-host ftp://x: scheme ftp is not https or http\n"), "\(host.stderr)")
+    }
+
+    @Test("a host URL from the environment that is not one: exit 1 with the message, no usage (the command line was right)")
+    func hostFromTheEnvironment() async throws {
+        let directory = Self.scratch("cli-env")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let run = try await BoundedRun.run(
+            "/usr/bin/env", ["CAMPAIGN_RELAY_TRACKING_HOST=ftp://x", try RelayBinary.path(), "upload", "--data-dir", directory], seconds: 60)
+        #expect(run.ending == .exited(1), "\(run.ending) \(run.stderr)")
+        #expect(run.stderr.hasPrefix("Error: --tracking-host ftp://x: scheme ftp is not https or http"), "\(run.stderr)")
+        #expect(!run.stderr.contains("USAGE:") && !run.stderr.contains("Usage:"), "\(run.stderr)")
     }
 
     @Test("a port in use: exit 1, and the message names the address and what to do")
@@ -164,5 +179,6 @@ struct UploadFailureMessageTests {
         #expect(!run.stderr.contains("errno"), "no socket-call jargon: \(run.stderr)")
         #expect(!run.stderr.contains("CancellationError"), "stopping is not a failure of the host: \(run.stderr)")
         #expect(run.stdout.contains("delivered 0 events") && run.stdout.contains("backlog 1"), "\(run.stdout)")
+        #expect(!run.stdout.contains("events/s"), "no rate of nothing delivered: \(run.stdout)")
     }
 }

@@ -278,8 +278,20 @@ struct ConfigFileTests {
     @Test("--config on a command that does not take it, and a missing file: exit 1 saying so")
     func wrongPlaces() async throws {
         let binary = try RelayBinary.path()
+        let emulate = try await BoundedRun.run(binary, ["emulate", "--config", "/nonexistent.toml"], seconds: 30)
+        #expect(emulate.ending == .exited(1), "\(emulate.stderr)")
+        #expect(
+            emulate.stderr
+                == "Error: --config is read by aggregate, ingest, replay, serve, stats, upload, erase, wal verify, wal dump, wal archive, wal rekey, deadletter list, deadletter retry: emulate does not take it: give its options on the command line\n",
+            "\(emulate.stderr)")
         let wal = try await BoundedRun.run(binary, ["wal", "verify", "--config", "/nonexistent.toml"], seconds: 30)
-        #expect(wal.ending == .exited(1) && wal.stderr.contains("wal does not take it"), "\(wal.stderr)")
+        #expect(wal.ending == .exited(1) && wal.stderr == "Error: no configuration file at /nonexistent.toml\n", "wal verify reads it: \(wal.stderr)")
+        let before = try await BoundedRun.run(binary, ["wal", "--config", "/nonexistent.toml", "verify"], seconds: 30)
+        #expect(
+            before.ending == .exited(1)
+                && before.stderr
+                    == "Error: --config of wal goes after its subcommand's name (verify, dump, archive, rekey), as in campaign-relay wal verify --config /nonexistent.toml\n",
+            "\(before.stderr)")
         let missing = try await BoundedRun.run(binary, ["serve", "--config", "/nonexistent.toml"], seconds: 30)
         #expect(missing.ending == .exited(1) && missing.stderr == "Error: no configuration file at /nonexistent.toml\n", "\(missing.stderr)")
     }

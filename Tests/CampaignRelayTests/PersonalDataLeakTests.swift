@@ -107,7 +107,7 @@ struct PersonalDataLeakTests {
         }
         #expect(printed["deadletter list --json"]?.contains("hash:") == true)
         // The erasures did erase (their outputs were worth searching).
-        #expect(printed["erase"]?.contains("erased 1 registration (1 log and archive entry)") == true, "\(printed["erase"] ?? "")")
+        #expect(printed["erase"]?.contains("erased 1 registration (1 entry in the log)") == true, "\(printed["erase"] ?? "")")
         #expect(printed["erase --list"]?.contains("user-key hash:") == true, "\(printed["erase --list"] ?? "")")
     }
 }

@@ -269,7 +269,7 @@ struct IngestDumpRoundTripTests {
             let stderrLines = ingest.stderr.split(separator: "\n").map(String.init)
             #expect(stderrLines.contains(#"line 3: messageId "a8a" is neither a UUID nor a decimal integer"#), "\(ingest)")
             #expect(stderrLines.filter { $0.hasPrefix("line ") }.count == 1, "\(ingest)")
-            #expect(ingest.stdout.hasPrefix("accepted 4 events (sequence 1 to 4), rejected 1 lines, in "), "\(ingest)")
+            #expect(ingest.stdout.hasPrefix("accepted 4 events (sequence 1 to 4), rejected 1 line, in "), "\(ingest)")
 
             let dump = try await Self.run(["wal", "dump", "--data-dir", dataDir], scratch: directory)
             #expect(dump.status == 0, "\(dump)")
@@ -364,7 +364,7 @@ struct IngestDumpRoundTripTests {
             #expect(ingest.status == 2, "\(ingest)")
             let rejections = ingest.stderr.split(separator: "\n").map(String.init).filter { $0.hasPrefix("line ") }
             #expect(rejections == [#"line 3: messageId "a8a" is neither a UUID nor a decimal integer"#], "\(ingest)")
-            #expect(ingest.stdout.hasPrefix("accepted 2 events (sequence 1 to 2), rejected 1 lines, in "), "\(ingest)")
+            #expect(ingest.stdout.hasPrefix("accepted 2 events (sequence 1 to 2), rejected 1 line, in "), "\(ingest)")
 
             let dump = try await Self.run(["wal", "dump", "--data-dir", dataDir], scratch: directory)
             #expect(dump.status == 0, "\(dump)")

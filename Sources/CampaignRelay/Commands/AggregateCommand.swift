@@ -91,8 +91,9 @@ extension CatchUpSummary {
     var text: String {
         if events == 0, skippedSequences == 0 { return "nothing to aggregate: every event up to sequence \(endPosition - 1) is already counted" }
         return
-            "aggregated \(events) events (sequences \(startPosition) to \(endPosition - 1 < startPosition ? startPosition : endPosition - 1)) in \(transactions) transactions, \(String(format2: seconds)) s (\(Int(eventsPerSecond)) events/s)"
-            + (skippedSequences > 0 ? "; \(skippedSequences) sequence numbers skipped (damaged or missing in the log)" : "")
+            "aggregated \(counted(events, "event")) (sequences \(startPosition) to \(endPosition - 1 < startPosition ? startPosition : endPosition - 1)) in \(counted(transactions, "transaction")), \(String(format2: seconds)) s"
+            + (RateText.events(events, seconds: seconds).map { " (\($0))" } ?? "")
+            + (skippedSequences > 0 ? "; \(counted(skippedSequences, "sequence number")) skipped (damaged or missing in the log)" : "")
     }
 
     var json: String { APIJSON.text(self) }
@@ -105,8 +106,8 @@ extension ProgressLine {
         let line = ProgressBox()
         return { progress in
             let total = max(progress.end, 1) - 1
-            let rate = progress.seconds > 0 ? Int(Double(progress.events) / progress.seconds) : 0
-            line.update("aggregating: sequence \(progress.position - 1) of \(total), \(progress.events) events, \(rate) events/s")
+            let rate = RateText.events(progress.events, seconds: progress.seconds).map { ", " + $0 } ?? ""
+            line.update("aggregating: sequence \(progress.position - 1) of \(total), \(counted(progress.events, "event"))\(rate)")
         }
     }
 }

@@ -14,11 +14,35 @@ struct DeadLetterCommand: AsyncParsableCommand {
     )
 }
 
+/// `campaign-relay deadletter list`: the dead letters, each with its tenant, as a table or JSON.
 struct DeadLetterListCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", abstract: "List dead letters, oldest first.")
+    static let configuration = CommandConfiguration(
+        commandName: "list", abstract: "List dead letters, oldest first, each with its tenant.",
+        discussion: """
+            --tenant NAME lists one tenant's alone (`default`: the tenant without a path prefix); \
+            with --config, NAME must be a tenant the file declares ([tenant.NAME]).
+            """)
 
     @Flag(name: .long, help: "Include dead letters already re-queued.")
     var all = false
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Only this tenant's dead letters (`default`: the tenant without a path prefix).", valueName: "name"))
+    var tenant: String?
+
+    /// `--tenant`, read.
+    private var selection: TenantSelection {
+        get throws {
+            guard let tenant else { return .all }
+            do {
+                return try TenantSelection(parsing: tenant)
+            } catch {
+                throw ValidationError(
+                    "--tenant: \(error.message.replacing("tenant ", with: "", maxReplacements: 1)); `default` names the default tenant")
+            }
+        }
+    }
 
     @Option(name: .long, help: ArgumentHelp("Show at most this many.", valueName: "n"))
     var limit: Int?
@@ -34,14 +58,22 @@ struct DeadLetterListCommand: AsyncParsableCommand {
 
     @OptionGroup var common: CommonOptions
 
+    @OptionGroup var configFile: RelayConfigFileOption
+
     func validate() throws {
         if revealPersonalData, !common.json { throw ValidationError("--reveal-personal-data only applies with --json (the table shows no event)") }
+        if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }
+        _ = try selection
     }
 
     func run() async throws {
+        let selection = try selection
+        if case .only(let name?) = selection, configFile.path != nil {
+            try Self.requireDeclared(name, among: try await configFile.tenants(), path: configFile.path ?? "")
+        }
         try common.requireDataDirectory()
         let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try await encryption.keyRing())
-        let letters = try await store.deadLetters(includeRequeued: all, limit: limit)
+        let letters = try await store.deadLetters(tenant: selection, includeRequeued: all, limit: limit)
         var output = StandardOutput.output()
         if common.json {
             let redaction: Pseudonymizer?
@@ -62,21 +94,32 @@ struct DeadLetterListCommand: AsyncParsableCommand {
             }
             output.write(
                 TextTable.render(
-                    header: ["id", "sequence", "status", "dead-lettered at", "url", "reason", "answer"],
+                    header: ["id", "sequence", "tenant", "status", "dead-lettered at", "url", "reason", "answer"],
                     rows: letters.map { letter in
                         let hide = { (text: String) in letter.hidingPersonalData(in: text, by: pseudonymizer) }
                         let answer = hide(letter.responseBody).replacing("\n", with: " ")
                         return [
-                            "\(letter.id)", "\(letter.sequence)", "\(letter.status)",
+                            "\(letter.id)", "\(letter.sequence)", letter.tenant, "\(letter.status)",
                             letter.deadLetteredAt + (letter.requeued != nil ? " (re-queued)" : ""),
                             hide(letter.url), String(hide(letter.reason).prefix(60)), String(answer.prefix(60)),
                         ]
                     },
-                    rightAligned: [0, 1, 2]
+                    rightAligned: [0, 1, 3]
                 )
             )
         }
         output.flush()
+    }
+
+    /// Fails unless `name` is a tenant of the file at `path` (whose tenants are `declared`): a
+    /// misspelt name would list nothing, as if its tenant had no dead letter.
+    static func requireDeclared(_ name: TenantName, among declared: [TenantTable], path: String) throws {
+        guard !declared.contains(where: { $0.name == name }) else { return }
+        // As the server words an unknown tenant's path (TenantDirectory).
+        let known = declared.isEmpty ? "it declares none" : "it declares " + declared.map(\.name.text).joined(separator: ", ")
+        throw RuntimeFailure(
+            "no tenant \(JSONText.quoted(name.text)) on this relay: tenants are [tenant.NAME] tables of \(path) (\(known)); `default` names the tenant without a path prefix"
+        )
     }
 }
 
@@ -96,6 +139,7 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
 
     @OptionGroup var retention: RetentionOptions
     @OptionGroup var common: CommonOptions
+    @OptionGroup var configFile: RelayConfigFileOption
 
     func validate() throws {
         guard all != !id.isEmpty else { throw ValidationError("give --id N… or --all") }

@@ -22,8 +22,10 @@ struct EraseCommand: AsyncParsableCommand {
             An erased registration not yet forwarded never will be. The answer says how many \
             were already sent to Campaign or a central relay, and when, so that the request can \
             be filed with Campaign's own privacy service too, and which edge relays handed them on. \
-            Beside a running serve, the server does the erasure (POST /v1/privacy/erasures, with \
-            --admin-token or CAMPAIGN_RELAY_ADMIN_TOKEN); without one, this command does. An \
+            Beside a running serve, the server does the erasure (POST /v1/privacy/erasures), with \
+            the relay's admin token: --admin-token, CAMPAIGN_RELAY_ADMIN_TOKEN, or admin-token of \
+            the --config file; without one, this command does, from the log and each --archive-dir \
+            (with --config and no --archive-dir: the file's archive-dir). An \
             erasure interrupted at any point is finished by the next serve or erase. A relay that \
             counts into the fleet's PostgreSQL (serve --postgres-url) has its fleet counts and \
             token digests changed there too: give erase the same --postgres-url when no server \
@@ -62,6 +64,8 @@ struct EraseCommand: AsyncParsableCommand {
 
     @OptionGroup var common: CommonOptions
 
+    @OptionGroup var configFile: RelayConfigFileOption
+
     func validate() throws {
         if list {
             guard registrationToken == nil, userKey == nil, !dryRun else { throw ValidationError("--list takes no selector and no --dry-run") }
@@ -94,12 +98,14 @@ struct EraseCommand: AsyncParsableCommand {
             }
             return
         }
-        for archive in archiveDirectories { try await ArchiveDirectoryCheck.requireExisting(archive) }
         let report: ErasureReport
         if let server = ServerRecord.running(dataDirectory: common.dataDir) {
             report = try await handOff(to: server)
         } else {
-            report = try await eraseHere()
+            // The archives serve copies segments into by the file, unless --archive-dir names others.
+            let archives = archiveDirectories.isEmpty ? try await configFile.archiveDirectories() : archiveDirectories
+            for archive in archives { try await ArchiveDirectoryCheck.requireExisting(archive) }
+            report = try await eraseHere(archives: archives)
         }
         if common.json {
             output.line(APIJSON.text(report))
@@ -116,8 +122,9 @@ struct EraseCommand: AsyncParsableCommand {
         }
     }
 
-    /// The erasure done by this process, which opens the log (no server holds it).
-    private func eraseHere() async throws -> ErasureReport {
+    /// The erasure done by this process, which opens the log (no server holds it), from the log
+    /// and `archives`.
+    private func eraseHere(archives: [String]) async throws -> ErasureReport {
         var configuration = LogConfiguration()
         configuration.encryption = try await encryption.keyRing()
         // Not a consumer, and blind to the server's retention: it deletes no segment on closing.
@@ -140,7 +147,7 @@ struct EraseCommand: AsyncParsableCommand {
         }
         let fleet = location.map { PersonalDataErasure.directFleetStep(location: $0, relayID: log.identity.relayID, logger: logger) }
         let erasure = PersonalDataErasure(
-            log: log, dataDirectory: common.dataDir, archiveDirectories: archiveDirectories, store: store, aggregator: nil, fleet: fleet,
+            log: log, dataDirectory: common.dataDir, archiveDirectories: archives, store: store, aggregator: nil, fleet: fleet,
             logger: logger)
         do {
             let report = try await erasure.erase(selector, dryRun: dryRun)
@@ -154,6 +161,8 @@ struct EraseCommand: AsyncParsableCommand {
 
     /// The erasure done by the running server.
     private func handOff(to record: ServerRecord) async throws -> ErasureReport {
+        // A directory that does not exist is a typo whichever process erases: said first.
+        for archive in archiveDirectories { try await ArchiveDirectoryCheck.requireExisting(archive) }
         // The server erases from its own archive, so naming that one is what the docs ask for.
         let others = archiveDirectories.filter { ServerRecord.canonical($0) != record.archiveDirectory }
         if !others.isEmpty {
@@ -167,7 +176,7 @@ struct EraseCommand: AsyncParsableCommand {
         if let integrationKey { body["integrationKey"] = integrationKey }
         if dryRun { body["dryRun"] = true }
         let text = String(decoding: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]), as: UTF8.self)
-        let token = adminToken ?? ProcessInfo.processInfo.environment["CAMPAIGN_RELAY_ADMIN_TOKEN"]
+        let token = adminToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_ADMIN_TOKEN")
         switch await handoff.exchange(.POST, path: "/v1/privacy/erasures", body: text, token: token) {
         case .failure(let failure):
             await handoff.shutdown()
@@ -175,7 +184,7 @@ struct EraseCommand: AsyncParsableCommand {
         case .success(let answer):
             await handoff.shutdown()
             guard answer.status == 200 else {
-                throw RuntimeFailure("\(handoff.name) answered \(answer.status): \(answer.body)")
+                throw Self.refusal(by: handoff.name, status: answer.status, body: answer.body, tokenGiven: token != nil)
             }
             do {
                 return try JSONDecoder().decode(ErasureReport.self, from: Data(answer.body.utf8))
@@ -185,11 +194,43 @@ struct EraseCommand: AsyncParsableCommand {
         }
     }
 
-    /// One line per erasure, as a person reads it.
+    /// What to say when the server refused the erasure: for its admin token (401 without one, or
+    /// with another; 403 with a tenant's), what `erase` itself takes, since the server's own words
+    /// name `serve`'s option; for anything else, the server's answer.
+    static func refusal(by server: String, status: UInt, body: String, tokenGiven: Bool) -> RuntimeFailure {
+        let how =
+            "give erase the relay's admin token, the one serve runs with: --admin-token TOKEN, CAMPAIGN_RELAY_ADMIN_TOKEN, or admin-token in the file of --config (top level or [serve])"
+        switch status {
+        case 401 where !tokenGiven:
+            return RuntimeFailure(
+                "\(server) holds the data directory, so it does the erasure, and it requires its admin token; none was given: \(how)")
+        case 401:
+            return RuntimeFailure("\(server) refused the admin token given: it is not the one the server runs with; \(how)")
+        case 403:
+            return RuntimeFailure(
+                "\(server) refused the admin token given: it is a tenant's (admin-token of [tenant.NAME]), which sees its tenant alone and cannot erase; \(how)"
+            )
+        default:
+            return RuntimeFailure("\(server) answered \(status): \(body)")
+        }
+    }
+
+    /// One line per erasure, as a person reads it: how many registrations, and where their entries
+    /// were (the log, then each archive), the dead letters and deduplication rows; a dry run says
+    /// what it would erase, and that it changed nothing.
     static func summary(_ report: ErasureReport) -> String {
-        let erased = report.rewrites.reduce(0) { $0 + $1.entriesErased }
-        let verb = report.dryRun ? "would erase" : "erased"
-        return
-            "\(report.id) \(report.requestedAt) \(report.selector.kind) \(report.selector.hash): \(verb) \(counted(report.registrations, "registration")) (\(counted(erased, "log and archive entry", "log and archive entries"))), \(counted(report.deadLetters, "dead letter")), \(counted(report.deduplicationRecords, "deduplication row")); \(report.notYetForwarded) not yet forwarded"
+        // The log's directory comes first, then each archive's (PersonalDataErasure).
+        let places = report.rewrites.enumerated().compactMap { index, rewrite -> String? in
+            guard rewrite.entriesErased > 0 else { return nil }
+            return "\(counted(rewrite.entriesErased, "entry", "entries")) in " + (index == 0 ? "the log" : "the archive \(rewrite.directory)")
+        }
+        let found = "\(counted(report.registrations, "registration"))" + (places.isEmpty ? "" : " (\(places.joined(separator: ", ")))")
+        let head = "\(report.id) \(report.requestedAt) \(report.selector.kind) \(report.selector.hash): "
+        guard report.dryRun else {
+            return head
+                + "erased \(found), \(counted(report.deadLetters, "dead letter")), \(counted(report.deduplicationRecords, "deduplication row")); \(report.notYetForwarded) not yet forwarded"
+        }
+        return head
+            + "would erase \(found) and \(counted(report.deadLetters, "dead letter")), with their deduplication rows and counts; \(report.notYetForwarded) not yet forwarded; dry run: nothing was changed"
     }
 }

@@ -30,16 +30,16 @@ struct IngestSummary {
     var eventsPerSecond: Double { seconds > 0 ? Double(accepted) / seconds : 0 }
 
     func progressText(elapsed: Double, bytesRead: Int64, totalBytes: Int64?) -> String {
-        let rate = elapsed > 0 ? Int(Double(accepted) / elapsed) : 0
-        var text = "ingesting: \(accepted) accepted, \(rejected) rejected, \(rate) events/s"
+        var text = "ingesting: \(accepted) accepted, \(rejected) rejected" + (RateText.events(accepted, seconds: elapsed).map { ", " + $0 } ?? "")
         if let totalBytes, totalBytes > 0 { text += ", \(bytesRead * 100 / totalBytes)% of input" }
         return text
     }
 
     var text: String {
-        var text = "accepted \(accepted) events"
+        var text = "accepted \(counted(accepted, "event"))"
         if let first = firstSequence, let last = lastSequence { text += " (sequence \(first) to \(last))" }
-        text += ", rejected \(rejected) lines, in \(formatted(seconds)) s (\(Int(eventsPerSecond)) events/s, every one fdatasync'ed)"
+        let durable = accepted == 0 ? "" : " (" + (RateText.events(accepted, seconds: seconds).map { $0 + ", " } ?? "") + "every one fdatasync'ed)"
+        text += ", rejected \(counted(rejected, "line")), in \(formatted(seconds)) s" + durable
         if let line = stoppedAtLine { text += "\nstopped at line \(line): nothing from there on was stored" }
         return text
     }

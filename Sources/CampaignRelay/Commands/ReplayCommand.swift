@@ -251,7 +251,8 @@ struct ReplayCommand: AsyncParsableCommand {
         if common.json {
             output.line(APIJSON.text(StatsOutput(report: snapshot, server: nil)))
         } else {
-            output.line("counted \(summary.events) events of sequences \(summary.startPosition) to \(summary.endPosition - 1) into \(path):")
+            output.line(
+                "counted \(counted(summary.events, "event")) of sequences \(summary.startPosition) to \(summary.endPosition - 1) into \(path):")
             output.write(
                 StatsCommand.table(
                     covered: snapshot.sequences, deliveries: snapshot.deliveries, registrations: snapshot.registrations, origins: snapshot.origins))

@@ -16,14 +16,15 @@ struct UploadSummary {
 
     var text: String {
         var perLane: [String] = []
-        if let tracking = lanes[UploadLane.Kind.tracking.rawValue] { perLane.append("\(tracking.delivered) tracking hits") }
-        if let marketing = lanes[UploadLane.Kind.marketing.rawValue] { perLane.append("\(marketing.delivered) registrations") }
+        if let tracking = lanes[UploadLane.Kind.tracking.rawValue] { perLane.append(counted(tracking.delivered, "tracking hit")) }
+        if let marketing = lanes[UploadLane.Kind.marketing.rawValue] { perLane.append(counted(marketing.delivered, "registration")) }
         if let relay = lanes[CentralRelaySink.laneName] { perLane.append("\(relay.delivered) to the central relay") }
         perLane += perTenant
-        var text = "delivered \(delivered) events" + (perLane.isEmpty ? "" : " (\(perLane.joined(separator: ", ")))")
-        text += "; skipped \(total(\.skippedDuplicates)) unchanged registrations, dead-lettered \(total(\.deadLettered)), retries \(total(\.retries))"
+        var text = "delivered \(counted(delivered, "event"))" + (perLane.isEmpty ? "" : " (\(perLane.joined(separator: ", ")))")
+        text +=
+            "; skipped \(counted(total(\.skippedDuplicates), "unchanged registration")), dead-lettered \(total(\.deadLettered)), retries \(total(\.retries))"
         if total(\.rejected) > 0 { text += ", rejected \(total(\.rejected)) (not stored)" }
-        text += ", backlog \(backlog), in \(String(format2: seconds)) s (\(seconds > 0 ? Int(Double(delivered) / seconds) : 0) events/s)"
+        text += ", backlog \(backlog), in \(String(format2: seconds)) s" + (RateText.events(delivered, seconds: seconds).map { " (\($0))" } ?? "")
         if pendingDeadLetters > 0 {
             text +=
                 "\n\(counted(pendingDeadLetters, "dead letter")) \(pendingDeadLetters == 1 ? "waits" : "wait") in the store: campaign-relay deadletter list"

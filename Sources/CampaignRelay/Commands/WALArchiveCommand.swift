@@ -29,6 +29,8 @@ struct WALArchiveCommand: AsyncParsableCommand {
 
     @OptionGroup var common: CommonOptions
 
+    @OptionGroup var configFile: RelayConfigFileOption
+
     func validate() throws {
         guard !to.isEmpty else { throw ValidationError("--to must name a directory") }
         if let before {
@@ -37,7 +39,7 @@ struct WALArchiveCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try common.requireDataDirectory()
+        try common.requireLog()
         let walDirectory = LogLayout(dataDirectory: common.dataDir).walDirectory
         let cutoff = try before.map { try EventTime(rfc3339: $0, field: "--before").nanosecondsSinceEpoch }
         let archive = SegmentArchive(directory: to)
@@ -60,7 +62,7 @@ struct WALArchiveCommand: AsyncParsableCommand {
             output.line(APIJSON.text(report))
         } else {
             output.line(
-                "archived into \(to): \(counted(report.copied.count, "segment")) copied (\(report.bytesCopied) bytes), \(report.alreadyArchived.count) already there"
+                "archived into \(to): \(counted(report.copied.count, "segment")) copied (\(counted(report.bytesCopied, "byte"))), \(report.alreadyArchived.count) already there"
             )
             for skipped in report.skipped { output.line("skipped \(skipped.segment): \(skipped.reason)") }
         }

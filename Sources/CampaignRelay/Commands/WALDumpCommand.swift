@@ -26,11 +26,14 @@ struct WALDumpCommand: AsyncParsableCommand {
 
     @OptionGroup var common: CommonOptions
 
+    @OptionGroup var configFile: RelayConfigFileOption
+
     func validate() throws {
         if let limit, limit < 0 { throw ValidationError("--limit must not be negative") }
     }
 
     func run() async throws {
+        try common.requireLog()
         let layout = LogLayout(dataDirectory: common.dataDir)
         // The log's files are read on a thread of their own; the reader moves there and back.
         let reading = BlockingExecutor(name: "wal-dump")

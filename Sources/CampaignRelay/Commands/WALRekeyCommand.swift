@@ -43,6 +43,8 @@ struct WALRekeyCommand: AsyncParsableCommand {
 
     @OptionGroup var common: CommonOptions
 
+    @OptionGroup var configFile: RelayConfigFileOption
+
     func validate() throws {
         guard encryption.encryptionKeyFile != nil else {
             throw ValidationError("--encryption-key-file is required: the file whose newest (last) key the segments are sealed with")
@@ -51,7 +53,7 @@ struct WALRekeyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try common.requireDataDirectory()
+        try common.requireLog()
         guard let keys = try await encryption.keyRing() else { return }
         for archive in archiveDirectories { try await ArchiveDirectoryCheck.requireExisting(archive) }
         let layout = LogLayout(dataDirectory: common.dataDir)
@@ -111,14 +113,15 @@ struct WALRekeyCommand: AsyncParsableCommand {
         } else {
             for report in reports {
                 var line =
-                    "\(report.directory): \(counted(report.segmentsRewritten, "segment")) rewritten under key \(report.keyId) (\(report.framesEncrypted) frames encrypted, \(report.framesResealed) sealed again), \(report.segmentsCurrent) already under it"
+                    "\(report.directory): \(counted(report.segmentsRewritten, "segment")) rewritten under key \(report.keyId) (\(counted(report.framesEncrypted, "frame")) encrypted, \(report.framesResealed) sealed again), \(report.segmentsCurrent) already under it"
                 if report.segmentsGone > 0 { line += ", \(report.segmentsGone) deleted by retention meanwhile" }
                 output.line(line)
                 if let active = report.activeSegmentSkipped {
                     output.line("  \(active) left alone: the server appends to it; run wal rekey again once it is sealed")
                 }
                 if report.damagedRangesKept > 0 {
-                    output.line("  \(report.damagedRangesKept) damaged ranges copied as they were (unreadable; they may hold bytes in the clear)")
+                    output.line(
+                        "  \(counted(report.damagedRangesKept, "damaged range")) copied as they were (unreadable; they may hold bytes in the clear)")
                 }
             }
             output.line("dead letters: \(deadLetters.letters) sealed with key \(keys.newest.id)")

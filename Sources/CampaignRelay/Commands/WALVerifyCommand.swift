@@ -26,7 +26,11 @@ struct WALVerifyCommand: AsyncParsableCommand {
 
     @OptionGroup var common: CommonOptions
 
+    @OptionGroup var configFile: RelayConfigFileOption
+
     func run() async throws {
+        // An archive is checked without the data directory; the log is in it.
+        if archive == nil { try common.requireLog() }
         let keys = try await encryption.keyRing()
         let layout = LogLayout(dataDirectory: common.dataDir)
         let dataDirectory = common.dataDir
@@ -53,7 +57,7 @@ struct WALVerifyCommand: AsyncParsableCommand {
             if let time = report.firstEventTime { output.line("first event time:  \(time.rfc3339)") }
             output.line("bytes:             \(report.bytes)")
             output.line("bytes per event:   \(String(format2: report.bytesPerEvent))")
-            output.line("preallocated:      \(report.preallocatedBytes) bytes not used yet")
+            output.line("preallocated:      \(counted(report.preallocatedBytes, "byte")) not used yet")
             output.line("corrupt frames:    \(report.corruptFrames)")
             output.line("torn tails:        \(report.tornTails)")
             output.line("superseded frames: \(report.supersededFrames)")

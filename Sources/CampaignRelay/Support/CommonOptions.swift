@@ -27,7 +27,20 @@ struct CommonOptions: ParsableArguments {
         var status = stat()
         guard stat(dataDir, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
             throw RuntimeFailure(
-                "no data directory at \(dataDir): nothing was stored there yet; give --data-dir the directory `serve` or `ingest` use")
+                "no data directory at \(dataDir): nothing was stored there yet; give --data-dir the directory `serve` or `ingest` use, or --config with the relay's configuration file"
+            )
+        }
+    }
+
+    /// Fails with what to do when `--data-dir` does not exist, or holds no log (`wal/`): the
+    /// commands that read or rewrite the log's segments (`wal …`).
+    func requireLog() throws {
+        try requireDataDirectory()
+        var status = stat()
+        guard stat(dataDir + "/wal", &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
+            throw RuntimeFailure(
+                "no log in \(dataDir): it has no wal/ directory, so nothing was stored there yet; give --data-dir the directory `serve` or `ingest` use, or --config with the relay's configuration file"
+            )
         }
     }
 

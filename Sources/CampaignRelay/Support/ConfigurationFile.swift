@@ -48,11 +48,12 @@ struct ConfigurationFile: Sendable {
         }
         guard let path else { return (arguments, nil) }
         guard let command = arguments.first, commands[command] != nil else {
-            let named = arguments.first.map { $0.hasPrefix("-") ? "" : "\($0) does not take it; " } ?? ""
-            throw Failure(
-                description:
-                    "--config is read by \(commands.keys.sorted().joined(separator: ", ")): \(named)put the command's name first (campaign-relay serve --config \(path))"
-            )
+            // The commands working on a relay's data directory take it too (RelayConfigFileOption).
+            let takers = (commands.keys.sorted() + RelayConfigFileOption.commandNames).joined(separator: ", ")
+            let what =
+                arguments.first.flatMap { $0.hasPrefix("-") ? nil : "\($0) does not take it: give its options on the command line" }
+                ?? "put the command's name first (campaign-relay serve --config \(path))"
+            throw Failure(description: "--config is read by \(takers): \(what)")
         }
         let file = try ConfigurationFile(path: path)
         let rest = Array(arguments.dropFirst())

@@ -9,7 +9,8 @@ struct RuntimeFailure: Error, CustomStringConvertible {
     }
 }
 
-/// "1 dead letter", "2 dead letters".
-func counted(_ count: Int, _ singular: String, _ plural: String? = nil) -> String {
+/// "1 dead letter", "2 dead letters": a count and its noun, singular for 1 only; `plural` when
+/// adding an "s" does not make it ("entry", "entries").
+func counted<Count: BinaryInteger>(_ count: Count, _ singular: String, _ plural: String? = nil) -> String {
     "\(count) " + (count == 1 ? singular : plural ?? singular + "s")
 }

@@ -16,7 +16,7 @@ actor UploadProgress {
             let text = lanes.sorted { $0.key < $1.key }.map { lane, stats in
                 var part = "\(lane): \(stats.delivered) delivered, backlog \(stats.backlog)"
                 if stats.deadLettered > 0 { part += ", \(stats.deadLettered) dead-lettered" }
-                if stats.retries > 0 { part += ", \(stats.retries) retries" }
+                if stats.retries > 0 { part += ", \(counted(stats.retries, "retry", "retries"))" }
                 if let failure = stats.lastFailure { part += " (failing: \(failure))" }
                 return part
             }.joined(separator: " | ")

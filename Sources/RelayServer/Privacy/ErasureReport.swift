@@ -48,7 +48,8 @@ public struct ErasureReport: Sendable, Hashable, Codable {
     public var registrations: Int
     /// Registrations later than this sequence number were not looked at (they came after the request).
     public var boundary: UInt64
-    /// The log's segments and each archive: entries erased, segments rewritten.
+    /// The log's segments and each archive: entries erased, segments rewritten (in a dry run, the
+    /// entries that would be erased in each, and no segment).
     public var rewrites: [LogErasure.Rewrite]
     /// Dead letters deleted (or, in a dry run, found).
     public var deadLetters: Int

@@ -98,18 +98,24 @@ public actor PersonalDataErasure {
         let walDirectory = walDirectory
         let directories = [walDirectory] + archiveDirectories
         let fileSystem = fileSystem
-        let matches = try await io.run { () throws(ErasureError) -> [LogErasure.Match] in
+        // Each directory's matches are counted too: a dry run reports them as the entries it
+        // would erase there (an archive holds copies of the log's registrations).
+        let (matches, perDirectory) = try await io.run { () throws(ErasureError) -> ([LogErasure.Match], [LogErasure.Rewrite]) in
             var found: [UInt64: LogErasure.Match] = [:]
+            var perDirectory: [LogErasure.Rewrite] = []
             for directory in directories {
                 do throws(LogError) {
+                    var counted = LogErasure.Rewrite(directory: directory)
                     for match in try LogErasure.find(selector, in: directory, below: boundary, keys: keys, fileSystem: fileSystem) {
                         found[match.sequence] = match
+                        counted.entriesErased += 1
                     }
+                    perDirectory.append(counted)
                 } catch {
                     throw .log(error)
                 }
             }
-            return found.values.sorted { $0.sequence < $1.sequence }
+            return (found.values.sorted { $0.sequence < $1.sequence }, perDirectory)
         }
         let digests = Set(matches.map { TokenDigest.hex($0.registration.registrationToken) })
         let findings: ForwardingStore.ErasureFindings
@@ -145,7 +151,8 @@ public actor PersonalDataErasure {
         plan.deadLetterIDs = findings.deadLetterIDs
         plan.lastDeliveredAt = findings.lastDeliveredAt
         if dryRun {
-            return Self.report(plan, rewrites: [], deadLetters: plan.deadLetterIDs.count, deduplicationRecords: 0, aggregates: nil, dryRun: true)
+            return Self.report(
+                plan, rewrites: perDirectory, deadLetters: plan.deadLetterIDs.count, deduplicationRecords: 0, aggregates: nil, dryRun: true)
         }
         let planned = plan
         try await io.run { () throws(ErasureError) in
