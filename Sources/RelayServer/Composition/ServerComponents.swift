@@ -120,7 +120,9 @@ struct ServerComponents {
             configuration: configuration, log: log, metrics: metrics, history: history, store: store, idempotency: idempotency,
             aggregator: aggregator, uploader: uploader, fleet: fleet,
             ingestor: EventIngestor(log: log, metrics: metrics),
-            tenants: TenantDirectory(integrationKeys: configuration.integrationKeys, tenants: configuration.tenants), erasure: erasure, logger: logger
+            tenants: TenantDirectory(
+                integrationKeys: configuration.integrationKeys, tenants: configuration.tenants, relayAdminToken: configuration.adminToken),
+            erasure: erasure, logger: logger
         )
     }
 
