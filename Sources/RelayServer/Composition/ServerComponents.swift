@@ -154,7 +154,8 @@ struct ServerComponents {
             HealthRoutes(ingestor: ingestor, upstream: relayLane, fleet: fleet?.status),
             PrivacyRoutes(erasure: erasure, dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants),
             StatusRoutes(
-                adminToken: configuration.adminToken, tenants: tenants, log: log, store: store, history: history, uploader: uploader,
+                dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants, log: log, store: store,
+                history: history, uploader: uploader,
                 relayLane: relayLane, relayURL: configuration.upstreamRelay?.description, aggregator: aggregator, fleet: fleet?.status),
         ]
         if let relayToken = configuration.relayToken {
