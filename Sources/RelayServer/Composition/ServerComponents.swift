@@ -141,6 +141,7 @@ struct ServerComponents {
     /// are middleware of their groups).
     func routeGroups() -> [any RouteGroup] {
         var groups: [any RouteGroup] = [
+            IndexRoutes(),
             SDKRoutes(
                 ingestor: ingestor, maximumFormBytes: configuration.maximumFormBytes,
                 unknownFields: UnknownFormFields(metrics: metrics, logger: logger), tenants: tenants),
