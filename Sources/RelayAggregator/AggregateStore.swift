@@ -103,7 +103,7 @@ final class AggregateStore {
             metadata: [
                 "path": "\(path)", "from": "\(summary.from)", "to": "\(AggregateSchema.version)", "messages": "\(summary.messages)",
                 "deliveries": "\(summary.deliveries)",
-                "seconds": "\(Double(SystemClock.monotonicNanoseconds() - started) / 1e9)",
+                "took": "\(Duration.nanoseconds(SystemClock.monotonicNanoseconds() - started).humanText)",
             ])
     }
 

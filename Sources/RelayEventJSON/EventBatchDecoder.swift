@@ -99,7 +99,23 @@ public enum EventBatchDecoder {
                 index += 1
             }
             events = decoded.events
+            // One event pretty-printed is refused line by line above, in words that do not say
+            // why ("line 1: invalid JSON"): one problem naming the forms taken says it instead.
+            if !problems.isEmpty, first == UInt8(ascii: "{"), isOneObjectOverSeveralLines(body) {
+                problems = [Problem(index: nil, field: nil, message: Self.objectOverSeveralLines)]
+            }
         }
         return problems.isEmpty ? .success(events) : .failure(Problems(list: problems))
+    }
+
+    /// The problem of a body that is one JSON object written over several lines.
+    public static let objectOverSeveralLines =
+        "the body is one JSON object written over several lines, which is not NDJSON (one event per line): put the event on one line, or send it in an array, [{…}], as application/json"
+
+    /// Whether `body` is one JSON object (and nothing else) on more than one non-blank line.
+    private static func isOneObjectOverSeveralLines(_ body: [UInt8]) -> Bool {
+        let lines = body.split(separator: 0x0A).filter { !$0.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D } }
+        guard lines.count > 1, case .object? = try? JSONParser.parse(body) else { return false }
+        return true
     }
 }

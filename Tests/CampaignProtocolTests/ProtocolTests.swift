@@ -7,7 +7,7 @@ import Testing
 
 @testable import CampaignProtocol
 
-/// The wire format, byte for byte, with the vectors the SDKs' own tests use (shared/PROTOCOL.md).
+/// The wire format, byte for byte, with the vectors the SDKs' own tests use (docs/campaign-protocol.md).
 @Suite("Campaign protocol", .tier(.fast))
 struct ProtocolTests {
     static let androidVector =

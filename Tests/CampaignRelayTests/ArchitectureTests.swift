@@ -126,7 +126,11 @@ struct ArchitectureTests {
     func wireFormatStaysInTheProtocolModule() throws {
         let wireDetails = ["jssp", "?id=h", "x-www-form-urlencoded", "additionalParameters", "<additionalParams", "\"mobileAppUuid\""]
         // The command-line tool's help texts describe the endpoints to people; they build nothing.
-        let checked = try Self.sourceLines().filter { !["CampaignProtocol", "CampaignRelay"].contains(Self.module($0.file)) }
+        // Nor does the OpenAPI document compiled into the server (docs/openapi.yaml, as text).
+        let documents: Set<String> = ["Sources/RelayServer/Index/OpenAPIDocument.swift"]
+        let checked = try Self.sourceLines().filter {
+            !["CampaignProtocol", "CampaignRelay"].contains(Self.module($0.file)) && !documents.contains($0.file)
+        }
         for line in checked {
             for detail in wireDetails where line.text.contains(detail) {
                 Issue.record("\(line.file):\(line.number) spells out \(detail) of the wire format; use CampaignProtocol")

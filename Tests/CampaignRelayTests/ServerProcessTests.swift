@@ -266,7 +266,7 @@ struct ServerShutdownTests {
         _ = try await server.child.await("(shutting down): refusing new events")
         let fresh = TestHTTPClient()
         let refusedBatch = try await fresh.post(
-            server.url + "/v1/events", #"{"kind":"track","action":"open","messageId":"255","deliveryId":"late"}"#,
+            server.url + "/v1/events", #"[{"kind":"track","action":"open","messageId":"255","deliveryId":"late"}]"#,
             headers: [("Content-Type", "application/json")])
         #expect(refusedBatch.status == 503 && refusedBatch.headers.first(name: "Retry-After") != nil, "\(refusedBatch)")
         #expect(refusedBatch.headers.first(name: "Connection") == "close", "\(refusedBatch)")

@@ -48,7 +48,7 @@ struct StatusPageTests {
     }
 
     @Test(
-        "after known traffic, with Campaign unreachable: the delivery ids and their exact counts, a backlog, the oldest unsent event's age; the screenshot is not blank"
+        "after known traffic, with Campaign unreachable: the delivery ids and their exact counts, the registrations per app, a backlog, the oldest unsent event's age; the screenshot is not blank"
     )
     func knownTraffic() async throws {
         let binary = try RelayBinary.path()
@@ -67,17 +67,20 @@ struct StatusPageTests {
         let events = [
             hit("impression", 1, "f0190"), hit("impression", 1, "f0190"), hit("impression", 2, "f0190"), hit("open", 1, "f0190"),
             hit("click", 1, "f0190"), hit("click", 9, "f4242"),
+            #"{"kind":"register","platform":"ios","integrationKey":"app-ios","registrationToken":"t1"}"#,
+            #"{"kind":"register","platform":"ios","integrationKey":"app-ios","registrationToken":"t2"}"#,
         ]
         #expect(try await http.post(url + "/v1/events", "[\(events.joined(separator: ","))]").status == 200)
-        // Until the aggregator has counted all 6 and the sampler has seen the lane owe them.
+        // Until the aggregator has counted all 8 and the sampler has seen the tracking lane's backlog:
+        // the 6 hits it cannot deliver, and the 2 registrations after them that it has not passed.
         var ready = false
         for _ in 0..<100 where !ready {
             let status = try await http.get(url + "/v1/status").body
             let deliveries = try await http.get(url + "/v1/deliveries").body
-            ready = deliveries.contains(#""aggregatedThrough":6"#) && status.contains(#""backlog":6"#) && status.contains("oldestUnsentSeconds")
+            ready = deliveries.contains(#""aggregatedThrough":8"#) && status.contains(#""backlog":8"#) && status.contains("oldestUnsentSeconds")
             if !ready { try await Task.sleep(for: .milliseconds(100)) }
         }
-        #expect(ready, "the relay never showed all 6 counted and owed")
+        #expect(ready, "the relay never showed all 8 counted and owed")
         await http.shutdown()
 
         let dom = try await Self.browse(url + "/status", ["--dump-dom"]).stdout
@@ -89,7 +92,11 @@ struct StatusPageTests {
         for (delivery, field, value) in expected {
             #expect(Self.cell(dom, row: "delivery", delivery, field: field) == value, "\(delivery) \(field) in \(dom.suffix(4000))")
         }
-        #expect(Self.cell(dom, row: "destination", "tracking", field: "backlog") == "6", "\(dom.suffix(4000))")
+        #expect(Self.cell(dom, row: "destination", "tracking", field: "backlog") == "8", "\(dom.suffix(4000))")
+        // Registrations per app, as stats shows them.
+        #expect(Self.cell(dom, row: "registration", "default/app-ios/ios", field: "registrations") == "2", "\(dom.suffix(4000))")
+        #expect(Self.cell(dom, row: "registration", "default/app-ios/ios", field: "distinct-tokens") == "2", "\(dom.suffix(4000))")
+        #expect(Self.cell(dom, row: "registration", "default/app-ios/ios", field: "app") == "app-ios", "\(dom.suffix(4000))")
         let age = try #require(Self.cell(dom, row: "destination", "tracking", field: "oldest-unsent"), "\(dom.suffix(4000))")
         #expect(age.hasSuffix(" s") && age != "–", "the oldest unsent event's age: \(age)")
         #expect(Self.cell(dom, row: "destination", "tracking", field: "last-error")?.contains("cannot reach") == true)

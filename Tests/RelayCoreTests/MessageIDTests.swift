@@ -7,7 +7,7 @@ import Testing
 /// `MessageID`: the Campaign rules for `_mId` and its wire form in `id=h{messageId},…`.
 @Suite(.tier(.fast))
 struct MessageIDTests {
-    /// The PROTOCOL.md vectors, plus the edges of the 64-bit and 32-bit ranges.
+    /// The vectors of docs/campaign-protocol.md, plus the edges of the 64-bit and 32-bit ranges.
     @Test(arguments: [
         ("55336", "d828"),
         ("12345", "3039"),

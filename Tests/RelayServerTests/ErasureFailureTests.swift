@@ -88,7 +88,7 @@ struct ErasureFailureTests {
 
         let server = try await RunningServer.start { $0.dataDirectory = directory }
         let http = TestHTTPClient()
-        let hit = #"{"kind":"track","action":"open","messageId":"77001","deliveryId":"d1"}"#
+        let hit = #"[{"kind":"track","action":"open","messageId":"77001","deliveryId":"d1"}]"#
         let stored = try await http.post(server.url + "/v1/events", hit, headers: [("Content-Type", "application/json")])
         #expect(stored.status == 200, "serve serves on: \(stored.body)")
         let erasure = try await http.post(server.url + "/v1/privacy/erasures", #"{"userKey":"pdcanaryadauser"}"#)

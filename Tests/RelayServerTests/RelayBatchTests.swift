@@ -44,7 +44,12 @@ struct RelayBatchTests {
         let http = TestHTTPClient()
         let wrong = try await Self.post(http, server, Self.hits(1...3), sequences: 1..<4, token: "not-the-token-at-all")
         #expect(wrong.status == 401)
-        #expect(wrong.body == #"{"error":"relay batches need Authorization: Bearer <token> (--relay-token)"}"#)
+        // The words are read on the edge, whose option differs from the central's: both are named.
+        #expect(
+            wrong.body
+                == #"{"error":"relay batches need Authorization: Bearer <this relay's --relay-token>: on the edge relay, set --upstream-token (env CAMPAIGN_RELAY_UPSTREAM_TOKEN) to the same value as --relay-token (env CAMPAIGN_RELAY_RELAY_TOKEN) here, on the central relay"}"#,
+            "\(wrong.body)")
+        #expect(wrong.headers.first(name: "WWW-Authenticate") == "Bearer")
         #expect(try await Self.post(http, server, Self.hits(1...3), sequences: 1..<4, token: nil).status == 401)
 
         let first = try await Self.post(http, server, Self.hits(1...3), sequences: 1..<4)

@@ -239,7 +239,7 @@ extension UploadLane {
             case .retry(let delay):
                 if firstFailure, case .retryable(let reason, _, _, _) = outcome {
                     logger.warning(
-                        "\(destinationName) failed: \(reason); retrying in \(delay.nanoseconds / 1_000_000) ms",
+                        "\(destinationName) failed: \(reason); retrying in \(delay.humanText)",
                         metadata: ["host": "\(host)", "backlog": "\(statistics.backlog)"]
                     )
                 }

@@ -257,7 +257,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
         logger.warning(
             "\(destinationName) is failing; pausing sends to it",
             metadata: [
-                "host": "\(host)", "reason": "\(reason)", "down-since": "\(downSince())", "next-try-in": "\(until - .now)",
+                "host": "\(host)", "reason": "\(reason)", "down-since": "\(downSince())", "next-try-in": "\((until - .now).humanText)",
                 "backlog": "\(statistics.backlog)",
             ]
         )
@@ -266,7 +266,8 @@ public actor UploadLane: BlockingActor, BreakerGate {
     /// The destination answered (whatever it said): the breaker closes, and its failure ends.
     func destinationAnswered() {
         if let since = breaker.failingSince {
-            logger.notice("\(destinationName) answers again", metadata: ["host": "\(host)", "was-down-for": "\(ContinuousClock.now - since)"])
+            logger.notice(
+                "\(destinationName) answers again", metadata: ["host": "\(host)", "was-down-for": "\((ContinuousClock.now - since).humanText)"])
         }
         breaker.recordAnswer()
         metrics.breakerOpen?.record(0)
@@ -307,6 +308,6 @@ public actor UploadLane: BlockingActor, BreakerGate {
 
     private func downSince() -> String {
         guard let since = breaker.failingSince else { return "now" }
-        return "\(ContinuousClock.now - since) ago"
+        return "\((ContinuousClock.now - since).humanText) ago"
     }
 }

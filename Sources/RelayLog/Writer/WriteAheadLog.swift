@@ -557,7 +557,7 @@ public actor WriteAheadLog {
                 "tenants' shares of the log are in force",
                 metadata: [
                     "owed": "\(tenants.map { "\($0.text)=\(tenantLedger.owed(by: $0))" }.sorted().joined(separator: ","))",
-                    "took": "\(ContinuousClock.now - started)",
+                    "took": "\((ContinuousClock.now - started).humanText)",
                 ])
         case .failure(let error):
             // What was recorded since the read began is kept: it owes less than the truth, never

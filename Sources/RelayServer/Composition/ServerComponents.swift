@@ -116,7 +116,9 @@ struct ServerComponents {
             configuration: configuration, log: log, metrics: metrics, history: history, store: store, idempotency: idempotency,
             aggregator: aggregator, uploader: uploader, fleet: fleet,
             ingestor: EventIngestor(log: log, metrics: metrics),
-            tenants: TenantDirectory(integrationKeys: configuration.integrationKeys, tenants: configuration.tenants), erasure: erasure, logger: logger
+            tenants: TenantDirectory(
+                integrationKeys: configuration.integrationKeys, tenants: configuration.tenants, relayAdminToken: configuration.adminToken),
+            erasure: erasure, logger: logger
         )
     }
 
@@ -135,6 +137,7 @@ struct ServerComponents {
     /// are middleware of their groups).
     func routeGroups() -> [any RouteGroup] {
         var groups: [any RouteGroup] = [
+            IndexRoutes(),
             SDKRoutes(
                 ingestor: ingestor, maximumFormBytes: configuration.maximumFormBytes,
                 unknownFields: UnknownFormFields(metrics: metrics, logger: logger), tenants: tenants),
@@ -149,7 +152,8 @@ struct ServerComponents {
             PrivacyRoutes(erasure: erasure, dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants),
             LogSealRoute(log: log, keyId: configuration.log.encryption?.newest.id, adminToken: configuration.adminToken, tenants: tenants),
             StatusRoutes(
-                adminToken: configuration.adminToken, tenants: tenants, log: log, store: store, history: history, uploader: uploader,
+                dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants, log: log, store: store,
+                history: history, uploader: uploader,
                 relayLane: relayLane, relayURL: configuration.upstreamRelay?.description, aggregator: aggregator, fleet: fleet?.status),
         ]
         if let relayToken = configuration.relayToken {

@@ -37,9 +37,13 @@ struct EventsRoute: RouteGroup, Sendable {
         scope.name.map { "\($0.text)\u{1F}\(key)" } ?? key
     }
 
-    /// The body media types taken: a JSON array, or NDJSON (one event per line).
+    /// The media type of a JSON array of events.
+    static let arrayMediaType = "application/json"
+
+    /// The body media types taken: a JSON array, or NDJSON (one event per line, under any of its
+    /// names).
     static let mediaTypes: Set<String> = [
-        "application/json", "application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines",
+        arrayMediaType, "application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonlines",
     ]
 
     func handle(_ request: Request, scope: TenantScope) async -> Response {
@@ -49,6 +53,9 @@ struct EventsRoute: RouteGroup, Sendable {
             )
         }
         guard let body = await request.collectedBody() else { return Responses.tooLarge(maximumBytes, json: true) }
+        // Before the Idempotency-Key is looked at: the key remembers the body, not its type, and
+        // the same body sent again with the right type must not get this answer back.
+        if let problem = Self.formProblem(of: body, mediaType: request.mediaType) { return refused([problem]).response }
         guard let key = request.headers[Self.idempotencyKey] else {
             return await ingest(body, scope: scope, defaultTime: .now()).response
         }
@@ -188,6 +195,35 @@ struct EventsRoute: RouteGroup, Sendable {
             }
         }
         return found
+    }
+
+    /// Why `body` is not of the form its Content-Type declares, or `nil` when it is (or declares
+    /// none, or is empty, which the decoder answers).
+    ///
+    /// The declared type decides the form: `application/json` is a JSON array of events (one
+    /// event too: `[{…}]`), the NDJSON types one event per line (one event on one line too).
+    /// Without a Content-Type, the decoder reads a body starting with `[` as an array and any
+    /// other as NDJSON. A bare JSON object sent as `application/json` was once taken as a line of
+    /// NDJSON, while the same object written over several lines was refused line by line: here
+    /// both get one answer naming the forms taken.
+    static func formProblem(of body: [UInt8], mediaType: String?) -> EventBatchDecoder.Problem? {
+        guard let mediaType, let first = body.first(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) else { return nil }
+        let isArray = first == UInt8(ascii: "[")
+        if mediaType == arrayMediaType, !isArray {
+            return EventBatchDecoder.Problem(
+                index: nil, field: nil,
+                message:
+                    "Content-Type application/json takes a JSON array of events ([{…},{…}], one event as [{…}]), and this body is not an array: wrap the events in [ ], or send them one per line as application/x-ndjson"
+            )
+        }
+        if mediaType != arrayMediaType, isArray {
+            return EventBatchDecoder.Problem(
+                index: nil, field: nil,
+                message:
+                    "Content-Type \(mediaType) takes one event per line (NDJSON), and this body is a JSON array: send it as application/json, or one event per line without [ ]"
+            )
+        }
+        return nil
     }
 
     private func refused(_ problems: [EventBatchDecoder.Problem]) -> Outcome {

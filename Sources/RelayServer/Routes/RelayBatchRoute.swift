@@ -13,8 +13,14 @@ struct RelayBatchRoute: RouteGroup, Sendable {
     /// The largest body taken, compressed.
     static let maximumBodyBytes = RelayBatchBody.maximumPlainBytes
 
+    /// The 401's words. They are read on the edge relay, whose log shows the central's answer, so
+    /// they name the option to set there (`--upstream-token`) and the one it must equal here
+    /// (`--relay-token`): the two sides' names differ, and the edge's operator may run only one.
+    static let refusal =
+        "relay batches need Authorization: Bearer <this relay's --relay-token>: on the edge relay, set --upstream-token (env CAMPAIGN_RELAY_UPSTREAM_TOKEN) to the same value as --relay-token (env CAMPAIGN_RELAY_RELAY_TOKEN) here, on the central relay"
+
     func add(to table: RouteTable) {
-        let routes = table.group(AdminAuthentication(token: token, refusal: "relay batches need Authorization: Bearer <token> (--relay-token)"))
+        let routes = table.group(AdminAuthentication(token: token, refusal: Self.refusal))
         routes.ingest(receiver.ingestor, maximumBodyBytes: Self.maximumBodyBytes, json: true).post("v1/relay/batches") { request, _ in
             await receive(request)
         }

@@ -20,6 +20,13 @@ enum Responses {
         json(status, errorJSON(message, problems: problems))
     }
 
+    /// A refusal in the form of the route's answers: `{"error":message}` for the relay's own API
+    /// (`json`), or the message as a line of plain text for the SDK endpoints, which Campaign
+    /// answers in text and whose callers read no JSON.
+    static func refusal(_ status: HTTPResponse.Status, _ message: String, json: Bool) -> Response {
+        json ? error(status, message) : text(status, message + "\n")
+    }
+
     /// The JSON of an ``ErrorAnswer``.
     static func errorJSON(_ message: String, problems: [EventBatchDecoder.Problem] = []) -> String {
         APIJSON.text(ErrorAnswer(error: message, problems: problems))
@@ -28,14 +35,13 @@ enum Responses {
     /// 503 with `Retry-After`: the relay cannot store now, the sender should retry. (While the
     /// relay shuts down, ``IngestAnswerMiddleware`` closes the connection too.)
     static func unavailable(_ message: String, retryAfterSeconds: Int, json: Bool) -> Response {
-        var response = json ? error(.serviceUnavailable, message) : text(.serviceUnavailable, message + "\n")
+        var response = refusal(.serviceUnavailable, message, json: json)
         response.headers[.retryAfter] = String(retryAfterSeconds)
         return response
     }
 
     static func tooLarge(_ limit: Int, json: Bool) -> Response {
-        let message = "request body larger than \(limit) bytes"
-        return json ? error(.contentTooLarge, message) : text(.contentTooLarge, message + "\n")
+        refusal(.contentTooLarge, "request body larger than \(limit) bytes", json: json)
     }
 }
 

@@ -11,11 +11,17 @@ final class RouteTable {
     /// Where routes are added: the router, or a group of it with its own middleware.
     private let target: any RouterMethods<BasicRequestContext>
     private let record: MethodRecord
+    /// Whether the routes of this table answer their errors in plain text (the SDK endpoints, as
+    /// Campaign does) rather than as `{"error":…}`: the 404 of an unknown tenant and the 405 of
+    /// another method included.
+    let answersInText: Bool
 
     /// The paths and methods added so far, shared by a table and its groups.
     private final class MethodRecord {
         var paths: [String] = []
         var methods: [String: [HTTPRequest.Method]] = [:]
+        /// The paths whose errors are plain text (``RouteTable/answersInText``).
+        var textPaths: Set<String> = []
         /// The tenants of the `:tenant/` paths, whose other methods answer 404 for an unknown tenant.
         var tenants: TenantDirectory?
     }
@@ -27,18 +33,28 @@ final class RouteTable {
         self.router = router
         self.target = router
         self.record = MethodRecord()
+        self.answersInText = false
     }
 
-    private init(router: Router<BasicRequestContext>, target: any RouterMethods<BasicRequestContext>, record: MethodRecord) {
+    private init(
+        router: Router<BasicRequestContext>, target: any RouterMethods<BasicRequestContext>, record: MethodRecord, answersInText: Bool
+    ) {
         self.router = router
         self.target = target
         self.record = record
+        self.answersInText = answersInText
     }
 
     /// A table whose routes go through `middleware` first (the admin token check, for example),
     /// after the middleware of this table.
     func group(_ middleware: any MiddlewareProtocol<Request, Response, BasicRequestContext>) -> RouteTable {
-        RouteTable(router: router, target: target.group().add(middleware: middleware), record: record)
+        RouteTable(router: router, target: target.group().add(middleware: middleware), record: record, answersInText: answersInText)
+    }
+
+    /// This table, its routes answering errors in plain text: the SDK endpoints', which the SDKs
+    /// (and Campaign's own hosts) speak, never JSON.
+    func answeringInText() -> RouteTable {
+        RouteTable(router: router, target: target, record: record, answersInText: true)
     }
 
     /// Adds a group's routes twice through `add`: as they are, served as the default tenant, and
@@ -51,7 +67,9 @@ final class RouteTable {
         add(self, "", { _ in directory.defaultScope })
         record.tenants = directory
         // The middleware let only a known tenant through: the lookup finds it.
-        add(group(TenantMiddleware(directory: directory)), Self.tenantPrefix, { directory.scope(of: $0) ?? directory.defaultScope })
+        add(
+            group(TenantMiddleware(directory: directory, json: !answersInText)), Self.tenantPrefix,
+            { directory.scope(of: $0) ?? directory.defaultScope })
     }
 
     /// `GET path`.
@@ -74,12 +92,15 @@ final class RouteTable {
             let allowHeader = allowed.map(\.rawValue).joined(separator: ", ")
             let shown = "/" + path.replacing(":id", with: "{id}").replacing(":tenant", with: "{tenant}")
             let tenants = path.hasPrefix(Self.tenantPrefix) ? record.tenants : nil
+            let json = !record.textPaths.contains(path)
             for method in candidates where !allowed.contains(method) {
                 router.on(RouterPath(path), method: method) { request, context in
                     // A path of no tenant is not there at all, whatever the method.
-                    if let tenants, tenants.scope(of: context) == nil { return tenants.unknownTenant(context.parameters.get("tenant") ?? "") }
-                    var response = Responses.error(
-                        .methodNotAllowed, "\(request.method.rawValue) is not allowed on \(shown); allowed: \(allowHeader)")
+                    if let tenants, tenants.scope(of: context) == nil {
+                        return tenants.unknownTenant(context.parameters.get("tenant") ?? "", request: request, json: json)
+                    }
+                    var response = Responses.refusal(
+                        .methodNotAllowed, "\(request.method.rawValue) is not allowed on \(shown); allowed: \(allowHeader)", json: json)
                     response.headers[.allow] = allowHeader
                     return response
                 }
@@ -90,6 +111,7 @@ final class RouteTable {
     private func recordRoute(_ path: String, _ method: HTTPRequest.Method) {
         if record.methods[path] == nil { record.paths.append(path) }
         record.methods[path, default: []].append(method)
+        if answersInText { record.textPaths.insert(path) }
     }
 }
 

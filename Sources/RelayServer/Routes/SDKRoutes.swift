@@ -9,7 +9,7 @@ import RelayCore
 /// The SDKs never retry, so these refuse only what is unusable (see ``SDKRegistrationForm``); what
 /// they accept leaves for Campaign in the wire form it arrived in. Each endpoint is there twice:
 /// for the default tenant (`/r/`) and under each tenant's prefix (`/brand-a/r/`), where what is
-/// stored belongs to that tenant.
+/// stored belongs to that tenant. Every answer is plain text (README, "The HTTP API").
 struct SDKRoutes: RouteGroup, Sendable {
     let ingestor: EventIngestor
     let maximumFormBytes: Int
@@ -18,7 +18,9 @@ struct SDKRoutes: RouteGroup, Sendable {
     let tenants: TenantDirectory
 
     func add(to table: RouteTable) {
-        table.addForEachTenant(tenants) { routes, prefix, scope in
+        // Every error of these routes is a line of text, as Campaign answers: the 404 of an
+        // unknown tenant and the 405 of another method too.
+        table.answeringInText().addForEachTenant(tenants) { routes, prefix, scope in
             let registrations = routes.ingest(ingestor, maximumBodyBytes: maximumFormBytes, json: false)
             for platform in [Platform.ios, .android] {
                 registrations.post(prefix + CampaignEndpoint.registration(platform)) { request, context in

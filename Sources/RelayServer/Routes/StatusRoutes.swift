@@ -10,6 +10,8 @@ import RelayLog
 /// behind ``AdminAuthentication`` when an admin token is set, like the other admin endpoints), and
 /// both again under `/{tenant}/`, showing that tenant's destinations and dead letters alone.
 struct StatusRoutes: RouteGroup, Sendable {
+    /// The data directory, whose `aggregates.sqlite` gives the registrations per app.
+    let dataDirectory: String
     let adminToken: String?
     let tenants: TenantDirectory
     let log: WriteAheadLog
@@ -24,6 +26,9 @@ struct StatusRoutes: RouteGroup, Sendable {
     /// thread of its own.
     let firstEventTimes = NIOLockedValueBox<(sequence: UInt64, time: EventTime?)?>(nil)
     let logReads = BlockingExecutor(name: "status-read", priority: .background)
+    /// One read-only connection to the aggregates for every request, opened by the first that
+    /// finds the database (it may not exist yet when the server starts).
+    let counts = OpenedOnce<AggregateQueries>()
 
     func add(to table: RouteTable) {
         table.addForEachTenant(tenants) { group, prefix, scope in
@@ -99,6 +104,7 @@ struct StatusRoutes: RouteGroup, Sendable {
                 StatusReport.Counting(
                     store: "postgres", lag: state.nextSequence.map { durable > $0 ? durable - $0 : 0 }, lastError: state.lastError))
         }
+        let registrationCounts = await registrations(tenant: tenant)
         return StatusReport(
             generatedAt: now.rfc3339, relayId: log.identity.relayID, epoch: log.identity.epoch.number, version: RelayVersion.current,
             intake: .init(eventsPerSecond: intake, lastDurableSequence: durable - 1),
@@ -109,7 +115,20 @@ struct StatusRoutes: RouteGroup, Sendable {
                 retainSeconds: Double(log.configuration.retention.age.components.seconds), retainBytes: log.configuration.retention.bytes,
                 archiveDirectory: log.configuration.archiveDirectory, segmentsRemoved: statistics.segmentsExpired + statistics.segmentsRemovedForRoom),
             destinations: destinations, deadLetters: try? await store.pendingDeadLetterCount(tenant: tenant), counting: counting,
-            fsync: .init(p50Seconds: fsync.p50, p99Seconds: fsync.p99, commits: fsync.count))
+            registrations: registrationCounts, fsync: .init(p50Seconds: fsync.p50, p99Seconds: fsync.p99, commits: fsync.count))
+    }
+
+    /// The registrations per app of `tenant`, as `stats` shows them: `nil` when this relay does
+    /// not count, or its aggregates cannot be read now (the report is shown without them).
+    func registrations(tenant: TenantSelection) async -> [RegistrationCounts]? {
+        guard aggregator != nil else { return nil }
+        let path = Aggregator.databasePath(dataDirectory: dataDirectory)
+        do {
+            let queries = try await counts.value { () async throws(AggregatorError) in try await AggregateQueries(path: path) }
+            return try await queries.registrations(tenant: tenant)
+        } catch {
+            return nil
+        }
     }
 
     /// The event time of the first event kept, cached until the oldest segment goes.

@@ -1,5 +1,6 @@
 import Logging
 import RelayAggregator
+import RelayCore
 import ServiceLifecycle
 
 /// Runs the aggregator continuously; on shutdown it finishes its transaction and saves its cursor.
@@ -29,7 +30,7 @@ struct AggregatorService: Service {
                     if ContinuousClock.now - started > maximumRetryDelay { delay = retryDelay }
                     logger.error(
                         "the aggregator failed; it tries again from the last counted event",
-                        metadata: ["error": "\(error)", "retry-in": "\(delay)"])
+                        metadata: ["error": "\(error)", "retry-in": "\(delay.humanText)"])
                     try await Task.sleep(for: delay)
                     delay = min(delay * 2, maximumRetryDelay)
                 }

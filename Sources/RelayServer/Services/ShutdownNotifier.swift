@@ -1,4 +1,5 @@
 import Logging
+import RelayCore
 import ServiceLifecycle
 
 /// The first to hear of a shutdown: from then on, new events are answered 503 + Retry-After.
@@ -17,7 +18,7 @@ struct ShutdownNotifier: Service {
         systemd.notify("STOPPING=1\nSTATUS=shutting down: refusing new events, saving positions", telling: "the relay is stopping", logger: logger)
         logger.notice(
             "shutting down: refusing new events, finishing requests under way, then saving positions and closing the log",
-            metadata: delay > .zero ? ["listener-closes-in": "\(delay)"] : [:]
+            metadata: delay > .zero ? ["listener-closes-in": "\(delay.humanText)"] : [:]
         )
         if delay > .zero {
             // The group waits for this service before it stops the listener: sleeping here is the delay.

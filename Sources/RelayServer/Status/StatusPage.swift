@@ -1,5 +1,6 @@
 /// `GET /status`: one self-contained page (no CDN, no build step) that reads `/v1/status` and
-/// `/v1/deliveries` every 3 seconds and shows them.
+/// `/v1/deliveries` every 3 seconds and shows them (the registrations per app come with the
+/// status, as `stats` prints them).
 ///
 /// The page itself holds no figure, so it is served to anyone; the figures come from the admin
 /// API. When that answers 401 (an admin token is set), the page shows a login form and keeps the
@@ -66,6 +67,10 @@ enum StatusPage {
           <section class="wide"><h2>Deliveries <span class="muted" id="aggregated"></span></h2>
             <table><thead><tr><th>delivery</th><th class="n">impressions</th><th class="n">unique</th><th class="n">opens</th><th class="n">unique</th><th class="n">clicks</th><th class="n">unique</th><th>last event</th><th>activity since this page opened</th></tr></thead>
             <tbody id="deliveries"></tbody></table></section>
+          <section class="wide" id="registrations-section" hidden><h2>Registrations per app</h2>
+            <table><thead><tr><th>app (integration key)</th><th>platform</th><th class="n">registrations</th><th class="n">distinct tokens</th><th>first</th><th>last</th></tr></thead>
+            <tbody id="registrations"></tbody></table>
+            <p id="no-registrations" class="muted" hidden>No registration counted yet.</p></section>
           <section class="wide" id="origins-section" hidden><h2>Events other relays handed on, by first origin</h2>
             <table><thead><tr><th>relay</th><th class="n">epoch</th><th class="n">events</th><th class="n">hits</th><th class="n">registrations</th><th class="n">last sequence</th><th>via</th></tr></thead>
             <tbody id="origins"></tbody></table></section>
@@ -153,6 +158,21 @@ enum StatusPage {
             body.appendChild(row);
           }
           $("no-destinations").hidden = status.destinations.length > 0;
+          // Absent when the relay does not count (--no-aggregates): then the section is too.
+          const registrations = status.registrations;
+          $("registrations-section").hidden = registrations === undefined;
+          const apps = $("registrations"); apps.replaceChildren();
+          for (const app of registrations || []) {
+            const tenanted = app.tenant !== "default";
+            const row = document.createElement("tr"); row.dataset.registration = app.tenant + "/" + app.integrationKey + "/" + app.platform;
+            cell(row, app.integrationKey + (tenanted ? " of " + app.tenant : ""), "", "app");
+            cell(row, app.platform, "", "platform");
+            cell(row, number(app.registrations), "n", "registrations");
+            cell(row, number(app.distinctTokens), "n", "distinct-tokens");
+            cell(row, app.firstEvent, "muted", "first-event"); cell(row, app.lastEvent, "muted", "last-event");
+            apps.appendChild(row);
+          }
+          $("no-registrations").hidden = (registrations || []).length > 0;
           text("updated", "updated " + new Date().toLocaleTimeString());
         }
         function showDeliveries(report) {
@@ -193,7 +213,7 @@ enum StatusPage {
           } catch (error) {
             if (error.unauthorized) {
               $("status").hidden = true; $("login").hidden = false;
-              $("deliveries").replaceChildren(); $("destinations").replaceChildren();
+              $("deliveries").replaceChildren(); $("destinations").replaceChildren(); $("registrations").replaceChildren();
               const stored = sessionStorage.getItem(tokenKey);
               if (stored && stored === error.token) { text("login-problem", "That token was refused."); sessionStorage.removeItem(tokenKey); }
             } else {

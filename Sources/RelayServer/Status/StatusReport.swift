@@ -1,3 +1,4 @@
+import RelayAggregator
 import RelayCore
 
 /// `GET /v1/status`: what the status page shows, in one object (docs/openapi.yaml, `Status`).
@@ -73,5 +74,10 @@ struct StatusReport: Encodable {
     var destinations: [Destination]
     var deadLetters: Int?
     var counting: [Counting]
+    /// Registrations per app (integration key and platform) of the tenant shown, the most
+    /// recently active first: what `campaign-relay stats` prints under its deliveries, from this
+    /// relay's `aggregates.sqlite`. Absent when the relay does not count (`--no-aggregates`) or
+    /// its counts cannot be read yet.
+    var registrations: [RegistrationCounts]?
     var fsync: Fsync
 }

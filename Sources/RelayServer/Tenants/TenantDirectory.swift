@@ -1,4 +1,3 @@
-import CampaignProtocol
 import Hummingbird
 import NIOConcurrencyHelpers
 import RelayCore
@@ -14,11 +13,16 @@ final class TenantDirectory: Sendable {
     let defaultScope: TenantScope
     /// Each tenant's scope, by name.
     private let current: NIOLockedValueBox<[String: TenantScope]>
+    /// The relay's own admin token (`--admin-token`), the only one shown the tenants' names in a
+    /// 404 (``unknownTenant(_:request:json:)``); `nil`: none is set, and no 404 names them.
+    let relayAdminToken: String?
 
-    /// The directory of the default tenant (`integrationKeys`) and of `tenants`.
-    init(integrationKeys: Set<String>, tenants: [TenantConfiguration]) {
+    /// The directory of the default tenant (`integrationKeys`) and of `tenants`, on a relay whose
+    /// admin token is `relayAdminToken`.
+    init(integrationKeys: Set<String>, tenants: [TenantConfiguration], relayAdminToken: String? = nil) {
         defaultScope = TenantScope(name: nil, integrationKeys: integrationKeys, adminToken: nil)
         current = NIOLockedValueBox(Self.scopes(of: tenants))
+        self.relayAdminToken = relayAdminToken
     }
 
     private static func scopes(of tenants: [TenantConfiguration]) -> [String: TenantScope] {
@@ -49,22 +53,5 @@ final class TenantDirectory: Sendable {
     /// no tenant has that name.
     func scope(of context: BasicRequestContext) -> TenantScope? {
         context.parameters.get("tenant").flatMap { scope(named: Substring($0)) }
-    }
-
-    /// The 404 of a path whose first segment is no tenant of this relay: nothing was read or
-    /// stored, and the words say how tenant paths are written.
-    func unknownTenant(_ segment: String) -> Response {
-        let rule = TenantName.ruleBroken(by: segment).map { " (a tenant name \($0))" } ?? ""
-        let names = self.names
-        let known = names.isEmpty ? "this relay declares none" : "this relay has " + names.map(\.text).joined(separator: ", ")
-        let paths = [
-            "\(CampaignEndpoint.tracking)/?id=…", CampaignEndpoint.trackingTest, CampaignEndpoint.registration(.ios),
-            CampaignEndpoint.registration(.android),
-            "v1/events",
-        ]
-        return Responses.error(
-            .notFound,
-            "no tenant \(JSONText.quoted(segment)) on this relay\(rule): tenant paths are \(paths.map { "/{tenant}/" + $0 }.joined(separator: ", ")); tenants are [tenant.NAME] tables of serve --config (\(known))"
-        )
     }
 }
