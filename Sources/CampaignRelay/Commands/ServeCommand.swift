@@ -15,10 +15,17 @@ struct ServeCommand: AsyncParsableCommand {
               GET  /r/test
                   health text, as Campaign's redirection server answers
               POST /v1/events
-                  a JSON array or NDJSON of events; all or nothing;
-                  Idempotency-Key supported
+                  a JSON array (application/json) or NDJSON (application/x-ndjson)
+                  of events; all or nothing; Idempotency-Key supported
               GET  /v1/deliveries, /v1/deliveries/{id}, /v1/deadletters, /metrics
                   admin (Authorization: Bearer <token> with --admin-token)
+              POST /v1/privacy/erasures, /v1/wal/seal
+                  admin: erase a person's registrations; seal the active segment
+                  (`erase` and `wal rekey` call them)
+              GET  /status, /v1/status
+                  the status page (HTML), and the same as JSON (admin)
+              GET  /, /openapi.yaml
+                  where to start; the OpenAPI document of every endpoint
               POST /v1/relay/batches
                   other relays' events, exactly once (with --relay-token;
                   see docs/relay-protocol.md). With --upstream-relay, this relay

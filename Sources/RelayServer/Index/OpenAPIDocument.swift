@@ -377,6 +377,33 @@ enum OpenAPIDocument {
                   content:
                     application/json:
                       schema: { $ref: '#/components/schemas/Error' }
+          /v1/wal/seal:
+            post:
+              tags: [admin]
+              operationId: sealActiveSegment
+              summary: Seal the log segment the server appends to, so that `wal rekey` can rewrite it.
+              description: |
+                The next commit starts a new segment; every event below `sealedBelow` is then in a segment
+                no commit writes to again. `campaign-relay wal rekey` beside a running server calls it
+                before rewriting, so that a quiet relay's active segment (which may take days to fill) is
+                rewritten under the newest key too. `keyId` is the key the server seals new frames with
+                (`null` without encryption): the rewrite refuses to go on when it is not the key file's
+                newest. The relay's own admin token only: a tenant's admin token gets 403.
+              security: [{}, { adminToken: [] }]
+              responses:
+                '200':
+                  description: The active segment is sealed.
+                  content:
+                    application/json:
+                      schema:
+                        type: object
+                        required: [sealedBelow, keyId]
+                        properties:
+                          sealedBelow: { type: integer, minimum: 1, description: Every event below this sequence is in a sealed segment. }
+                          keyId: { type: [string, 'null'], description: The id of the key new frames are sealed with; null without encryption. }
+                '401': { $ref: '#/components/responses/Unauthorized' }
+                '403': { $ref: '#/components/responses/OtherTenantsToken' }
+                '405': { $ref: '#/components/responses/MethodNotAllowed' }
           /metrics:
             get:
               tags: [admin]
@@ -1124,7 +1151,7 @@ enum OpenAPIDocument {
                 boundary: { type: integer, minimum: 1, description: Sequence numbers from this one on (stored after the request) were not looked at. }
                 rewrites:
                   type: array
-                  description: One per directory (the log's `wal/`, then each archive); empty in a dry run.
+                  description: One per directory (the log's `wal/`, then each archive); in a dry run, `entriesErased` counts the registrations it would replace there, and `segmentsRewritten` is 0.
                   items:
                     type: object
                     required: [directory, entriesErased, segmentsRewritten]
