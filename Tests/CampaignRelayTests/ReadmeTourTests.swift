@@ -59,6 +59,18 @@ struct ReadmeTourTests {
         #expect((status["intake"] as? [String: Any])?["lastDurableSequence"] as? Int == 3, "\(status)")
     }
 
+    @Test("the README's Install needs no root, and says how long the first release build takes")
+    func installWithoutRoot() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let start = try #require(readme.range(of: "\n## Install\n"))
+        let rest = readme[start.upperBound...]
+        let section = rest[..<(rest.range(of: "\n## ")?.lowerBound ?? rest.endIndex)]
+        #expect(!section.contains("sudo"), "\(section)")
+        #expect(section.contains("the first release build, packages fetched included, took "), "\(section)")
+        #expect(section.contains("~/.local/bin/campaign-relay"), "\(section)")
+    }
+
     /// The JSON objects printed one after another (curl prints no newline between answers).
     static func jsonObjects(in text: String) -> [[String: Any]] {
         var objects: [[String: Any]] = []

@@ -9,36 +9,6 @@ import RelayTestSupport
 import TestTiers
 import Testing
 
-/// A log handler that keeps every message with its metadata, for tests of what a lane logs, and
-/// tells `heard` of each message as it is logged.
-private final class CapturedRecords: LogHandler, Sendable {
-    private let stored = NIOLockedValueBox<[(message: String, metadata: [String: String])]>([])
-    private let heard: @Sendable (String) -> Void
-
-    init(heard: @escaping @Sendable (String) -> Void) {
-        self.heard = heard
-    }
-
-    var records: [(message: String, metadata: [String: String])] { stored.withLockedValue { $0 } }
-    var metadata: Logger.Metadata {
-        get { [:] }
-        set {}
-    }
-    var logLevel: Logger.Level {
-        get { .trace }
-        set {}
-    }
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { nil }
-        set {}
-    }
-    func log(event: LogEvent) {
-        let metadata = (event.metadata ?? [:]).mapValues { "\($0)" }
-        stored.withLockedValue { $0.append((event.message.description, metadata)) }
-        heard(event.message.description)
-    }
-}
-
 /// The durations a lane logs while its host is down and when it answers again are written for
 /// people (`Duration.humanText`: `512ms`, `1.66s`), as `was-down-for=1.660393325 seconds` was not.
 @Suite("Upload lanes log durations for people", .timeLimit(.minutes(5)), .tier(.fast))
@@ -64,7 +34,7 @@ struct LaneLogDurationTests {
         // The host comes back once the lane has paused sends to it: the event the test waits for,
         // heard as it is logged, whatever the time it took.
         let emulator = running.emulator
-        let captured = CapturedRecords { message in
+        let captured = CapturedLogRecords { message in
             if message.hasSuffix("is failing; pausing sends to it") { emulator.currentFaults = EmulatorFaults() }
         }
         let uploader = try Uploader(

@@ -133,7 +133,7 @@ struct SharedFrameDecoderTests {
         let fileSystem = PosixFileSystem()
         let segment = try #require(try fileSystem.listDirectory(wal).filter { $0.hasSuffix(".wal") }.sorted().first)
         // The third frame's payload: flipped after the log was opened, as a bit rots under a running relay.
-        let lines = CapturedLines()
+        let lines = CapturedLogRecords()
         let log = try await WriteAheadLog.open(dataDirectory: directory, logger: Logger(label: "test") { _ in lines })
         let starts = try frameStartOffsets(fileSystem.readFile("\(wal)/\(segment)")).map { Int64($0) }
         let handle = try fileSystem.open("\(wal)/\(segment)", create: false)
@@ -204,26 +204,5 @@ extension SharedFrameDecoderTests {
         await log.close()
         #expect(read.map(\.event) == (try readAll(directory, fileSystem: PosixFileSystem()).events.map(\.event)))
         #expect(log.sharedDecoder.figures == (decoded: 9, shared: 1, written: 10))
-    }
-}
-
-/// A log handler that keeps every message, for tests that assert on what was logged.
-final class CapturedLines: LogHandler, Sendable {
-    private let stored = NIOLockedValueBox<[String]>([])
-    var messages: [String] { stored.withLockedValue { $0 } }
-    var metadata: Logger.Metadata {
-        get { [:] }
-        set {}
-    }
-    var logLevel: Logger.Level {
-        get { .trace }
-        set {}
-    }
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { nil }
-        set {}
-    }
-    func log(event: LogEvent) {
-        stored.withLockedValue { $0.append(event.message.description) }
     }
 }

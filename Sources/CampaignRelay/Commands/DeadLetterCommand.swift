@@ -33,15 +33,7 @@ struct DeadLetterListCommand: AsyncParsableCommand {
 
     /// `--tenant`, read.
     private var selection: TenantSelection {
-        get throws {
-            guard let tenant else { return .all }
-            do {
-                return try TenantSelection(parsing: tenant)
-            } catch {
-                throw ValidationError(
-                    "--tenant: \(error.message.replacing("tenant ", with: "", maxReplacements: 1)); `default` names the default tenant")
-            }
-        }
+        get throws { try TenantSelection.option(tenant) }
     }
 
     @Option(name: .long, help: ArgumentHelp("Show at most this many.", valueName: "n"))

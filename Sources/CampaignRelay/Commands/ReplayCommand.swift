@@ -100,17 +100,7 @@ struct ReplayCommand: AsyncParsableCommand {
         let destinations = tenants.map(\.configuration.destinations)
         let tenantsHaveHosts = destinations.contains { $0.trackingHost != nil || $0.marketingHost != nil }
         let (tracking, marketing) = try upstream.hosts(requireOne: !dryRun && toAggregates == nil && !tenantsHaveHosts)
-        if let path = configFile.path {
-            do {
-                // As serve checks them: where the default tenant's hits or registrations are sent,
-                // each tenant needs its own host of that kind.
-                try TenantTable.check(
-                    tenants, path: path, forwardsTracking: tracking != nil, forwardsMarketing: marketing != nil, handsOnToRelay: false,
-                    adminToken: nil, maximumLogBytes: nil)
-            } catch {
-                throw RuntimeFailure(error.description)
-            }
-        }
+        try configFile.checkForwarding(tenants, tracking: tracking != nil, marketing: marketing != nil)
         let logger = common.logger("campaign-relay.replay")
         var sequences: Range<UInt64> = 1..<UInt64.max
         var times: Range<Int64>?

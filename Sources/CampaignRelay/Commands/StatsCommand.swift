@@ -53,15 +53,7 @@ struct StatsCommand: AsyncParsableCommand {
 
     /// `--tenant`, read.
     private var selection: TenantSelection {
-        get throws {
-            guard let tenant else { return .all }
-            do {
-                return try TenantSelection(parsing: tenant)
-            } catch {
-                throw ValidationError(
-                    "--tenant: \(error.message.replacing("tenant ", with: "", maxReplacements: 1)); `default` names the default tenant")
-            }
-        }
+        get throws { try TenantSelection.option(tenant) }
     }
 
     @Flag(name: .long, help: "Recompute the aggregates from the log first.")

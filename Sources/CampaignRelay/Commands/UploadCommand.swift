@@ -49,17 +49,7 @@ struct UploadCommand: AsyncParsableCommand {
         let tenants = try await configFile.tenants()
         let destinations = tenants.map(\.configuration.destinations)
         let (tracking, marketing) = try upstream.hosts(requireOne: !destinations.contains { $0.trackingHost != nil || $0.marketingHost != nil })
-        if let path = configFile.path {
-            do {
-                // As serve checks them: where the default tenant's hits or registrations are sent,
-                // each tenant needs its own host of that kind.
-                try TenantTable.check(
-                    tenants, path: path, forwardsTracking: tracking != nil, forwardsMarketing: marketing != nil, handsOnToRelay: false,
-                    adminToken: nil, maximumLogBytes: nil)
-            } catch {
-                throw RuntimeFailure(error.description)
-            }
-        }
+        try configFile.checkForwarding(tenants, tracking: tracking != nil, marketing: marketing != nil)
         let logger = common.logger("campaign-relay.upload")
         let lanes: [UploadLane.Kind] = (tracking == nil ? [] : [.tracking]) + (marketing == nil ? [] : [.marketing])
         let log: WriteAheadLog

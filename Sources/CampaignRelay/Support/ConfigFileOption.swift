@@ -21,6 +21,22 @@ struct ConfigFileOption: ParsableArguments {
         return try await Self.tenants(path: path)
     }
 
+    /// Checks `tenants` (this file's) as `serve` checks them for a command forwarding to Campaign
+    /// itself: where the default tenant's hits or registrations are sent, each tenant needs its own
+    /// host of that kind. Nothing to check without `--config`.
+    ///
+    /// - Throws: ``RuntimeFailure`` naming the file, the tenant's line and the key.
+    func checkForwarding(_ tenants: [TenantTable], tracking: Bool, marketing: Bool) throws {
+        guard let path else { return }
+        do {
+            try TenantTable.check(
+                tenants, path: path, forwardsTracking: tracking, forwardsMarketing: marketing, handsOnToRelay: false, adminToken: nil,
+                maximumLogBytes: nil)
+        } catch {
+            throw RuntimeFailure(error.description)
+        }
+    }
+
     /// The tenants of the file at `path`, read on an executor of its own.
     ///
     /// - Throws: ``RuntimeFailure`` naming the file, the line and the key when the file is not valid.
