@@ -31,6 +31,8 @@ struct CampaignRelayCommand: AsyncParsableCommand {
     /// would, with "did you mean" for a misspelt command name (``SubcommandSuggestion``).
     static func main() async {
         let given = Array(CommandLine.arguments.dropFirst())
+        // `help serv`: argument-parser would print the top-level help and exit 0, as if asked for it.
+        if given.first == "help", given.count > 1 { exitSuggesting(Array(given.dropFirst())) }
         let environment = ConfigurationFile.currentEnvironment()
         let arguments: [String]
         let file: ConfigurationFile?

@@ -289,6 +289,14 @@ struct DataDirectoryCommandTests {
                 "Error: campaign-relay wal has no command 'verfy'. Did you mean 'verify'?\nUsage: campaign-relay wal <subcommand>\n  See 'campaign-relay wal --help' for more information.\n"
             ),
             (
+                ["help", "serv"],
+                "Error: campaign-relay has no command 'serv'. Did you mean 'serve'?\nUsage: campaign-relay <subcommand>\n  See 'campaign-relay --help' for more information.\n"
+            ),
+            (
+                ["help", "wal", "verfy"],
+                "Error: campaign-relay wal has no command 'verfy'. Did you mean 'verify'?\nUsage: campaign-relay wal <subcommand>\n  See 'campaign-relay wal --help' for more information.\n"
+            ),
+            (
                 ["deadleter", "list"],
                 "Error: campaign-relay has no command 'deadleter'. Did you mean 'deadletter'?\nUsage: campaign-relay <subcommand>\n  See 'campaign-relay --help' for more information.\n"
             ),

@@ -21,7 +21,7 @@ struct EventsBodyFormTests {
 
     /// The 400 of a body-level problem, as the route writes it.
     static func refusal(_ message: String) -> String {
-        #"{"error":"1 problem(s); nothing was stored","problems":[{"field":null,"index":null,"message":"\#(message)"}]}"#
+        #"{"error":"1 problem; nothing was stored","problems":[{"field":null,"index":null,"message":"\#(message)"}]}"#
     }
 
     static let notAnArray = refusal(
@@ -76,6 +76,23 @@ struct EventsBodyFormTests {
         #expect(retried.headers.first(name: "Idempotent-Replayed") == nil)
 
         #expect(try await http.nextSequence(server.url) == 5, "only the four events taken were stored")
+        await http.shutdown()
+        await server.stop()
+    }
+
+    @Test("the README's example refusal: two bad lines are \"2 problems\", each with its index and field, and nothing is stored")
+    func twoProblems() async throws {
+        let server = try await RunningServer.start { $0.aggregates = false }
+        let http = TestHTTPClient()
+        let body = [
+            Self.event, #"{"kind":"track","action":"open","messageId":"a8a","deliveryId":"form"}"#,
+            #"{"kind":"track","action":"wave","messageId":"2","deliveryId":"form"}"#,
+        ].joined(separator: "\n")
+        let answer = try await http.post(server.url + "/v1/events", body, headers: [("Content-Type", "application/x-ndjson")])
+        #expect(answer.status == 400)
+        #expect(answer.body.hasPrefix(#"{"error":"2 problems; nothing was stored","problems":[{"field":"messageId","index":1,"#), "\(answer.body)")
+        #expect(answer.body.contains(#""index":2"#), "\(answer.body)")
+        #expect(try await http.nextSequence(server.url) == 1, "nothing was stored")
         await http.shutdown()
         await server.stop()
     }

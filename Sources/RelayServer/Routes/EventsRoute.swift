@@ -227,7 +227,7 @@ struct EventsRoute: RouteGroup, Sendable {
     }
 
     private func refused(_ problems: [EventBatchDecoder.Problem]) -> Outcome {
-        let json = Responses.errorJSON("\(problems.count) problem(s); nothing was stored", problems: problems)
+        let json = Responses.errorJSON("\(problems.count) problem\(problems.count == 1 ? "" : "s"); nothing was stored", problems: problems)
         return Outcome(response: Responses.json(.badRequest, json), final: true, status: 400, body: json)
     }
 }
