@@ -98,7 +98,7 @@ struct ArchitectureTests {
         "Sources/CampaignRelay/Support/ServerHandoff.swift": "JSON of the server's answers",
         "Sources/CampaignRelay/Support/UpstreamOptions.swift": "reading PEM options",
         "Sources/CampaignRelay/Support/ConfigurationValueCheck.swift": "trimming the parser's message (CharacterSet)",
-        "Sources/CampaignRelay/Commands/WALRekeyCommand.swift": "JSONSerialization of the server's seal answer, the admin token from the environment",
+        "Sources/CampaignRelay/Commands/WALRekeyCommand.swift": "JSONSerialization of the server's seal answer",
     ]
 
     @Test("only the files listed import the C library or Foundation, and only the file-system callers among them call it")

@@ -115,14 +115,9 @@ struct ConfigCheckCommand: AsyncParsableCommand {
             let variable = ConfigurationFile.environmentVariable(entry.name)
             if ConfigurationFile.environmentBacked.contains(entry.name), let value = environment[variable], !value.isEmpty {
                 options.append(Effective(key: entry.name, value: show("\"\(value)\""), source: "environment", variable: variable))
-            } else if let setting = parsed.settings.first(where: { $0.key == entry.name && $0.table == command })
-                ?? parsed.settings.first(where: { $0.key == entry.name && $0.table == nil })
-            {
+            } else if let setting = parsed.setting(entry.name, for: command) {
                 options.append(Effective(key: entry.name, value: show(setting.text), source: "file", line: setting.line))
-            } else if let inverse,
-                let setting = parsed.settings.first(where: { $0.key == inverse.name && $0.table == command })
-                    ?? parsed.settings.first(where: { $0.key == inverse.name && $0.table == nil })
-            {
+            } else if let inverse, let setting = parsed.setting(inverse.name, for: command) {
                 options.append(Effective(key: entry.name, value: setting.text == "true" ? "false" : "true", source: "file", line: setting.line))
             } else if entry.isFlag {
                 // An inverted pair (--preallocate/--no-preallocate) names its default by the flag that is on.

@@ -148,7 +148,7 @@ extension WALRekeyCommand {
             return .newest
         }
         let handoff = ServerHandoff(record: record)
-        let token = adminToken ?? ProcessInfo.processInfo.environment["CAMPAIGN_RELAY_ADMIN_TOKEN"]
+        let token = adminToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_ADMIN_TOKEN")
         let outcome = await handoff.exchange(.POST, path: "/v1/wal/seal", body: nil, token: token)
         await handoff.shutdown()
         let answer: (status: UInt, body: String)

@@ -41,11 +41,19 @@ struct ConfigFileOption: ParsableArguments {
     ///
     /// - Throws: ``RuntimeFailure`` naming the file, the line and the key when the file is not valid.
     static func tenants(path: String) async throws -> [TenantTable] {
-        let read = await BlockingExecutor(name: "config-read").run { () -> Result<[TenantTable], ConfigurationFile.Failure> in
-            do throws(ConfigurationFile.Failure) { return .success(try ConfigurationFile(path: path).tenants) } catch { return .failure(error) }
+        try await reading(path) { $0.tenants }
+    }
+
+    /// What `take` finds in the file at `path`, read on an executor of its own (a command runs on
+    /// the cooperative pool by then).
+    ///
+    /// - Throws: ``RuntimeFailure`` naming the file, the line and the key when the file is not valid.
+    static func reading<Value: Sendable>(_ path: String, _ take: @escaping @Sendable (ConfigurationFile) -> Value) async throws -> Value {
+        let read = await BlockingExecutor(name: "config-read").run { () -> Result<Value, ConfigurationFile.Failure> in
+            do throws(ConfigurationFile.Failure) { return .success(take(try ConfigurationFile(path: path))) } catch { return .failure(error) }
         }
         switch read {
-        case .success(let tenants): return tenants
+        case .success(let value): return value
         case .failure(let failure): throw RuntimeFailure(failure.description)
         }
     }

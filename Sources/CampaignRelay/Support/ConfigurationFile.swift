@@ -41,12 +41,7 @@ struct ConfigurationFile: Sendable {
     static func expanding(_ arguments: [String], environment: [String: String]) throws(Failure) -> (
         arguments: [String], file: ConfigurationFile?
     ) {
-        var path: String?
-        for (index, word) in arguments.enumerated() {
-            if word == "--config", index + 1 < arguments.count { path = arguments[index + 1] }
-            if word.hasPrefix("--config=") { path = String(word.dropFirst("--config=".count)) }
-        }
-        guard let path else { return (arguments, nil) }
+        guard let path = configPath(arguments) else { return (arguments, nil) }
         guard let command = arguments.first, commands[command] != nil else {
             // The commands working on a relay's data directory take it too (RelayConfigFileOption).
             let takers = (commands.keys.sorted() + RelayConfigFileOption.commandNames).joined(separator: ", ")
@@ -174,17 +169,35 @@ struct ConfigurationFile: Sendable {
     /// the order of their keys.
     func settings(for command: String, given: [String], environment: [String: String]) -> [Setting] {
         guard let catalog = Self.commands[command].map({ CommandOptionCatalog($0) }) else { return [] }
-        let onCommandLine = Set(given.compactMap { Self.longName($0) })
-        var chosen: [String: Setting] = [:]
-        for setting in settings where catalog.entries[setting.key] != nil {
-            guard setting.table == nil || setting.table == command else { continue }
-            if setting.table == command || chosen[setting.key] == nil { chosen[setting.key] = setting }
+        let overridden = Self.overridden(given: given, environment: environment)
+        return catalog.entries.keys.sorted().compactMap { key in overridden(key) ? nil : setting(key, for: command) }
+    }
+
+    /// The setting of `key` that `table`'s command gets: from its own table, else from the top
+    /// level; `nil` when the file does not set it.
+    func setting(_ key: String, for table: String) -> Setting? {
+        settings.first { $0.key == key && $0.table == table } ?? settings.first { $0.key == key && $0.table == nil }
+    }
+
+    /// Whether an option is given otherwise than by the file, and so not taken from it: on the
+    /// command line (`given`), or, for an option an environment variable backs, by that variable.
+    static func overridden(given: [String], environment: [String: String]) -> (String) -> Bool {
+        let onCommandLine = Set(given.compactMap { longName($0) })
+        return { key in
+            if onCommandLine.contains(key) { return true }
+            guard environmentBacked.contains(key), let value = environment[environmentVariable(key)] else { return false }
+            return !value.isEmpty
         }
-        return chosen.keys.sorted().compactMap { key -> Setting? in
-            guard !onCommandLine.contains(key) else { return nil }
-            if Self.environmentBacked.contains(key), let value = environment[Self.environmentVariable(key)], !value.isEmpty { return nil }
-            return chosen[key]
+    }
+
+    /// The file named by `--config FILE` or `--config=FILE` in `arguments`, the last one given.
+    static func configPath(_ arguments: [String]) -> String? {
+        var path: String?
+        for (index, word) in arguments.enumerated() {
+            if word == "--config", index + 1 < arguments.count { path = arguments[index + 1] }
+            if word.hasPrefix("--config=") { path = String(word.dropFirst("--config=".count)) }
         }
+        return path
     }
 
     /// The option a command-line word names (`--bind` or `--bind=…`), or `nil`.

@@ -68,7 +68,7 @@ struct RelayConfigFileOption: ParsableArguments {
     ///   before the subcommand's name (`wal --config F verify`), where it would be a usage error
     ///   that does not say what to do.
     static func expand(_ arguments: [String], environment: [String: String]) throws(ConfigurationFile.Failure) -> [String]? {
-        guard let path = configPath(arguments), let first = arguments.first else { return nil }
+        guard let path = ConfigurationFile.configPath(arguments), let first = arguments.first else { return nil }
         let groups = Set(commands.filter { $0.words.count > 1 }.map { $0.words[0] })
         if groups.contains(first) {
             let subcommands = commands.filter { $0.words[0] == first }.map { $0.words[1] }
@@ -83,16 +83,6 @@ struct RelayConfigFileOption: ParsableArguments {
         let file = try ConfigurationFile(path: path)
         let given = Array(arguments.dropFirst(command.words.count))
         return command.words + file.relaySettings(for: command.type, keys: command.keys, given: given, environment: environment) + given
-    }
-
-    /// The file named by `--config FILE` or `--config=FILE` in `arguments`, the last one given.
-    static func configPath(_ arguments: [String]) -> String? {
-        var path: String?
-        for (index, word) in arguments.enumerated() {
-            if word == "--config", index + 1 < arguments.count { path = arguments[index + 1] }
-            if word.hasPrefix("--config=") { path = String(word.dropFirst("--config=".count)) }
-        }
-        return path
     }
 
     /// The tenants the file declares (`[tenant.NAME]`); none without `--config`, read on an
@@ -110,19 +100,8 @@ struct RelayConfigFileOption: ParsableArguments {
     /// - Throws: ``RuntimeFailure`` naming the file, the line and the key when the file is not valid.
     func archiveDirectories() async throws -> [String] {
         guard let path else { return [] }
-        let read = await BlockingExecutor(name: "config-read").run { () -> Result<[String], ConfigurationFile.Failure> in
-            do throws(ConfigurationFile.Failure) {
-                let file = try ConfigurationFile(path: path)
-                // serve's --archive-dir is one directory: the setting is ["--archive-dir", DIR].
-                return .success(file.relaySetting("archive-dir")?.arguments.last.map { [$0] } ?? [])
-            } catch {
-                return .failure(error)
-            }
-        }
-        switch read {
-        case .success(let directories): return directories
-        case .failure(let failure): throw RuntimeFailure(failure.description)
-        }
+        // serve's --archive-dir is one directory: the setting is ["--archive-dir", DIR].
+        return try await ConfigFileOption.reading(path) { $0.relaySetting("archive-dir")?.arguments.last.map { [$0] } ?? [] }
     }
 }
 
@@ -130,7 +109,7 @@ extension ConfigurationFile {
     /// The setting of `key` as `serve` gets it from this file: from `[serve]`, else from the top
     /// level; `nil` when the file does not set it.
     func relaySetting(_ key: String) -> Setting? {
-        settings.first { $0.key == key && $0.table == RelayConfigFileOption.table } ?? settings.first { $0.key == key && $0.table == nil }
+        setting(key, for: RelayConfigFileOption.table)
     }
 
     /// The arguments the file adds for `command`, one of ``RelayConfigFileOption/commands``: each
@@ -138,11 +117,10 @@ extension ConfigurationFile {
     /// environment variable is set.
     func relaySettings(for command: any ParsableCommand.Type, keys: Set<String>, given: [String], environment: [String: String]) -> [String] {
         let catalog = CommandOptionCatalog(command)
-        let onCommandLine = Set(given.compactMap { Self.longName($0) })
+        let overridden = Self.overridden(given: given, environment: environment)
         return keys.sorted().flatMap { key -> [String] in
-            guard catalog.entries[key] != nil, !onCommandLine.contains(key), let setting = relaySetting(key) else { return [] }
-            if Self.environmentBacked.contains(key), let value = environment[Self.environmentVariable(key)], !value.isEmpty { return [] }
-            return setting.arguments
+            guard catalog.entries[key] != nil, !overridden(key) else { return [] }
+            return relaySetting(key)?.arguments ?? []
         }
     }
 }

@@ -136,6 +136,8 @@ struct ServerComponents {
     /// The routes `serve` answers, in the order they are added (the admin token and route rules
     /// are middleware of their groups).
     func routeGroups() -> [any RouteGroup] {
+        // One read-only connection to the aggregates for the counts and the status page.
+        let aggregateQueries = OpenedOnce<AggregateQueries>()
         var groups: [any RouteGroup] = [
             IndexRoutes(),
             SDKRoutes(
@@ -146,7 +148,7 @@ struct ServerComponents {
                 maximumEvents: configuration.maximumBatchEvents, tenants: tenants),
             AdminRoutes(
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants, metrics: metrics, store: store,
-                log: log,
+                log: log, queries: aggregateQueries,
                 fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }, aggregator: aggregator),
             HealthRoutes(ingestor: ingestor, upstream: relayLane, fleet: fleet?.status),
             PrivacyRoutes(erasure: erasure, dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants),
@@ -154,7 +156,8 @@ struct ServerComponents {
             StatusRoutes(
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants, log: log, store: store,
                 history: history, uploader: uploader,
-                relayLane: relayLane, relayURL: configuration.upstreamRelay?.description, aggregator: aggregator, fleet: fleet?.status),
+                relayLane: relayLane, relayURL: configuration.upstreamRelay?.description, aggregator: aggregator, fleet: fleet?.status,
+                counts: aggregateQueries),
         ]
         if let relayToken = configuration.relayToken {
             groups.append(RelayBatchRoute(receiver: RelayBatchReceiver(ingestor: ingestor, logger: logger), token: relayToken, tenants: tenants))

@@ -16,13 +16,13 @@ struct AdminRoutes: RouteGroup, Sendable {
     let metrics: RelayMetrics
     let store: ForwardingStore
     let log: WriteAheadLog
+    /// The read-only connection to the aggregates, shared with ``StatusRoutes``.
+    let queries: OpenedOnce<AggregateQueries>
     /// The fleet's counts (`serve --postgres-url`): `/v1/deliveries` answers them instead of this
     /// relay's own.
     var fleet: FleetQueries? = nil
     /// The aggregator whose lag a scrape reports as of now, when `serve` counts.
     var aggregator: Aggregator? = nil
-    /// One read-only connection for every request, opened by the first that finds the database.
-    let queries = OpenedOnce<AggregateQueries>()
 
     func add(to table: RouteTable) {
         table.addForEachTenant(tenants) { group, prefix, scope in
@@ -81,10 +81,9 @@ struct AdminRoutes: RouteGroup, Sendable {
             }
             return Responses.json(.ok, APIJSON.text(report))
         }
-        let path = Aggregator.databasePath(dataDirectory: dataDirectory)
         let queries: AggregateQueries
         do {
-            queries = try await self.queries.value { () async throws(AggregatorError) in try await AggregateQueries(path: path) }
+            queries = try await self.queries.queries(dataDirectory: dataDirectory)
         } catch {
             return Responses.error(.serviceUnavailable, "aggregates are not available yet: \(error)")
         }

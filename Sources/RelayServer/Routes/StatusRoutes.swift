@@ -26,9 +26,8 @@ struct StatusRoutes: RouteGroup, Sendable {
     /// thread of its own.
     let firstEventTimes = NIOLockedValueBox<(sequence: UInt64, time: EventTime?)?>(nil)
     let logReads = BlockingExecutor(name: "status-read", priority: .background)
-    /// One read-only connection to the aggregates for every request, opened by the first that
-    /// finds the database (it may not exist yet when the server starts).
-    let counts = OpenedOnce<AggregateQueries>()
+    /// The read-only connection to the aggregates, shared with ``AdminRoutes``.
+    let counts: OpenedOnce<AggregateQueries>
 
     func add(to table: RouteTable) {
         table.addForEachTenant(tenants) { group, prefix, scope in
@@ -122,10 +121,8 @@ struct StatusRoutes: RouteGroup, Sendable {
     /// not count, or its aggregates cannot be read now (the report is shown without them).
     func registrations(tenant: TenantSelection) async -> [RegistrationCounts]? {
         guard aggregator != nil else { return nil }
-        let path = Aggregator.databasePath(dataDirectory: dataDirectory)
         do {
-            let queries = try await counts.value { () async throws(AggregatorError) in try await AggregateQueries(path: path) }
-            return try await queries.registrations(tenant: tenant)
+            return try await counts.queries(dataDirectory: dataDirectory).registrations(tenant: tenant)
         } catch {
             return nil
         }

@@ -1,0 +1,13 @@
+import RelayAggregator
+
+extension OpenedOnce where Value == AggregateQueries {
+    /// The one read-only connection to the aggregates of `dataDirectory` that the admin and
+    /// status routes share, opened by the first request that finds `aggregates.sqlite` (it may not
+    /// exist yet when the server starts).
+    ///
+    /// - Throws: ``AggregatorError`` when the database cannot be opened now.
+    func queries(dataDirectory: String) async throws(AggregatorError) -> AggregateQueries {
+        let path = Aggregator.databasePath(dataDirectory: dataDirectory)
+        return try await value { () async throws(AggregatorError) in try await AggregateQueries(path: path) }
+    }
+}
