@@ -127,9 +127,9 @@ struct ArchitectureTests {
         let wireDetails = ["jssp", "?id=h", "x-www-form-urlencoded", "additionalParameters", "<additionalParams", "\"mobileAppUuid\""]
         // The command-line tool's help texts describe the endpoints to people; they build nothing.
         // Nor does the OpenAPI document compiled into the server (docs/openapi.yaml, as text).
-        let documents: Set<String> = ["Sources/RelayServer/Index/OpenAPIDocument.swift"]
+        let document = "Sources/RelayServer/Index/OpenAPIDocument"
         let checked = try Self.sourceLines().filter {
-            !["CampaignProtocol", "CampaignRelay"].contains(Self.module($0.file)) && !documents.contains($0.file)
+            !["CampaignProtocol", "CampaignRelay"].contains(Self.module($0.file)) && !$0.file.hasPrefix(document)
         }
         for line in checked {
             for detail in wireDetails where line.text.contains(detail) {
