@@ -36,6 +36,7 @@ let package = Package(
         .library(name: "RelayTLS", targets: ["RelayTLS"]),
         .library(name: "RelayChain", targets: ["RelayChain"]),
         .library(name: "RelayPostgres", targets: ["RelayPostgres"]),
+        .library(name: "RelayPrivacy", targets: ["RelayPrivacy"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
@@ -194,6 +195,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Erasure of a person's data (docs/privacy.md), the same for `serve`'s API and the `erase`
+        // command: the log and its archives rewritten, counts uncounted, dead letters and sends dropped.
+        .target(
+            name: "RelayPrivacy",
+            dependencies: [
+                "RelayCore",
+                "RelayIO",
+                "RelayLog",
+                "RelayAggregator",
+                "RelayForwarding",
+                "RelayPostgres",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The sidecar server: SDK-compatible and JSON ingest with durable acks, admin API, metrics.
         .target(
             name: "RelayServer",
@@ -209,6 +225,7 @@ let package = Package(
                 "RelayAggregator",
                 "RelayForwarding",
                 "RelayPostgres",
+                "RelayPrivacy",
                 "RelaySQLite",
                 "RelayTLS",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -235,6 +252,7 @@ let package = Package(
                 "RelayAggregator",
                 "RelayForwarding",
                 "RelayPostgres",
+                "RelayPrivacy",
                 "CampaignEmulator",
                 "RelayServer",
                 "RelayTLS",
@@ -361,7 +379,7 @@ let package = Package(
             name: "RelayServerTests",
             dependencies: [
                 "TestTiers",
-                "RelayServer", "RelayLog", "RelayCore", "CampaignProtocol", "RelayIO", "RelaySQLite", "RelayChain", "RelayForwarding",
+                "RelayServer", "RelayPrivacy", "RelayLog", "RelayCore", "CampaignProtocol", "RelayIO", "RelaySQLite", "RelayChain", "RelayForwarding",
                 "RelayAggregator", "RelayPostgres", "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

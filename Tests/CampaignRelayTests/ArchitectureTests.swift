@@ -82,10 +82,10 @@ struct ArchitectureTests {
         "Sources/RelayLog/Rewrite/SegmentRewriteLock.swift": "usleep between tries for the lock, on the log's or wal rekey's thread",
         "Sources/RelayForwarding/Uploader/TransportErrorText.swift": "strerror",
         "Sources/RelayLog/Erasure/ErasurePlan.swift": "JSONEncoder and JSONDecoder of the plan (its file goes through the FileSystem layer)",
-        "Sources/RelayServer/Privacy/ErasureAuditLog.swift":
+        "Sources/RelayPrivacy/ErasureAuditLog.swift":
             "JSONEncoder and JSONDecoder of the records (erasures.jsonl goes through the FileSystem layer, on the erasure's executor and the erasure-audit one)",
         "Sources/CampaignRelay/Commands/EraseCommand.swift": "JSON of the request handed to a running server and of its answer",
-        "Sources/RelayServer/APIJSON.swift": "JSONEncoder",
+        "Sources/RelayEventJSON/APIJSON.swift": "JSONEncoder",
         "Sources/RelayServer/ListenAddressCheck.swift": "a socket bind probe",
         "Sources/RelayServer/RelayServer.swift": "getpid",
         "Sources/RelayServer/Composition/RelayApplication.swift": "getpid, for server.json",

@@ -1,5 +1,6 @@
 import Foundation
 import RelayCore
+import RelayPrivacy
 import RelaySQLite
 import RelayServer
 import RelayTestSupport

@@ -2,6 +2,7 @@ import Foundation
 import RelayCore
 import RelayForwarding
 import RelayLog
+import RelayPrivacy
 import RelayServer
 import RelayTestSupport
 import TestTiers

@@ -3,6 +3,7 @@ import RelayCore
 import RelayForwarding
 import RelayLog
 import RelayPostgres
+import RelayPrivacy
 import RelayProcessTestSupport
 import RelayServer
 import RelayTestSupport

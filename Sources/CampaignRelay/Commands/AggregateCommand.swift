@@ -1,5 +1,6 @@
 import ArgumentParser
 import RelayAggregator
+import RelayEventJSON
 import RelayLog
 import RelayPostgres
 import RelayServer

@@ -1,5 +1,6 @@
 import ArgumentParser
 import RelayCore
+import RelayEventJSON
 import RelayServer
 
 /// `campaign-relay config`: configuration files.

@@ -2,6 +2,7 @@ import ArgumentParser
 import CampaignEmulator
 import Logging
 import RelayCore
+import RelayEventJSON
 import RelayServer
 import RelayTLS
 

@@ -1,10 +1,12 @@
 import ArgumentParser
 import Foundation
 import RelayCore
+import RelayEventJSON
 import RelayForwarding
 import RelayIO
 import RelayLog
 import RelayPostgres
+import RelayPrivacy
 import RelayServer
 
 /// `campaign-relay erase`: erases a person's registrations from everything the relay keeps, or

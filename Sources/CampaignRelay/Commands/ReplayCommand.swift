@@ -1,6 +1,7 @@
 import ArgumentParser
 import RelayAggregator
 import RelayCore
+import RelayEventJSON
 import RelayForwarding
 import RelayIO
 import RelayLog

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import RelayAggregator
 import RelayCore
+import RelayEventJSON
 import RelayLog
 import RelayPostgres
 import RelayServer

@@ -1,3 +1,4 @@
+import RelayEventJSON
 import RelayForwarding
 import RelayServer
 

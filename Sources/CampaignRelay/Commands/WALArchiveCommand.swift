@@ -1,5 +1,6 @@
 import ArgumentParser
 import RelayCore
+import RelayEventJSON
 import RelayIO
 import RelayLog
 import RelayServer

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import RelayEventJSON
 import RelayForwarding
 import RelayIO
 import RelayLog

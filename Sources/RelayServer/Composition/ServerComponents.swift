@@ -5,6 +5,7 @@ import RelayForwarding
 import RelayIO
 import RelayLog
 import RelayPostgres
+import RelayPrivacy
 import ServiceLifecycle
 
 /// What `serve` is made of, assembled from its configuration: the log, the stores, the log's

@@ -1,6 +1,7 @@
 import Hummingbird
 import RelayAggregator
 import RelayCore
+import RelayEventJSON
 import RelayForwarding
 import RelayLog
 import RelayPostgres

@@ -1,4 +1,5 @@
 import Hummingbird
+import RelayEventJSON
 import RelayForwarding
 
 /// `GET /healthz` (the process answers) and `GET /readyz` (it accepts events).

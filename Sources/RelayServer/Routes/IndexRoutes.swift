@@ -1,5 +1,6 @@
 import Hummingbird
 import RelayCore
+import RelayEventJSON
 
 /// `GET /` (``RelayIndex``: HTML for a browser, JSON otherwise) and `GET /openapi.yaml` (the
 /// OpenAPI document compiled into the binary, ``OpenAPIDocument``). Open to all: neither holds a

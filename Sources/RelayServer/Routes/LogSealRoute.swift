@@ -1,4 +1,5 @@
 import Hummingbird
+import RelayEventJSON
 import RelayLog
 
 /// `POST /v1/wal/seal`: seals the segment the server appends to, so that `wal rekey` beside the

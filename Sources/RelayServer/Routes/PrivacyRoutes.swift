@@ -1,6 +1,8 @@
 import Hummingbird
 import RelayCore
+import RelayEventJSON
 import RelayIO
+import RelayPrivacy
 
 /// `POST /v1/privacy/erasures` (erase a person's registrations, see ``PersonalDataErasure``) and
 /// `GET /v1/privacy/erasures` (the audit log, ``ErasureAuditLog``), behind the relay's own admin
@@ -45,16 +47,5 @@ struct PrivacyRoutes: RouteGroup, Sendable {
                 return Responses.error(.internalServerError, "\(error)")
             }
         }
-    }
-}
-
-/// `GET /v1/privacy/erasures`: every finished erasure, oldest first.
-public struct ErasureList: Sendable, Codable {
-    /// The records of the audit log.
-    public var erasures: [ErasureReport]
-
-    /// A list of `erasures`.
-    public init(erasures: [ErasureReport]) {
-        self.erasures = erasures
     }
 }

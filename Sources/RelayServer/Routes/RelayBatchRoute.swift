@@ -1,6 +1,7 @@
 import Hummingbird
 import RelayChain
 import RelayCore
+import RelayEventJSON
 
 /// `POST /v1/relay/batches`: other relays hand their events to this one (docs/relay-protocol.md).
 struct RelayBatchRoute: RouteGroup, Sendable {

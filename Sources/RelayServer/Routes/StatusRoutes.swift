@@ -2,6 +2,7 @@ import Hummingbird
 import NIOConcurrencyHelpers
 import RelayAggregator
 import RelayCore
+import RelayEventJSON
 import RelayForwarding
 import RelayIO
 import RelayLog
