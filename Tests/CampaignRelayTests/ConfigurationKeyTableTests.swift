@@ -54,6 +54,45 @@ struct ConfigurationKeyTableTests {
         #expect(ConfigurationKeys.options.first { $0.name == "bind" }?.reload == .restart)
     }
 
+    @Test("a tenant key declared once (here, in the test): tenants are read with it, a bad value names its line, the docs list it on SIGHUP")
+    func aNewTenantKeyIsOneDeclaration() throws {
+        let greeting = TenantKey("greeting", help: "what the tenant says (a test's key)") { value, place, _ throws(ConfigurationFile.Failure) in
+            guard let text = value.string, !text.isEmpty else { throw ConfigurationFile.Failure(description: "\(place) takes a non-empty string") }
+            return TenantKey.Shown(text: text, json: .string(text))
+        }
+        let keys = TenantKey.all + [greeting]
+        let directory = temporaryDirectory("config-new-key")
+        defer { removeTree(directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = "\(directory)/relay.toml"
+        let write = { (greeting: String) in
+            try "[tenant.brand-a]\ntracking-host = \"https://t.example\"\ngreeting = \"\(greeting)\"\n".write(
+                toFile: path, atomically: true, encoding: .utf8)
+        }
+        let failure = { (keys: [TenantKey]) -> String? in
+            do throws(ConfigurationFile.Failure) {
+                _ = try ConfigurationFile(path: path, tenantKeys: keys)
+                return nil
+            } catch {
+                return error.description
+            }
+        }
+
+        try write("hello")
+        let file = try #require(try? ConfigurationFile(path: path, tenantKeys: keys))
+        #expect(file.tenants.first?.shown["greeting"] == TenantKey.Shown(text: "hello", json: .string("hello")))
+        #expect(file.tenants.first?.configuration.destinations.trackingHost?.description == "https://t.example")
+        #expect(
+            failure(TenantKey.all)
+                == "\(path):3: greeting of [tenant.brand-a]: a tenant takes admin-token, ca-file, integration-key, marketing-host, max-wal-bytes, tracking-host",
+            "without its declaration, the key is no tenant's")
+        try write("")
+        #expect(failure(keys) == "\(path):3: greeting of [tenant.brand-a] takes a non-empty string")
+        #expect(
+            ConfigurationKeyDocumentation.tenantKeysTable(keys.map(ConfigurationKeys.tenantKey))
+                .hasSuffix("\n| greeting | SIGHUP | what the tenant says (a test's key) |"))
+    }
+
     @Test("config check shows each tenant by the table's keys: text and JSON as they were written by hand")
     func tenantsShown() async throws {
         let binary = try RelayBinary.path()

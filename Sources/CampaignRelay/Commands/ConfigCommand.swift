@@ -123,7 +123,8 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         }
         let catalog = ConfigurationKeys.catalogs[command] ?? CommandOptionCatalog(ServeCommand.self)
         var options: [Effective] = []
-        for entry in catalog.entries.values.sorted(by: { $0.name < $1.name }) {
+        // The table's options (by name) that this command has, as it declares them.
+        for entry in ConfigurationKeys.options.compactMap({ catalog.entries[$0.name] }) {
             // An inverted pair (--preallocate/--no-preallocate) is one setting, shown by its positive name.
             if entry.isFlag, entry.name.hasPrefix("no-"), catalog.entries[String(entry.name.dropFirst(3))]?.isFlag == true { continue }
             let inverse = entry.isFlag ? catalog.entries["no-" + entry.name] : nil

@@ -85,11 +85,12 @@ struct ConfigurationFile: Sendable {
     /// The file's tenants (`[tenant.NAME]`), in the file's order.
     let tenants: [TenantTable]
 
-    /// Reads and checks the file at `path`.
+    /// Reads and checks the file at `path`; its tenants' tables with `tenantKeys` (the table of
+    /// tenant keys; a test may add one).
     ///
     /// - Throws: ``Failure`` naming the file, the line and the key when the file cannot be read,
     ///   is not TOML, or sets something no command has.
-    init(path: String) throws(Failure) {
+    init(path: String, tenantKeys: [TenantKey] = TenantKey.all) throws(Failure) {
         self.path = path
         let text: String
         do {
@@ -114,7 +115,7 @@ struct ConfigurationFile: Sendable {
         for key in table.keys.sorted(by: { Self.order($0, $1, table: nil, lines: lines) }) {
             guard let value = table[key] else { continue }
             if key == ConfigurationKeys.tenantTables {
-                tenants = try TenantTable.tables(value, path: path, lines: lines)
+                tenants = try TenantTable.tables(value, path: path, lines: lines, keys: tenantKeys)
             } else if let section = value.table {
                 guard let catalog = catalogs[key] else {
                     let line = Self.line(ofTable: key, in: lines)

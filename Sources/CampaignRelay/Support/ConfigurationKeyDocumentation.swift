@@ -41,10 +41,11 @@ enum ConfigurationKeyDocumentation {
         return lines.joined(separator: "\n")
     }
 
-    /// The keys of `[tenant.NAME]`: name, reload and meaning.
-    static func tenantKeysTable() -> String {
+    /// The keys of `[tenant.NAME]` (`keys`: the table's; a test may add one): name, reload and
+    /// meaning.
+    static func tenantKeysTable(_ keys: [ConfigurationKey] = ConfigurationKeys.tenantKeys) -> String {
         var rows = ["| key of `[tenant.NAME]` | reload | meaning |", "|---|---|---|"]
-        for key in ConfigurationKeys.tenantKeys {
+        for key in keys {
             rows.append("| \(key.name) | \(reload(key.reload)) | \(cell(key.help)) |")
         }
         return rows.joined(separator: "\n")

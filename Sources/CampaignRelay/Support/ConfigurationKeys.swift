@@ -77,7 +77,10 @@ enum ConfigurationKeys {
 
     /// The keys of `[tenant.NAME]`, in ``TenantKey/all``'s order. A reload reads every tenant again
     /// and `TenantReconciler` applies each one whole, so each of its keys takes effect on SIGHUP.
-    static let tenantKeys: [ConfigurationKey] = TenantKey.all.map { key in
+    static let tenantKeys: [ConfigurationKey] = TenantKey.all.map(tenantKey)
+
+    /// A tenant key as a key of the table.
+    static func tenantKey(_ key: TenantKey) -> ConfigurationKey {
         ConfigurationKey(name: key.name, help: key.help, scope: .tenant, reload: .sighup, reading: .tenant(key))
     }
 

@@ -61,11 +61,6 @@ struct TenantKey: Sendable {
         self.read = read
     }
 
-    /// The key named `name`, if a tenant takes it.
-    static func named(_ name: String) -> TenantKey? {
-        all.first { $0.name == name }
-    }
-
     /// `tracking-host` as `trackingHost`.
     private static func camelCase(_ name: String) -> String {
         let words = name.split(separator: "-")

@@ -29,12 +29,15 @@ struct TenantTable: Sendable, Hashable {
     /// The integration keys its SDK endpoints take; empty: any.
     var integrationKeys: Set<String> { configuration.integrationKeys }
 
-    /// Reads the tables under `tenant` of the file at `path` (whose text is `lines`).
+    /// Reads the tables under `tenant` of the file at `path` (whose text is `lines`), each key
+    /// with its reader among `keys` (the table of tenant keys; a test may add one).
     ///
     /// - Throws: ``ConfigurationFile/Failure`` naming the file, the line and the key: a name that
     ///   breaks the rules of names, a key a tenant does not take, a value of the wrong type, an
     ///   unusable host, a repeated integration key, a short admin token or one two tenants share.
-    static func tables(_ value: any TOMLValueConvertible, path: String, lines: [String]) throws(ConfigurationFile.Failure) -> [TenantTable] {
+    static func tables(
+        _ value: any TOMLValueConvertible, path: String, lines: [String], keys: [TenantKey] = TenantKey.all
+    ) throws(ConfigurationFile.Failure) -> [TenantTable] {
         let headerLine = ConfigurationFile.line(ofTable: "tenant", in: lines)
         guard let tenants = value.table else {
             let line = ConfigurationFile.line(ofKey: "tenant", table: nil, in: lines)
@@ -50,7 +53,7 @@ struct TenantTable: Sendable, Hashable {
                 throw ConfigurationFile.Failure(
                     description: "\(path):\(keyLine): [tenant] \(name): a tenant is a table of its own, [tenant.NAME], with its keys under it")
             }
-            tables.append(try tenantTable(name: name, table, line: line, path: path, lines: lines))
+            tables.append(try tenantTable(name: name, table, line: line, path: path, lines: lines, keys: keys))
         }
         var owners: [String: String] = [:]
         for table in tables {
@@ -66,9 +69,9 @@ struct TenantTable: Sendable, Hashable {
         return tables
     }
 
-    private static func tenantTable(name: String, _ table: TOMLTable, line: Int, path: String, lines: [String]) throws(ConfigurationFile.Failure)
-        -> TenantTable
-    {
+    private static func tenantTable(
+        name: String, _ table: TOMLTable, line: Int, path: String, lines: [String], keys: [TenantKey]
+    ) throws(ConfigurationFile.Failure) -> TenantTable {
         let tenant: TenantName
         do {
             tenant = try TenantName(validating: name)
@@ -85,9 +88,10 @@ struct TenantTable: Sendable, Hashable {
             let keyLine = ConfigurationFile.line(ofKey: key, table: scope, in: lines)
             result.keyLines[key] = keyLine
             let place = "\(path):\(keyLine): \(key) of [tenant.\(name)]"
-            guard let tenantKey = TenantKey.named(key) else {
+            guard let tenantKey = keys.first(where: { $0.name == key }) else {
+                let names = keys.map(\.name)
                 throw ConfigurationFile.Failure(
-                    description: "\(place): a tenant takes \(TenantKey.all.map(\.name).sorted().joined(separator: ", "))\(suggestion(key))")
+                    description: "\(place): a tenant takes \(names.sorted().joined(separator: ", "))\(suggestion(key, among: names))")
             }
             result.shown[key] = try tenantKey.read(value, place, &result.configuration)
         }
@@ -106,8 +110,8 @@ struct TenantTable: Sendable, Hashable {
     }
 
     /// "; did you mean …?" for a key close to one a tenant takes, else nothing.
-    private static func suggestion(_ key: String) -> String {
-        let closest = TenantKey.all.map(\.name).min { ConfigurationFile.distance(key, $0) < ConfigurationFile.distance(key, $1) }
+    private static func suggestion(_ key: String, among names: [String]) -> String {
+        let closest = names.min { ConfigurationFile.distance(key, $0) < ConfigurationFile.distance(key, $1) }
         guard let closest, ConfigurationFile.distance(key, closest) <= max(2, key.count / 3) else { return "" }
         return "; did you mean \(closest)?"
     }
