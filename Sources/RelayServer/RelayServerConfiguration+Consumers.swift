@@ -37,7 +37,7 @@ extension RelayServerConfiguration {
     var tenantQuotas: [TenantName: TenantQuota] {
         var quotas: [TenantName: TenantQuota] = [:]
         for tenant in tenants {
-            guard let limit = tenant.maximumLogBytes else { continue }
+            guard let limit = tenant.logShareBytes else { continue }
             let consumers = upstreamRelay != nil ? [CentralRelaySink.consumer.name] : tenant.destinations.consumers.map(\.name)
             quotas[tenant.name] = TenantQuota(limitBytes: limit, consumers: consumers)
         }

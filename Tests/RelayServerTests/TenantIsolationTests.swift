@@ -85,7 +85,7 @@ struct TenantIsolationTests {
             TenantConfiguration(
                 destinations: TenantDestinations(
                     tenant: try TenantName(validating: "brand-b"), trackingHost: try host(brandB), marketingHost: try host(brandB)),
-                adminToken: tokenB, maximumLogBytes: brandBShare.map(Int64.init)),
+                adminToken: tokenB, logShareBytes: brandBShare.map(Int64.init)),
         ]
         let defaultCampaign = try host(defaultHost)
         let server = try await RunningServer.start { configuration in

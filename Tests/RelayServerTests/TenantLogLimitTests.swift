@@ -61,7 +61,7 @@ struct TenantLogLimitTests {
                 (try? TenantName(validating: name)).map { tenant in
                     TenantConfiguration(
                         destinations: TenantDestinations(tenant: tenant, trackingHost: unreachable, marketingHost: nil),
-                        maximumLogBytes: Int64(Self.share))
+                        logShareBytes: Int64(Self.share))
                 }
             }
         }

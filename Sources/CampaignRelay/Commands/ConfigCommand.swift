@@ -68,17 +68,34 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         var variable: String?
     }
 
-    /// One tenant of the file, as `--json` prints it.
+    /// One tenant of the file, as `--json` prints it: its name, its line, and each key of
+    /// ``TenantKey/all`` by its JSON name (secrets `(hidden)`; a key it does not set left out,
+    /// unless the key says what an unset value prints).
     struct Tenant: Encodable {
         var name: String
         var line: Int
-        var trackingHost: String?
-        var marketingHost: String?
-        var caFile: String?
-        var integrationKeys: [String]
-        /// `(hidden)` when set.
-        var adminToken: String?
-        var maxWalBytes: Int64?
+        var values: [(key: String, value: TenantKey.JSONValue)]
+
+        /// `table` as `--json` prints it.
+        init(_ table: TenantTable) {
+            name = table.name.text
+            line = table.line
+            values = TenantKey.all.compactMap { key in (table.shown[key.name]?.json ?? key.unsetJSON).map { (key.jsonName, $0) } }
+        }
+
+        private struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(name, forKey: Key(stringValue: "name"))
+            try container.encode(line, forKey: Key(stringValue: "line"))
+            for (key, value) in values { try container.encode(value, forKey: Key(stringValue: key)) }
+        }
     }
 
     /// What `--json` prints.
@@ -105,9 +122,10 @@ struct ConfigCheckCommand: AsyncParsableCommand {
                 "\(file) is not valid: \(counted(problems.count, "value")) the commands refuse:\n"
                     + problems.map(\.description).joined(separator: "\n"))
         }
-        let catalog = CommandOptionCatalog(ConfigurationFile.commands[command] ?? ServeCommand.self)
+        let catalog = ConfigurationKeys.catalogs[command] ?? CommandOptionCatalog(ServeCommand.self)
         var options: [Effective] = []
-        for entry in catalog.entries.values.sorted(by: { $0.name < $1.name }) {
+        // The table's options (by name) that this command has, as it declares them.
+        for entry in ConfigurationKeys.options.compactMap({ catalog.entries[$0.name] }) {
             // An inverted pair (--preallocate/--no-preallocate) is one setting, shown by its positive name.
             if entry.isFlag, entry.name.hasPrefix("no-"), catalog.entries[String(entry.name.dropFirst(3))]?.isFlag == true { continue }
             let inverse = entry.isFlag ? catalog.entries["no-" + entry.name] : nil
@@ -141,17 +159,10 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         } catch {
             throw RuntimeFailure(error.description)
         }
-        let tenants = parsed.tenants.map { tenant in
-            Tenant(
-                name: tenant.name.text, line: tenant.line, trackingHost: tenant.trackingHost?.description,
-                marketingHost: tenant.marketingHost?.description,
-                caFile: tenant.caFile, integrationKeys: tenant.integrationKeys, adminToken: tenant.adminToken.map { _ in "(hidden)" },
-                maxWalBytes: tenant.maximumLogBytes)
-        }
         var output = StandardOutput.output()
         defer { output.flush() }
         if json {
-            output.line(APIJSON.text(Report(file: file, command: command, valid: true, options: options, tenants: tenants)))
+            output.line(APIJSON.text(Report(file: file, command: command, valid: true, options: options, tenants: parsed.tenants.map(Tenant.init))))
             return
         }
         output.line("\(file) is valid. The configuration of `campaign-relay \(command) --config \(file)`, without other flags:")
@@ -166,20 +177,13 @@ struct ConfigCheckCommand: AsyncParsableCommand {
             }
             output.line("  " + assignment + String(repeating: " ", count: max(0, width - assignment.count)) + "  # " + origin)
         }
-        guard !tenants.isEmpty else { return }
+        guard !parsed.tenants.isEmpty else { return }
         output.line("")
         output.line("Tenants (SDK and backend paths /NAME/r/…, /NAME/nms/…, /NAME/v1/events):")
-        for tenant in tenants {
-            output.line("  [tenant.\(tenant.name)]  # file, line \(tenant.line)")
-            for (key, value) in [
-                ("tracking-host", tenant.trackingHost), ("marketing-host", tenant.marketingHost), ("ca-file", tenant.caFile),
-                (
-                    "integration-key",
-                    tenant.integrationKeys.isEmpty ? nil : "[" + tenant.integrationKeys.map { JSONText.quoted($0) }.joined(separator: ", ") + "]"
-                ),
-                ("admin-token", tenant.adminToken), ("max-wal-bytes", tenant.maxWalBytes.map { String($0) }),
-            ] {
-                output.line("    \(key) = \(value ?? "(unset)")")
+        for tenant in parsed.tenants {
+            output.line("  [tenant.\(tenant.name.text)]  # file, line \(tenant.line)")
+            for key in TenantKey.all {
+                output.line("    \(key.name) = \(tenant.shown[key.name]?.text ?? "(unset)")")
             }
         }
     }

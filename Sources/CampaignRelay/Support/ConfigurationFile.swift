@@ -85,11 +85,12 @@ struct ConfigurationFile: Sendable {
     /// The file's tenants (`[tenant.NAME]`), in the file's order.
     let tenants: [TenantTable]
 
-    /// Reads and checks the file at `path`.
+    /// Reads and checks the file at `path`; its tenants' tables with `tenantKeys` (the table of
+    /// tenant keys; a test may add one).
     ///
     /// - Throws: ``Failure`` naming the file, the line and the key when the file cannot be read,
     ///   is not TOML, or sets something no command has.
-    init(path: String) throws(Failure) {
+    init(path: String, tenantKeys: [TenantKey] = TenantKey.all) throws(Failure) {
         self.path = path
         let text: String
         do {
@@ -107,14 +108,14 @@ struct ConfigurationFile: Sendable {
             throw Failure(description: "\(path): not valid TOML: \(error)")
         }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        let catalogs = Self.commands.mapValues { CommandOptionCatalog($0) }
+        let catalogs = ConfigurationKeys.catalogs
         var settings: [Setting] = []
         var tenants: [TenantTable] = []
         // In the file's order, so the first mistake reported is the first one in the file.
         for key in table.keys.sorted(by: { Self.order($0, $1, table: nil, lines: lines) }) {
             guard let value = table[key] else { continue }
-            if key == "tenant" {
-                tenants = try TenantTable.tables(value, path: path, lines: lines)
+            if key == ConfigurationKeys.tenantTables {
+                tenants = try TenantTable.tables(value, path: path, lines: lines, keys: tenantKeys)
             } else if let section = value.table {
                 guard let catalog = catalogs[key] else {
                     let line = Self.line(ofTable: key, in: lines)
@@ -168,7 +169,7 @@ struct ConfigurationFile: Sendable {
     /// The settings that become `command`'s arguments (``arguments(for:given:environment:)``), in
     /// the order of their keys.
     func settings(for command: String, given: [String], environment: [String: String]) -> [Setting] {
-        guard let catalog = Self.commands[command].map({ CommandOptionCatalog($0) }) else { return [] }
+        guard let catalog = ConfigurationKeys.catalogs[command] else { return [] }
         let overridden = Self.overridden(given: given, environment: environment)
         return catalog.entries.keys.sorted().compactMap { key in overridden(key) ? nil : setting(key, for: command) }
     }

@@ -95,7 +95,7 @@ enum ConfigurationValueCheck {
     }
 
     private static func problem(_ setting: ConfigurationFile.Setting, command: String, message: String, path: String) -> Problem {
-        let entry = ConfigurationFile.commands[command].flatMap { CommandOptionCatalog($0).entries[setting.key] }
+        let entry = ConfigurationKeys.catalogs[command]?.entries[setting.key]
         var what = message.trimmingCharacters(in: .whitespacesAndNewlines)
         // argument-parser says only that the value is invalid: add what the option takes.
         if what.hasPrefix("The value '"), let entry {

@@ -30,12 +30,16 @@ struct RelayConfigFileOption: ParsableArguments {
         var type: any ParsableCommand.Type
         /// The keys of the file it takes (each one it has an option of).
         var keys: Set<String>
+        /// The keys of the file it reads itself rather than as its options (`erase`'s
+        /// `archive-dir`), for the docs.
+        var readsItself: Set<String>
 
-        init(_ words: [String], _ type: any ParsableCommand.Type, _ keys: Set<String>) {
+        init(_ words: [String], _ type: any ParsableCommand.Type, _ keys: Set<String>, readsItself: Set<String> = []) {
             self.words = words
             self.type = type
             // Output and logs (``CommonOptions``), as every command takes them from a file.
             self.keys = keys.union(["json", "log-level", "log-format"])
+            self.readsItself = readsItself
         }
     }
 
@@ -43,7 +47,7 @@ struct RelayConfigFileOption: ParsableArguments {
     /// `archive-dir` itself (``archiveDirectories()``): beside a running server, which erases from
     /// its own archives, it must not get them as its own `--archive-dir` (which it then refuses).
     static let commands: [Command] = [
-        Command(["erase"], EraseCommand.self, ["data-dir", "encryption-key-file", "admin-token", "postgres-url"]),
+        Command(["erase"], EraseCommand.self, ["data-dir", "encryption-key-file", "admin-token", "postgres-url"], readsItself: ["archive-dir"]),
         Command(["wal", "verify"], WALVerifyCommand.self, ["data-dir", "encryption-key-file"]),
         Command(["wal", "dump"], WALDumpCommand.self, ["data-dir", "encryption-key-file"]),
         Command(["wal", "archive"], WALArchiveCommand.self, ["data-dir"]),

@@ -1,4 +1,3 @@
-import CampaignProtocol
 import Foundation
 import RelayCore
 import RelayForwarding
@@ -6,35 +5,19 @@ import RelayServer
 import TOMLKit
 
 /// One `[tenant.NAME]` table of a configuration file: a tenant's own Campaign hosts, CA file,
-/// integration keys and admin token (README, "Tenants"; `docs/configuration.md`).
+/// integration keys, admin token and log share (README, "Tenants"; `docs/configuration.md`).
 ///
 /// Read by ``ConfigurationFile`` with the rest of the file, so `config check` reports a mistake
-/// here as it reports any other: the file, the line and the key.
+/// here as it reports any other: the file, the line and the key. Each key is read by its
+/// ``TenantKey`` (the one table of tenant keys, ``TenantKey/all``); this type holds what the keys
+/// read, and the rules between them and the relay's own settings (`check`).
 struct TenantTable: Sendable, Hashable {
-    /// The keys a tenant's table takes, with what each is, for "did you mean" and the docs.
-    static let keys: [String: String] = [
-        "tracking-host": "where its tracking hits go",
-        "marketing-host": "where its registrations go",
-        "ca-file": "a PEM file of the CAs its hosts' certificates are checked against (default: the relay's ca-file)",
-        "integration-key": "the integration keys its SDK endpoints take (a list; default: any)",
-        "admin-token": "a bearer token that sees this tenant alone on the admin endpoints (16 characters or more)",
-        "max-wal-bytes": "its share of the log: the most bytes of its events its hosts may owe before its requests get 503",
-    ]
-
     /// The tenant.
     var name: TenantName
-    /// Its tracking host, as written.
-    var trackingHost: CampaignHost?
-    /// Its marketing host, as written.
-    var marketingHost: CampaignHost?
-    /// Its CA file.
-    var caFile: String?
-    /// The integration keys its SDK endpoints take; empty: any.
-    var integrationKeys: [String]
-    /// Its admin token.
-    var adminToken: String?
-    /// Its share of the log, in bytes.
-    var maximumLogBytes: Int64?
+    /// The tenant as `serve` runs it, as its keys set it.
+    var configuration: TenantConfiguration
+    /// Each key it sets, as `config check` shows it, by key.
+    var shown: [String: TenantKey.Shown]
     /// The line of its `[tenant.NAME]` header.
     var line: Int
     /// The line of each key it sets.
@@ -43,12 +26,18 @@ struct TenantTable: Sendable, Hashable {
     /// The table's name as its header writes it.
     var header: String { "[tenant.\(name.text)]" }
 
-    /// Reads the tables under `tenant` of the file at `path` (whose text is `lines`).
+    /// The integration keys its SDK endpoints take; empty: any.
+    var integrationKeys: Set<String> { configuration.integrationKeys }
+
+    /// Reads the tables under `tenant` of the file at `path` (whose text is `lines`), each key
+    /// with its reader among `keys` (the table of tenant keys; a test may add one).
     ///
     /// - Throws: ``ConfigurationFile/Failure`` naming the file, the line and the key: a name that
     ///   breaks the rules of names, a key a tenant does not take, a value of the wrong type, an
     ///   unusable host, a repeated integration key, a short admin token or one two tenants share.
-    static func tables(_ value: any TOMLValueConvertible, path: String, lines: [String]) throws(ConfigurationFile.Failure) -> [TenantTable] {
+    static func tables(
+        _ value: any TOMLValueConvertible, path: String, lines: [String], keys: [TenantKey] = TenantKey.all
+    ) throws(ConfigurationFile.Failure) -> [TenantTable] {
         let headerLine = ConfigurationFile.line(ofTable: "tenant", in: lines)
         guard let tenants = value.table else {
             let line = ConfigurationFile.line(ofKey: "tenant", table: nil, in: lines)
@@ -64,11 +53,11 @@ struct TenantTable: Sendable, Hashable {
                 throw ConfigurationFile.Failure(
                     description: "\(path):\(keyLine): [tenant] \(name): a tenant is a table of its own, [tenant.NAME], with its keys under it")
             }
-            tables.append(try tenantTable(name: name, table, line: line, path: path, lines: lines))
+            tables.append(try tenantTable(name: name, table, line: line, path: path, lines: lines, keys: keys))
         }
         var owners: [String: String] = [:]
         for table in tables {
-            guard let token = table.adminToken else { continue }
+            guard let token = table.configuration.adminToken else { continue }
             if let other = owners[token] {
                 throw ConfigurationFile.Failure(
                     description:
@@ -80,66 +69,49 @@ struct TenantTable: Sendable, Hashable {
         return tables
     }
 
-    private static func tenantTable(name: String, _ table: TOMLTable, line: Int, path: String, lines: [String]) throws(ConfigurationFile.Failure)
-        -> TenantTable
-    {
+    private static func tenantTable(
+        name: String, _ table: TOMLTable, line: Int, path: String, lines: [String], keys: [TenantKey]
+    ) throws(ConfigurationFile.Failure) -> TenantTable {
         let tenant: TenantName
         do {
             tenant = try TenantName(validating: name)
         } catch {
             throw ConfigurationFile.Failure(description: "\(path):\(line): [tenant.\(name)]: the name \(error.message.dropFirst("tenant ".count))")
         }
-        var result = TenantTable(name: tenant, integrationKeys: [], line: line, keyLines: [:])
+        var result = TenantTable(
+            name: tenant,
+            configuration: TenantConfiguration(destinations: TenantDestinations(tenant: tenant, trackingHost: nil, marketingHost: nil)),
+            shown: [:], line: line, keyLines: [:])
         let scope = "tenant.\(name)"
         for key in table.keys.sorted() {
             guard let value = table[key] else { continue }
             let keyLine = ConfigurationFile.line(ofKey: key, table: scope, in: lines)
             result.keyLines[key] = keyLine
             let place = "\(path):\(keyLine): \(key) of [tenant.\(name)]"
-            switch key {
-            case "tracking-host", "marketing-host":
-                guard let text = value.string else { throw ConfigurationFile.Failure(description: "\(place) takes a URL string") }
-                do {
-                    let host = try CampaignHost(parsing: text, role: key)
-                    if key == "tracking-host" { result.trackingHost = host } else { result.marketingHost = host }
-                } catch {
-                    throw ConfigurationFile.Failure(description: "\(place): \(error.description)")
-                }
-            case "ca-file":
-                guard let text = value.string, !text.isEmpty else { throw ConfigurationFile.Failure(description: "\(place) takes a file path") }
-                guard FileManager.default.isReadableFile(atPath: text) else {
-                    throw ConfigurationFile.Failure(description: "\(place): no readable file at \(text); give a PEM file of CA certificates")
-                }
-                result.caFile = text
-            case "integration-key":
-                let keys = value.array.map { array in array.compactMap(\.string) } ?? value.string.map { [$0] }
-                guard let keys, keys.count == (value.array?.count ?? 1), keys.allSatisfy({ !$0.isEmpty }) else {
-                    throw ConfigurationFile.Failure(description: "\(place) takes a list of non-empty strings")
-                }
-                if let repeated = Dictionary(grouping: keys, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
-                    throw ConfigurationFile.Failure(description: "\(place): \(JSONText.quoted(repeated)) is listed twice")
-                }
-                result.integrationKeys = keys
-            case "max-wal-bytes":
-                guard let bytes = value.int, bytes > 0 else {
-                    throw ConfigurationFile.Failure(description: "\(place) takes a positive number of bytes")
-                }
-                result.maximumLogBytes = Int64(bytes)
-            case "admin-token":
-                guard let text = value.string else { throw ConfigurationFile.Failure(description: "\(place) takes a string") }
-                guard text.count >= 16 else { throw ConfigurationFile.Failure(description: "\(place) must be at least 16 characters") }
-                result.adminToken = text
-            default:
+            guard let tenantKey = keys.first(where: { $0.name == key }) else {
+                let names = keys.map(\.name)
                 throw ConfigurationFile.Failure(
-                    description: "\(place): a tenant takes \(keys.keys.sorted().joined(separator: ", "))\(suggestion(key))")
+                    description: "\(place): a tenant takes \(names.sorted().joined(separator: ", "))\(suggestion(key, among: names))")
             }
+            result.shown[key] = try tenantKey.read(value, place, &result.configuration)
         }
         return result
     }
 
+    /// Fails unless a file is readable at `path` (a tenant's `ca-file`). Checked while the
+    /// configuration is read (on the thread reading it), so a mistake names its line before
+    /// anything starts.
+    ///
+    /// - Throws: ``ConfigurationFile/Failure`` starting with `place` (`FILE:LINE: KEY of [tenant.NAME]`).
+    static func requireReadable(_ path: String, place: String) throws(ConfigurationFile.Failure) {
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw ConfigurationFile.Failure(description: "\(place): no readable file at \(path); give a PEM file of CA certificates")
+        }
+    }
+
     /// "; did you mean …?" for a key close to one a tenant takes, else nothing.
-    private static func suggestion(_ key: String) -> String {
-        let closest = keys.keys.min { ConfigurationFile.distance(key, $0) < ConfigurationFile.distance(key, $1) }
+    private static func suggestion(_ key: String, among names: [String]) -> String {
+        let closest = names.min { ConfigurationFile.distance(key, $0) < ConfigurationFile.distance(key, $1) }
         guard let closest, ConfigurationFile.distance(key, closest) <= max(2, key.count / 3) else { return "" }
         return "; did you mean \(closest)?"
     }
@@ -156,13 +128,14 @@ struct TenantTable: Sendable, Hashable {
         maximumLogBytes: Int64?
     ) throws(ConfigurationFile.Failure) {
         for tenant in tenants {
-            if let share = tenant.maximumLogBytes, let limit = maximumLogBytes, share > limit {
+            let (trackingHost, marketingHost) = (tenant.configuration.destinations.trackingHost, tenant.configuration.destinations.marketingHost)
+            if let share = tenant.configuration.logShareBytes, let limit = maximumLogBytes, share > limit {
                 throw ConfigurationFile.Failure(
                     description:
                         "\(path):\(tenant.keyLines["max-wal-bytes"] ?? tenant.line): max-wal-bytes of \(tenant.header) is \(share), above the relay's max-wal-bytes \(limit), which limits every tenant together: give the tenant a smaller share"
                 )
             }
-            if tenant.maximumLogBytes != nil, !handsOnToRelay, tenant.trackingHost == nil, tenant.marketingHost == nil {
+            if tenant.configuration.logShareBytes != nil, !handsOnToRelay, trackingHost == nil, marketingHost == nil {
                 throw ConfigurationFile.Failure(
                     description:
                         "\(path):\(tenant.keyLines["max-wal-bytes"] ?? tenant.line): max-wal-bytes of \(tenant.header) limits what its hosts have not taken, and it has no tracking-host or marketing-host: give it hosts, or leave the share out"
@@ -177,32 +150,24 @@ struct TenantTable: Sendable, Hashable {
                 }
                 continue
             }
-            if forwardsTracking, tenant.trackingHost == nil {
+            if forwardsTracking, trackingHost == nil {
                 throw ConfigurationFile.Failure(
                     description:
                         "\(path):\(tenant.line): \(tenant.header) has no tracking-host, but serve forwards the default tenant's tracking hits (tracking-host): give the tenant its own, or its hits would never be sent"
                 )
             }
-            if forwardsMarketing, tenant.marketingHost == nil {
+            if forwardsMarketing, marketingHost == nil {
                 throw ConfigurationFile.Failure(
                     description:
                         "\(path):\(tenant.line): \(tenant.header) has no marketing-host, but serve forwards the default tenant's registrations (marketing-host): give the tenant its own, or its registrations would never be sent"
                 )
             }
-            if let adminToken, tenant.adminToken == adminToken {
+            if let adminToken, tenant.configuration.adminToken == adminToken {
                 throw ConfigurationFile.Failure(
                     description:
                         "\(path):\(tenant.keyLines["admin-token"] ?? tenant.line): admin-token of \(tenant.header) is the relay's own admin-token, which sees every tenant: give the tenant a token of its own"
                 )
             }
         }
-    }
-
-    /// The tenant as `serve` runs it.
-    var configuration: TenantConfiguration {
-        TenantConfiguration(
-            destinations: TenantDestinations(
-                tenant: name, trackingHost: trackingHost, marketingHost: marketingHost, trustedCertificateAuthorities: caFile),
-            integrationKeys: Set(integrationKeys), adminToken: adminToken, maximumLogBytes: maximumLogBytes)
     }
 }

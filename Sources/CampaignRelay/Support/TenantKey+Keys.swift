@@ -1,0 +1,92 @@
+import CampaignProtocol
+import RelayCore
+import RelayServer
+import TOMLKit
+
+extension TenantKey {
+    /// Every key a `[tenant.NAME]` table takes, in the order `config check` shows them and the
+    /// docs list them. A new per-tenant key is one more entry here (and the field of
+    /// `TenantConfiguration` it sets, which `serve` uses).
+    static let all: [TenantKey] = [trackingHost, marketingHost, caFile, integrationKey, adminToken, logShare]
+
+    /// `tracking-host`: where the tenant's tracking hits go.
+    static let trackingHost = TenantKey(
+        "tracking-host",
+        help:
+            "where its tracking hits go: lanes of its own (`upload-tracking_NAME`), with their own breaker, backoff, connections and dead letters"
+    ) { value, place, tenant throws(ConfigurationFile.Failure) in
+        let host = try campaignHost(value, place: place, role: "tracking-host")
+        tenant.destinations.trackingHost = host
+        return Shown(text: host.description, json: .string(host.description))
+    }
+
+    /// `marketing-host`: where the tenant's registrations go.
+    static let marketingHost = TenantKey("marketing-host", help: "where its registrations go (`upload-marketing_NAME`)") {
+        value, place, tenant throws(ConfigurationFile.Failure) in
+        let host = try campaignHost(value, place: place, role: "marketing-host")
+        tenant.destinations.marketingHost = host
+        return Shown(text: host.description, json: .string(host.description))
+    }
+
+    /// `ca-file`: the CAs the tenant's hosts' certificates are checked against.
+    static let caFile = TenantKey(
+        "ca-file", help: "a PEM file of the CAs its hosts' certificates are checked against (default: the relay's `ca-file`)"
+    ) { value, place, tenant throws(ConfigurationFile.Failure) in
+        guard let text = value.string, !text.isEmpty else { throw ConfigurationFile.Failure(description: "\(place) takes a file path") }
+        try TenantTable.requireReadable(text, place: place)
+        tenant.destinations.trustedCertificateAuthorities = text
+        return Shown(text: text, json: .string(text))
+    }
+
+    /// `integration-key`: the integration keys the tenant's endpoints take.
+    static let integrationKey = TenantKey(
+        "integration-key", help: "the integration keys its SDK endpoints and `POST /NAME/v1/events` take (a list; default: any)",
+        jsonName: "integrationKeys", unsetJSON: .strings([])
+    ) { value, place, tenant throws(ConfigurationFile.Failure) in
+        let keys = value.array.map { array in array.compactMap(\.string) } ?? value.string.map { [$0] }
+        guard let keys, keys.count == (value.array?.count ?? 1), keys.allSatisfy({ !$0.isEmpty }) else {
+            throw ConfigurationFile.Failure(description: "\(place) takes a list of non-empty strings")
+        }
+        if let repeated = Dictionary(grouping: keys, by: { $0 }).first(where: { $0.value.count > 1 })?.key {
+            throw ConfigurationFile.Failure(description: "\(place): \(JSONText.quoted(repeated)) is listed twice")
+        }
+        tenant.integrationKeys = Set(keys)
+        // Shown in the file's order.
+        return Shown(text: keys.isEmpty ? nil : "[" + keys.map { JSONText.quoted($0) }.joined(separator: ", ") + "]", json: .strings(keys))
+    }
+
+    /// `admin-token`: a token that sees this tenant alone on the admin endpoints.
+    static let adminToken = TenantKey(
+        "admin-token",
+        help:
+            "a bearer token (16 characters or more, no other tenant's nor the relay's) that reads `/NAME/v1/deliveries`, `/NAME/v1/deadletters` and `/NAME/v1/status` alone; anywhere else it gets 403"
+    ) { value, place, tenant throws(ConfigurationFile.Failure) in
+        guard let text = value.string else { throw ConfigurationFile.Failure(description: "\(place) takes a string") }
+        guard text.count >= 16 else { throw ConfigurationFile.Failure(description: "\(place) must be at least 16 characters") }
+        tenant.adminToken = text
+        return Shown(text: "(hidden)", json: .string("(hidden)"))
+    }
+
+    /// `max-wal-bytes`: the tenant's log share (the name users' files already use).
+    static let logShare = TenantKey(
+        "max-wal-bytes",
+        help:
+            "its log share, in bytes: the most bytes of its events (encoded, before compression) its own hosts have not taken yet. Past it, its requests get 503 with `Retry-After: 30` while every other tenant's are still acknowledged; once its hosts catch up it is taken again. At most the relay's `max-wal-bytes`, which limits the disk for every tenant together. Needs hosts (on a relay with `upstream-relay`, the central relay taking its events is what releases it)."
+    ) { value, place, tenant throws(ConfigurationFile.Failure) in
+        guard let bytes = value.int, bytes > 0 else { throw ConfigurationFile.Failure(description: "\(place) takes a positive number of bytes") }
+        tenant.logShareBytes = Int64(bytes)
+        return Shown(text: String(bytes), json: .integer(Int64(bytes)))
+    }
+
+    /// A Campaign host URL, as the options take one.
+    private static func campaignHost(_ value: any TOMLValueConvertible, place: String, role: String) throws(ConfigurationFile.Failure)
+        -> CampaignHost
+    {
+        guard let text = value.string else { throw ConfigurationFile.Failure(description: "\(place) takes a URL string") }
+        do {
+            return try CampaignHost(parsing: text, role: role)
+        } catch {
+            throw ConfigurationFile.Failure(description: "\(place): \(error.description)")
+        }
+    }
+}
