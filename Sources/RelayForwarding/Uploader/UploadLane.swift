@@ -94,7 +94,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
     }
 
     /// A lane handing every event of `log` to `sink` in ordered batches, from the lane's cursor
-    /// (the log was opened with the sink's ``BatchSink/consumer``).
+    /// (the log was opened with the sink's ``Sink/consumer``).
     public init(
         sink: any BatchSink, log: WriteAheadLog, transport: any CampaignTransport, configuration: UploadConfiguration, logger: Logger,
         metrics: LaneMetrics = .none
