@@ -41,6 +41,10 @@ public actor PersonalDataErasure {
     let fleet: FleetStep?
     /// The file system of the log's directories and the audit log (the SQLite stores use their own).
     let fileSystem: any FileSystem
+    /// The kinds of sink whose lanes may have sent a registration on: the lane of each that carries
+    /// registrations, for the registration's tenant, says whether it was forwarded (a kind that
+    /// delivers) or handed on (a kind that hands events on).
+    let sinkKinds: [SinkKind]
 
     /// The fleet step of a process where no fleet aggregator of this relay runs (`erase` without a
     /// server, `serve` before its services start): ``FleetErasure`` in a session of its own.
@@ -66,12 +70,14 @@ public actor PersonalDataErasure {
     /// An erasure of the registrations in `log` (of `dataDirectory`), the archives, `store`'s dead
     /// letters and deduplication state, and the aggregates: through the running `aggregator`, or
     /// the database directly when there is none. The segments, plans and audit log are read and
-    /// written through `fileSystem` (the log's).
+    /// written through `fileSystem` (the log's). What was sent on is read from the cursors of the
+    /// lanes of `sinkKinds` (the relay's own kinds by default; `serve` passes its configuration's).
     public init(
         log: WriteAheadLog, dataDirectory: String, archiveDirectories: [String], store: ForwardingStore, aggregator: Aggregator?,
-        fleet: FleetStep? = nil, fileSystem: any FileSystem = PosixFileSystem(), logger: Logger
+        fleet: FleetStep? = nil, fileSystem: any FileSystem = PosixFileSystem(), sinkKinds: [SinkKind] = SinkKind.builtIn, logger: Logger
     ) {
         self.fleet = fleet
+        self.sinkKinds = sinkKinds.filter(\.carriesRegistrations)
         self.fileSystem = fileSystem
         self.log = log
         self.dataDirectory = dataDirectory
@@ -129,11 +135,16 @@ public actor PersonalDataErasure {
         var targets: [ErasurePlan.Target] = []
         for match in matches {
             let registration = match.registration
-            let lane = "upload-" + UploadLane.Kind.marketing.laneName(of: registration.tenant)
-            // Passed by the marketing lane and not a dead letter: Campaign took it.
-            let passed = await log.cursorPosition(lane).map { match.sequence < $0 } ?? false
-            let forwarded = passed && !findings.deadLetteredSequences.contains(match.sequence)
-            let handedOn = await log.cursorPosition(CentralRelaySink.cursorName).map { match.sequence < $0 } ?? false
+            var forwarded = false
+            var handedOn = false
+            for kind in sinkKinds {
+                let passed = await log.cursorPosition(kind.cursorName(of: registration.tenant)).map { match.sequence < $0 } ?? false
+                switch kind.role {
+                // Passed by a delivering lane (the marketing host's) and not a dead letter: it took it.
+                case .delivers: forwarded = forwarded || (passed && !findings.deadLetteredSequences.contains(match.sequence))
+                case .handsOn: handedOn = handedOn || passed
+                }
+            }
             var target =
                 ErasurePlan.Target(
                     sequence: match.sequence, tenant: registration.tenant.storedName, integrationKey: registration.integrationKey,
@@ -233,9 +244,12 @@ public actor PersonalDataErasure {
         for index in reported.targets.indices {
             let target = reported.targets[index]
             let tenant = target.tenant.isEmpty ? nil : try? TenantName(validating: target.tenant)
-            let marketingLane = "upload-" + UploadLane.Kind.marketing.laneName(of: tenant)
-            if deliveredMeanwhile[marketingLane]?.contains(target.sequence) == true { reported.targets[index].forwarded = true }
-            if deliveredMeanwhile[CentralRelaySink.cursorName]?.contains(target.sequence) == true { reported.targets[index].handedOn = true }
+            for kind in sinkKinds where deliveredMeanwhile[kind.cursorName(of: tenant)]?.contains(target.sequence) == true {
+                switch kind.role {
+                case .delivers: reported.targets[index].forwarded = true
+                case .handsOn: reported.targets[index].handedOn = true
+                }
+            }
         }
         let dataDirectory = dataDirectory
         guard fleet != nil || !plan.countsIntoFleet else {

@@ -23,31 +23,31 @@ extension RelayMetrics {
     static let deliveredHelp = "Events Campaign accepted (HTTP 200), by tenant."
     static let retriesHelp = "Retries after retryable failures of forwarding to Campaign, by tenant."
 
-    /// The `tenant` label of a lane's series: the tenant's name, `default`, or `*` for the relay
-    /// lane, which hands every tenant's events to the central relay.
-    static func tenantLabel(lane kind: String, tenant: TenantName?) -> String {
-        kind == CentralRelaySink.laneName ? "*" : tenant.displayName
+    /// The handles the lane of `sink` records through: ``laneMetrics(for:tenant:)`` of its kind and tenant.
+    public func laneMetrics(for sink: any Sink) -> LaneMetrics {
+        laneMetrics(for: sink.kind, tenant: sink.tenant)
     }
 
-    /// The handles the lane of `kind` (`tracking`, `marketing`, `relay`: `docs/metrics.md`) for
-    /// `tenant` (`nil`: the default tenant's, or the relay lane) records through, made the first
-    /// time and the same ones after.
+    /// The handles the lane of `kind` (its label is the series' `lane` or `destination`:
+    /// `tracking`, `marketing`, `relay`, `docs/metrics.md`) for `tenant` (`nil`: the default
+    /// tenant's, or every tenant's) records through, made the first time and the same ones after.
     ///
-    /// Every series carries `tenant` (``tenantLabel(lane:tenant:)``). The Campaign lanes count
-    /// into `relay_upload_delivered_total{tenant}` and `relay_upload_retries_total{tenant}` (the
-    /// relay lane's hand-offs are not Campaign's acceptances, and never counted there); a lane's
-    /// backlog is `relay_upload_backlog{lane,tenant}`, its oldest owed event
+    /// Every series carries `tenant` (``SinkKind/tenantLabel(_:)``: `*` for a kind that takes every
+    /// tenant's events). The lanes of a kind that ``SinkKind/Role/delivers`` count into
+    /// `relay_upload_delivered_total{tenant}` and `relay_upload_retries_total{tenant}`; those of a
+    /// kind that ``SinkKind/Role/handsOn`` are never counted there (a hand-off is not Campaign's
+    /// acceptance), and their oldest owed event shows in `relay_upstream_oldest_waiting_seconds`
+    /// too (the same value), beside `relay_upstream_unreachable_seconds`. A lane's backlog is
+    /// `relay_upload_backlog{lane,tenant}`, its oldest owed event
     /// `relay_upload_oldest_unsent_seconds{destination,tenant}`, shown as an age as of each
-    /// scrape, and its breaker `relay_upload_breaker_open{lane,tenant}`. The relay lane's oldest
-    /// owed event shows in `relay_upstream_oldest_waiting_seconds` too (the same value), and it has
-    /// `relay_upstream_unreachable_seconds`.
+    /// scrape, and its breaker `relay_upload_breaker_open{lane,tenant}`.
     ///
     /// The handles are swift-metrics' own, with this registry's series as their handlers (made here
     /// with their HELP texts, which `PrometheusMetricsFactory` would register empty) and a
     /// `PrometheusMetricsFactory` over this registry as their factory; nothing is bootstrapped
     /// globally. No lane destroys its handles: the series live as long as the registry.
-    public func laneMetrics(for kind: String, tenant: TenantName? = nil) -> LaneMetrics {
-        let name = tenant.map { "\(kind)_\($0.text)" } ?? kind
+    public func laneMetrics(for kind: SinkKind, tenant: TenantName? = nil) -> LaneMetrics {
+        let name = kind.laneName(of: tenant)
         return lanes.withLockedValue { lanes in
             if let made = lanes[name] { return made.metrics }
             let made = makeLane(kind, tenant: tenant)
@@ -95,11 +95,12 @@ extension RelayMetrics {
         ).set(limitBytes)
     }
 
-    private func makeLane(_ kind: String, tenant: TenantName?) -> LaneHandles {
+    private func makeLane(_ sinkKind: SinkKind, tenant: TenantName?) -> LaneHandles {
         let factory = PrometheusMetricsFactory(registry: registry)
-        let isRelay = kind == CentralRelaySink.laneName
-        let tenantLabel = Self.tenantLabel(lane: kind, tenant: tenant)
-        // The relay lane counts neither deliveries nor retries in the uploader's families.
+        let kind = sinkKind.label
+        let isRelay = sinkKind.role == .handsOn
+        let tenantLabel = sinkKind.tenantLabel(tenant)
+        // A lane that hands events on counts neither deliveries nor retries in the uploader's families.
         let delivered =
             isRelay
             ? nil
@@ -113,7 +114,7 @@ extension RelayMetrics {
             descriptor: .named("relay_upload_oldest_unsent_seconds", Self.oldestUnsentHelp), labels: [("destination", kind), ("tenant", tenantLabel)])
         let breakerOpen = registry.makeGauge(
             descriptor: .named("relay_upload_breaker_open", Self.breakerOpenHelp), labels: [("lane", kind), ("tenant", tenantLabel)])
-        // The relay's oldest owed event is `relay_upstream_oldest_waiting_seconds` too, the same value.
+        // A hand-off's oldest owed event is `relay_upstream_oldest_waiting_seconds` too, the same value.
         let oldestUnsent = AgeGauge(showingIn: isRelay ? [oldestSeries, upstreamOldestWaiting] : [oldestSeries])
         let unreachable = isRelay ? AgeGauge(showingIn: [upstreamUnreachable]) : nil
         let retries =

@@ -1,7 +1,7 @@
 import NIOConcurrencyHelpers
 public import Prometheus
 import RelayCore
-import RelayForwarding
+public import RelayForwarding
 import RelayLog
 
 /// The server's Prometheus metrics, in a registry of their own (no global bootstrap, so several
@@ -52,8 +52,9 @@ public final class RelayMetrics: Sendable {
         .milliseconds(10), .milliseconds(25), .milliseconds(100), .seconds(1),
     ]
 
-    /// Metrics in a new registry.
-    public init(version: String) {
+    /// Metrics in a new registry, with the lane series of each of `sinkKinds` (the relay's own
+    /// kinds by default; `serve` adds those its sink lists hold) shown at 0 from the start.
+    public init(version: String, sinkKinds: [SinkKind] = SinkKind.builtIn) {
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
         let ingested = "Events stored durably (acknowledged), by kind."
@@ -104,10 +105,10 @@ public final class RelayMetrics: Sendable {
             descriptor: .named("relay_wal_last_durable_sequence", "Sequence number of the newest durable event (0: the log is empty)."))
         registry.makeGauge(descriptor: .named("relay_build_info", "The relay's version; always 1."), labels: [("version", version)]).set(Int64(1))
         process.register(in: registry)
-        // Every destination's series, at 0 until a lane records: the ones the relay does not
-        // forward to stay at 0.
-        for lane in [UploadLane.Kind.tracking.rawValue, UploadLane.Kind.marketing.rawValue, CentralRelaySink.laneName] {
-            _ = laneMetrics(for: lane)
+        // Every kind of destination's series, at 0 until a lane records: the ones the relay does
+        // not forward to stay at 0.
+        for kind in sinkKinds {
+            _ = laneMetrics(for: kind)
         }
         deadLetters(tenant: nil).set(Int64(0))
     }

@@ -11,11 +11,8 @@ extension RelayServerConfiguration {
         var consumers: [LogConsumerDeclaration] = []
         if aggregates { consumers.append(Aggregator.consumer) }
         if postgres != nil { consumers.append(FleetAggregator.consumer) }
-        if trackingHost != nil { consumers.append(UploadLane.Kind.tracking.consumer) }
-        if marketingHost != nil { consumers.append(UploadLane.Kind.marketing.consumer) }
-        // A relay handing every event on to a central relay forwards no tenant to Campaign itself.
-        if upstreamRelay == nil { consumers += tenants.flatMap(\.destinations.consumers) }
-        if upstreamRelay != nil { consumers.append(CentralRelaySink.consumer) }
+        // Each sink's lane: the default tenant's list (Campaign hosts, a central relay), then each tenant's.
+        consumers += sinkLists.consumers
         return consumers
     }
 
@@ -32,13 +29,17 @@ extension RelayServerConfiguration {
         return configuration
     }
 
-    /// Each tenant's share of the log, released as its destinations pass its events: its own lanes
-    /// to its hosts, or on a relay handing every event on, the lane to the central relay.
+    /// Each tenant's share of the log, released as its destinations pass its events: the lanes of
+    /// the sinks that take every tenant's events (a central relay, on a relay handing every event
+    /// on), and its own lanes to its hosts.
     var tenantQuotas: [TenantName: TenantQuota] {
         var quotas: [TenantName: TenantQuota] = [:]
+        let lists = sinkLists
+        let everyTenant = lists.allSinks.filter { $0.kind.scope == .everyTenant }.map(\.consumer.name)
         for tenant in tenants {
             guard let limit = tenant.logShareBytes else { continue }
-            let consumers = upstreamRelay != nil ? [CentralRelaySink.consumer.name] : tenant.destinations.consumers.map(\.name)
+            let own = lists.first { $0.tenant == tenant.name }?.consumers.map(\.name) ?? []
+            let consumers = everyTenant + own
             quotas[tenant.name] = TenantQuota(limitBytes: limit, consumers: consumers)
         }
         return quotas

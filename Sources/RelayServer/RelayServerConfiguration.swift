@@ -34,6 +34,9 @@ public struct RelayServerConfiguration: Sendable {
     public var upstreamRelay: CampaignHost?
     /// The central relay's `--relay-token`, presented with every batch.
     public var upstreamToken: String?
+    /// Sinks the default tenant's list takes besides those the options above make (``sinkLists``):
+    /// a sink no option names yet (a test's own). Empty by default.
+    public var additionalSinks: [any Sink] = []
     /// The fleet's PostgreSQL (`--postgres-url`): this relay's counts go there too, and
     /// `GET /v1/deliveries` answers the fleet's; `nil`: aggregates.sqlite only.
     public var postgres: PostgresLocation?

@@ -38,7 +38,7 @@ struct LaneLogDurationTests {
             if message.hasSuffix("is failing; pausing sends to it") { emulator.currentFaults = EmulatorFaults() }
         }
         let uploader = try Uploader(
-            log: log, trackingHost: host, marketingHost: host, store: store,
+            log: log, sinks: [SinkList(tenant: nil, sinks: [TrackingHostSink(host: host), MarketingHostSink(host: host)])], store: store,
             configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(5), cap: .milliseconds(50))),
             logger: Logger(label: "lane", factory: { _ in captured }))
         try await uploader.run(until: await log.durableSequence)

@@ -16,6 +16,8 @@ struct SinkTests {
     struct ClicksOnlySink: EventSink {
         let host: CampaignHost
         var name: String { "clicks" }
+        var kind: SinkKind { SinkKind(label: "clicks", scope: .perTenant, role: .delivers, carriesRegistrations: false, tally: .counted("click")) }
+        var endpoint: String { host.description }
         func carries(_ event: Event) -> Bool {
             if case .tracking(let hit) = event { return hit.action == .click }
             return false

@@ -38,7 +38,9 @@ func upload(
     if !events.isEmpty { _ = try await log.append(events) }
     let store = try await ForwardingStore(dataDirectory: dataDirectory)
     let host = try CampaignHost(parsing: running.url, role: "test")
-    let uploader = try Uploader(log: log, trackingHost: host, marketingHost: host, store: store, configuration: configuration, logger: quietLogger)
+    let uploader = try Uploader(
+        log: log, sinks: [SinkList(tenant: nil, sinks: [TrackingHostSink(host: host), MarketingHostSink(host: host)])], store: store,
+        configuration: configuration, logger: quietLogger)
     try await uploader.run(until: await log.durableSequence)
     let statistics = await uploader.statistics()
     await log.close()
@@ -59,8 +61,8 @@ struct UploaderTests {
         let host = try CampaignHost(parsing: running.url, role: "test")
         let uploader = try Uploader(
             source: .range(walDirectory: LogLayout(dataDirectory: directory).walDirectory, archiveDirectory: nil, sequences: 101..<603, times: nil),
-            trackingHost: host,
-            marketingHost: host, store: store, configuration: UploadConfiguration(), deduplicates: false, logger: quietLogger
+            sinks: [SinkList(tenant: nil, sinks: [TrackingHostSink(host: host), MarketingHostSink(host: host)])], store: store,
+            configuration: UploadConfiguration(), deduplicates: false, logger: quietLogger
         )
         try await uploader.run(until: nil)
         let statistics = await uploader.statistics()
@@ -68,7 +70,7 @@ struct UploaderTests {
         #expect(statistics[.marketing]?.delivered == 2, "a replay resends a registration even when unchanged")
         #expect(await running.emulator.recorder.acceptedHits == 500)
         let lanes = await uploader.lanes
-        let tracking = try #require(lanes.first { $0.kind == .tracking })
+        let tracking = try #require(lanes.first { $0.kind == .campaignTracking })
         #expect(await tracking.pipelinedDeliveries == 500, "every hit of a healthy host goes through the pipeline")
         #expect(!PosixFileSystem().exists("\(directory)/wal/cursors/upload-tracking.cursor"))
         await running.stop()
@@ -236,7 +238,8 @@ struct UploaderTests {
         let store = try await ForwardingStore(dataDirectory: directory)
         let host = try CampaignHost(parsing: running.url, role: "test")
         let uploader = try Uploader(
-            log: log, trackingHost: host, marketingHost: nil, store: store, configuration: UploadConfiguration(), logger: quietLogger)
+            log: log, sinks: [SinkList(tenant: nil, sinks: [TrackingHostSink(host: host)])], store: store, configuration: UploadConfiguration(),
+            logger: quietLogger)
         let tracking = try #require(await uploader.lanes.first)
         let run = Task { try await uploader.run(until: 111) }
         try await pollUntil("the lane's first read of the log") { await tracking.stats.end == 101 }

@@ -48,9 +48,9 @@ struct LaneMetricsTests {
         #expect(Self.value(#"relay_upload_delivered_total{tenant="default"}"#, in: metrics) == 0)
         let host = try CampaignHost(parsing: running.url, role: "test")
         let uploader = try Uploader(
-            log: log, trackingHost: host, marketingHost: host, store: store,
+            log: log, sinks: [SinkList(tenant: nil, sinks: [TrackingHostSink(host: host), MarketingHostSink(host: host)])], store: store,
             configuration: UploadConfiguration(backoff: Backoff(base: .milliseconds(2), cap: .milliseconds(20)), maximumAttempts: 1000),
-            logger: quietLogger, metrics: { metrics.laneMetrics(for: $0, tenant: $1) })
+            logger: quietLogger, metrics: { metrics.laneMetrics(for: $0) })
         try await uploader.run(until: await log.durableSequence)
         let statistics = await uploader.statistics()
         await log.close()
@@ -84,7 +84,7 @@ struct LaneMetricsTests {
         await log.close()
         let metrics = RelayMetrics(version: "test")
         let statistics = try await RelayChainTests.handOn(
-            directory, to: central, batchEvents: 100, metrics: metrics.laneMetrics(for: CentralRelaySink.laneName))
+            directory, to: central, batchEvents: 100, metrics: metrics.laneMetrics(for: SinkKind.centralRelay))
         await central.stop()
 
         #expect(statistics.delivered == 700)
@@ -98,7 +98,7 @@ struct LaneMetricsTests {
     @Test("a lane records a time once; each scrape shows its age as of that scrape")
     func agesAsOfTheScrape() async throws {
         let metrics = RelayMetrics(version: "test")
-        let relay = metrics.laneMetrics(for: CentralRelaySink.laneName)
+        let relay = metrics.laneMetrics(for: SinkKind.centralRelay)
         let since = EventTime.now().nanosecondsSinceEpoch - 60 * 1_000_000_000
         relay.oldestUnsent.record(since)
         try #require(relay.unreachable != nil, "the relay lane has the unreachable gauge")
@@ -115,7 +115,7 @@ struct LaneMetricsTests {
         #expect(value("relay_upstream_oldest_waiting_seconds") == later, "the same value as the relay destination's oldest unsent")
         #expect(value("relay_upstream_unreachable_seconds") == later)
         #expect(value(#"relay_upload_oldest_unsent_seconds{destination="tracking",tenant="default"}"#) == 0, "a destination owed nothing shows 0")
-        #expect(metrics.laneMetrics(for: "tracking").unreachable == nil)
+        #expect(metrics.laneMetrics(for: SinkKind.campaignTracking).unreachable == nil)
         relay.oldestUnsent.record(0)
         #expect(Self.value("relay_upstream_oldest_waiting_seconds", in: metrics) == 0)
     }

@@ -174,7 +174,7 @@ struct ReplayCommand: AsyncParsableCommand {
         // no cursor and resends registrations even when unchanged.
         let uploader = try Uploader(
             source: .range(walDirectory: walDirectory, archiveDirectory: archiveDirectory, sequences: sequences, times: times, keys: keys),
-            trackingHost: tracking, marketingHost: marketing, tenants: destinations,
+            sinks: UpstreamOptions.sinkLists(tracking: tracking, marketing: marketing, tenants: destinations),
             store: store, configuration: configuration, deduplicates: false, logger: logger
         )
         let allLanes = await uploader.lanes
@@ -205,7 +205,7 @@ struct ReplayCommand: AsyncParsableCommand {
             return finished
         }
         let summary = UploadSummary(
-            lanes: statistics, seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9,
+            lanes: statistics, sinks: allLanes.map(UploadSummary.Lane.init), seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9,
             pendingDeadLetters: (try? await store.pendingDeadLetterCount()) ?? 0, missing: missing)
         var output = StandardOutput.output()
         output.line(common.json ? summary.json : "replayed: " + summary.text)

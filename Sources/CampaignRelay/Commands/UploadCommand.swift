@@ -51,13 +51,13 @@ struct UploadCommand: AsyncParsableCommand {
         let (tracking, marketing) = try upstream.hosts(requireOne: !destinations.contains { $0.trackingHost != nil || $0.marketingHost != nil })
         try configFile.checkForwarding(tenants, tracking: tracking != nil, marketing: marketing != nil)
         let logger = common.logger("campaign-relay.upload")
-        let lanes: [UploadLane.Kind] = (tracking == nil ? [] : [.tracking]) + (marketing == nil ? [] : [.marketing])
+        let sinkLists = UpstreamOptions.sinkLists(tracking: tracking, marketing: marketing, tenants: destinations)
         let log: WriteAheadLog
         do {
             // Each tenant's lanes keep cursors of their own, the ones serve keeps for them.
             log = try await WriteAheadLog.open(
                 dataDirectory: common.dataDir, configuration: try await retention.applied(),
-                consumers: lanes.map(\.consumer) + destinations.flatMap(\.consumers), logger: logger)
+                consumers: sinkLists.consumers, logger: logger)
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             let forwards = [server.forwardsTracking ? "tracking hits" : nil, server.forwardsRegistrations ? "registrations" : nil].compactMap { $0 }
@@ -82,24 +82,20 @@ struct UploadCommand: AsyncParsableCommand {
         }
         let uploader: Uploader
         do {
-            uploader = try Uploader(
-                log: log, trackingHost: tracking, marketingHost: marketing, tenants: destinations, store: store,
-                configuration: try upstream.configuration(), logger: logger)
+            uploader = try Uploader(log: log, sinks: sinkLists, store: store, configuration: try upstream.configuration(), logger: logger)
         } catch {
             await log.close()
             throw error
         }
         try await runReporting(
-            log: log, statistics: { await uploader.statisticsByLane() }, run: { target in try await uploader.run(until: target) },
-            pendingDeadLetters: { (try? await store.pendingDeadLetterCount()) ?? 0 })
+            log: log, uploader: uploader, pendingDeadLetters: { (try? await store.pendingDeadLetterCount()) ?? 0 })
     }
 
     /// Runs `run` until the log's end (`--until-drained`) or a signal, with progress, then prints
     /// the summary and exits 1 when the log was not drained.
-    private func runReporting(
-        log: WriteAheadLog, statistics: @escaping @Sendable () async -> [String: LaneStatistics],
-        run: @escaping @Sendable (UInt64?) async throws -> Void, pendingDeadLetters: () async -> Int
-    ) async throws {
+    private func runReporting(log: WriteAheadLog, uploader: Uploader, pendingDeadLetters: () async -> Int) async throws {
+        let statistics = { @Sendable in await uploader.statisticsByLane() }
+        let run = { @Sendable (target: UInt64?) async throws in try await uploader.run(until: target) }
         let target = untilDrained ? await log.durableSequence : nil
         let started = SystemClock.monotonicNanoseconds()
         let progress = UploadProgress(enabled: !common.json, statistics: statistics)
@@ -115,7 +111,8 @@ struct UploadCommand: AsyncParsableCommand {
         let lanes = await statistics()
         await log.close()
         let seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
-        let summary = UploadSummary(lanes: lanes, seconds: seconds, pendingDeadLetters: await pendingDeadLetters())
+        let summary = UploadSummary(
+            lanes: lanes, sinks: uploader.lanes.map(UploadSummary.Lane.init), seconds: seconds, pendingDeadLetters: await pendingDeadLetters())
         var output = StandardOutput.output()
         output.line(common.json ? summary.json : summary.text)
         output.flush()
@@ -136,7 +133,7 @@ struct UploadCommand: AsyncParsableCommand {
         let log: WriteAheadLog
         do {
             log = try await WriteAheadLog.open(
-                dataDirectory: common.dataDir, configuration: try await retention.applied(), consumers: [CentralRelaySink.consumer], logger: logger)
+                dataDirectory: common.dataDir, configuration: try await retention.applied(), consumers: central.sinkLists.consumers, logger: logger)
         } catch {
             guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
             throw RuntimeFailure(
@@ -146,15 +143,11 @@ struct UploadCommand: AsyncParsableCommand {
         do {
             // The store of the Campaign lanes' dead letters: a central relay's refusals wait in the log instead.
             let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try await retention.encryption.keyRing())
-            uploader = try Uploader(
-                log: log, trackingHost: nil, marketingHost: nil, upstreamRelay: CentralRelaySink(host: central.host, token: central.token),
-                store: store, configuration: configuration, logger: logger)
+            uploader = try Uploader(log: log, sinks: central.sinkLists, store: store, configuration: configuration, logger: logger)
         } catch {
             await log.close()
             throw error
         }
-        try await runReporting(
-            log: log, statistics: { await uploader.statisticsByLane() }, run: { target in try await uploader.run(until: target) },
-            pendingDeadLetters: { 0 })
+        try await runReporting(log: log, uploader: uploader, pendingDeadLetters: { 0 })
     }
 }

@@ -1,11 +1,32 @@
+import RelayCore
 import RelayEventJSON
 import RelayForwarding
 import RelayServer
 
 /// What an upload or replay run did, over its lanes.
 struct UploadSummary {
+    /// A lane, as the summary names it: from the uploader's lanes, one per sink of its lists.
+    struct Lane {
+        var name: String
+        var kind: SinkKind
+        var tenant: TenantName?
+
+        /// The summary's view of `lane`.
+        init(_ lane: UploadLane) {
+            self.init(name: lane.name, kind: lane.kind, tenant: lane.tenant)
+        }
+
+        init(name: String, kind: SinkKind, tenant: TenantName?) {
+            self.name = name
+            self.kind = kind
+            self.tenant = tenant
+        }
+    }
+
     /// Each lane's statistics, by lane name (`tracking`, `marketing`, `relay`).
     var lanes: [String: LaneStatistics]
+    /// The lanes in the uploader's order (its sink lists'): how the text names what each took.
+    var sinks: [Lane]
     var seconds: Double
     var pendingDeadLetters: Int
     /// A replay's parts of its range that are not in the log (`replay --json` lists them when any).
@@ -16,10 +37,7 @@ struct UploadSummary {
     var backlog: UInt64 { lanes.values.reduce(0) { $0 + $1.backlog } }
 
     var text: String {
-        var perLane: [String] = []
-        if let tracking = lanes[UploadLane.Kind.tracking.rawValue] { perLane.append(counted(tracking.delivered, "tracking hit")) }
-        if let marketing = lanes[UploadLane.Kind.marketing.rawValue] { perLane.append(counted(marketing.delivered, "registration")) }
-        if let relay = lanes[CentralRelaySink.laneName] { perLane.append("\(relay.delivered) to the central relay") }
+        var perLane = tallies(of: nil)
         perLane += perTenant
         var text = "delivered \(counted(delivered, "event"))" + (perLane.isEmpty ? "" : " (\(perLane.joined(separator: ", ")))")
         text +=
@@ -33,18 +51,17 @@ struct UploadSummary {
         return text
     }
 
+    /// What each lane of `tenant` (`nil`: the default tenant's and every tenant's) took, in its
+    /// kind's words ("3 tracking hits", "2 to the central relay"), in the uploader's order.
+    private func tallies(of tenant: TenantName?) -> [String] {
+        sinks.filter { $0.tenant == tenant }.compactMap { lane in lanes[lane.name].map { lane.kind.tally.text($0.delivered) } }
+    }
+
     /// "brand-a: 3 tracking hits and 1 registration", for each tenant with lanes
     /// (`tracking_brand-a`, `marketing_brand-a`), in name order.
     private var perTenant: [String] {
-        let (tracking, marketing) = (UploadLane.Kind.tracking.rawValue + "_", UploadLane.Kind.marketing.rawValue + "_")
-        let tenants = Set(lanes.keys.compactMap { name in name.firstIndex(of: "_").map { String(name[name.index(after: $0)...]) } })
-        return tenants.sorted().map { tenant in
-            let parts = [
-                lanes[tracking + tenant].map { counted($0.delivered, "tracking hit") },
-                lanes[marketing + tenant].map { counted($0.delivered, "registration") },
-            ].compactMap { $0 }
-            return "\(tenant): \(parts.joined(separator: " and "))"
-        }
+        let tenants = Set(sinks.compactMap(\.tenant)).sorted { $0.text < $1.text }
+        return tenants.map { tenant in "\(tenant.text): \(tallies(of: tenant).joined(separator: " and "))" }
     }
 
     var json: String { APIJSON.text(self) }

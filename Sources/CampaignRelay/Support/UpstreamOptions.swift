@@ -105,6 +105,17 @@ struct UpstreamOptions: ParsableArguments {
         }
     }
 
+    /// The sinks `upload` and `replay` forward to, per tenant: the default tenant's Campaign hosts
+    /// (`tracking`, `marketing`, either may be absent), then each of `tenants`' own (the
+    /// `[tenant.NAME]` sections of `--config`): the one list the uploader, the log's consumers and
+    /// the summary come from.
+    static func sinkLists(tracking: CampaignHost?, marketing: CampaignHost?, tenants: [TenantDestinations]) -> [SinkList] {
+        var sinks: [any Sink] = []
+        if let tracking { sinks.append(TrackingHostSink(host: tracking)) }
+        if let marketing { sinks.append(MarketingHostSink(host: marketing)) }
+        return [SinkList(tenant: nil, sinks: sinks)] + tenants.map(\.sinkList)
+    }
+
     /// `--max-event-age` and `--registration-dedup-ttl`.
     func durations() throws -> (maximumEventAge: Duration, deduplication: Duration) {
         guard let age = DurationText.parse(maxEventAge), age > .zero else {

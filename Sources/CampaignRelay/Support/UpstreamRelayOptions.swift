@@ -35,6 +35,9 @@ struct UpstreamRelayOptions: ParsableArguments {
         var token: String
         /// The certificate to present, when it requires one.
         var clientCertificate: UpstreamTLS.ClientCertificate?
+
+        /// The one list `upload --upstream-relay` forwards to: the central relay's sink.
+        var sinkLists: [SinkList] { [SinkList(tenant: nil, sinks: [CentralRelaySink(host: host, token: token)])] }
     }
 
     /// The central relay, its token and the client certificate, when a relay is given (option or

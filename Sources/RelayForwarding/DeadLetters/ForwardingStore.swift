@@ -23,10 +23,10 @@ public actor ForwardingStore: BlockingActor {
     /// The data directory's pseudonymizer, read or made on first use.
     private var loadedPseudonymizer: Pseudonymizer?
     private let insertDeadLetter: SQLiteStatement
-    private let findDelivered: SQLiteStatement
-    private let upsertDelivered: SQLiteStatement
+    let findDelivered: SQLiteStatement
+    let upsertDelivered: SQLiteStatement
     /// The keys that seal dead letters (the log's `--encryption-key-file`); `nil`: in the clear.
-    private let keys: LogKeyRing?
+    let keys: LogKeyRing?
 
     /// `PRAGMA user_version` of a store whose delivered registrations are hashed.
     static let hashedDeliveriesVersion: Int64 = 1
@@ -173,15 +173,6 @@ public actor ForwardingStore: BlockingActor {
         }
     }
 
-    /// What `delivered_registrations` keeps of a token: its SHA-256 in hex (``TokenDigest``).
-    static func tokenDigest(_ token: String) -> String { TokenDigest.hex(token) }
-
-    /// What it keeps of the fields the SDKs compare: the SHA-256 of the token, a unit separator and
-    /// the fingerprint. The token (random, long) makes a user key behind it unguessable.
-    static func fingerprintDigest(token: String, fingerprint: String) -> String {
-        TokenDigest.hex(Array((token + "\u{1F}" + fingerprint).utf8))
-    }
-
     private static func hasColumn(_ column: String, of table: String, _ connection: SQLiteConnection) throws(SQLiteError) -> Bool {
         let statement = try connection.prepare("SELECT count(*) FROM pragma_table_info('\(table)') WHERE name = '\(column)'")
         defer { statement.finalize() }
@@ -218,7 +209,8 @@ public actor ForwardingStore: BlockingActor {
         case responseBody = "response_body"
     }
 
-    private func seal(_ value: String, _ column: SealedColumn) throws(ForwardingStoreError) -> String {
+    /// `value` sealed for `column` with the newest key; as it is without keys.
+    func seal(_ value: String, _ column: SealedColumn) throws(ForwardingStoreError) -> String {
         guard let keys else { return value }
         do {
             return try SealedText.seal(value, context: column.rawValue, keys: keys)
@@ -227,7 +219,8 @@ public actor ForwardingStore: BlockingActor {
         }
     }
 
-    private func open(_ value: String, _ column: SealedColumn, letter: Int64) throws(ForwardingStoreError) -> String {
+    /// `value` of `column` of dead letter `letter`, opened (as it is when in the clear).
+    func open(_ value: String, _ column: SealedColumn, letter: Int64) throws(ForwardingStoreError) -> String {
         do {
             return try SealedText.unseal(value, context: column.rawValue, keys: keys)
         } catch {
@@ -278,79 +271,6 @@ public actor ForwardingStore: BlockingActor {
         return letters
     }
 
-    /// Seals every dead-letter value that is in the clear, or sealed with another key than the
-    /// newest, with the newest key (`wal rekey`), in one transaction; then vacuums the file and
-    /// truncates its journal, so the old bytes leave the disk's live pages. Returns the letters
-    /// rewritten, and whether the journal was emptied (not while another process read the store).
-    /// Without keys it does nothing.
-    ///
-    /// - Throws: ``ForwardingStoreError/sealed(_:letter:)`` for a value sealed with a key the store
-    ///   lacks (nothing changed), ``ForwardingStoreError/database(_:)`` when SQLite fails.
-    public func resealDeadLetters() throws(ForwardingStoreError) -> Reseal {
-        guard let keys else { return Reseal(letters: 0, journalCleared: true) }
-        let newest = keys.newest.id
-        var unsealable: ForwardingStoreError?
-        do throws(SQLiteError) {
-            var rewritten = 0
-            try connection.transaction { () throws(SQLiteError) in
-                let read = try connection.prepare("SELECT id, event_json, url, response_body FROM dead_letters")
-                var rows: [(Int64, [String])] = []
-                while try read.step() {
-                    let values = [read.text(1) ?? "", read.text(2) ?? "", read.text(3) ?? ""]
-                    if values.contains(where: { SealedText.keyID(of: $0) != newest }) { rows.append((read.int64(0), values)) }
-                }
-                read.finalize()
-                let update = try connection.prepare("UPDATE dead_letters SET event_json = ?, url = ?, response_body = ? WHERE id = ?")
-                defer { update.finalize() }
-                for (id, values) in rows {
-                    update.reset()
-                    for (index, column) in SealedColumn.allCases.enumerated() {
-                        let sealed: String
-                        do throws(ForwardingStoreError) {
-                            sealed = try seal(try open(values[index], column, letter: id), column)
-                        } catch {
-                            // Rolls the transaction back: nothing changes.
-                            unsealable = error
-                            throw SQLiteError(code: 1, message: "\(error)", context: "dead letter \(id)")
-                        }
-                        try update.bind(Int32(index + 1), sealed)
-                    }
-                    try update.bind(4, id)
-                    try update.step()
-                    rewritten += 1
-                }
-            }
-            var journalCleared = true
-            if rewritten > 0 {
-                try connection.execute("VACUUM")
-                // Busy (1 in the first column) while another connection (a running server) reads: the
-                // journal may still hold the old pages until its next checkpoint.
-                let checkpoint = try connection.prepare("PRAGMA wal_checkpoint(TRUNCATE)")
-                defer { checkpoint.finalize() }
-                if try checkpoint.step() { journalCleared = checkpoint.int64(0) == 0 }
-            }
-            return Reseal(letters: rewritten, journalCleared: journalCleared)
-        } catch {
-            throw unsealable ?? .database(error)
-        }
-    }
-
-    /// What ``resealDeadLetters()`` did.
-    public struct Reseal: Sendable, Hashable {
-        /// Dead letters sealed with the newest key.
-        public var letters: Int
-        /// Whether the journal (`forwarding.sqlite-wal`) was emptied of the old pages; `false` when
-        /// a reader (a running server) kept the checkpoint from finishing: they leave it at the
-        /// journal's next checkpoint.
-        public var journalCleared: Bool
-
-        /// Creates a result.
-        public init(letters: Int, journalCleared: Bool) {
-            self.letters = letters
-            self.journalCleared = journalCleared
-        }
-    }
-
     /// Marks dead letter `id` as re-queued (appended to the log again as `sequence`).
     public func markRequeued(id: Int64, sequence: UInt64) throws(SQLiteError) {
         let statement = try connection.prepare("UPDATE dead_letters SET requeued_at = ?, requeued_sequence = ? WHERE id = ?")
@@ -385,40 +305,5 @@ public actor ForwardingStore: BlockingActor {
         var counts: [String: Int] = [:]
         while try statement.step() { counts[statement.text(0) ?? ""] = Int(statement.int64(1)) }
         return counts
-    }
-
-    /// Whether `registration` equals the last one delivered for its device token, delivered less
-    /// than `window` ago (so an opt-out followed by an opt-in still reaches Campaign in time).
-    public func isUnchanged(_ registration: Registration, within window: Duration) throws(SQLiteError) -> Bool {
-        findDelivered.reset()
-        try findDelivered.bind(1, registration.tenant.storedName)
-        try findDelivered.bind(2, registration.platform.rawValue)
-        try findDelivered.bind(3, registration.integrationKey)
-        try findDelivered.bind(4, Self.tokenDigest(registration.registrationToken))
-        defer { findDelivered.reset() }
-        guard try findDelivered.step(), findDelivered.text(0) == Self.fingerprintDigest(registration) else { return false }
-        guard let text = findDelivered.text(1), let delivered = try? EventTime(rfc3339: text, field: "delivered_at") else { return false }
-        return EventTime.now().nanosecondsSinceEpoch - delivered.nanosecondsSinceEpoch < window.nanoseconds
-    }
-
-    /// Remembers `registration` as the last one delivered for its device token.
-    public func recordDelivered(_ registration: Registration) throws(SQLiteError) {
-        upsertDelivered.reset()
-        try upsertDelivered.bind(1, registration.tenant.storedName)
-        try upsertDelivered.bind(2, registration.platform.rawValue)
-        try upsertDelivered.bind(3, registration.integrationKey)
-        try upsertDelivered.bind(4, Self.tokenDigest(registration.registrationToken))
-        try upsertDelivered.bind(5, Self.fingerprintDigest(registration))
-        try upsertDelivered.bind(6, EventTime.now().rfc3339)
-        try upsertDelivered.step()
-    }
-
-    /// What the SDKs compare, the user key and the parameters (as the platform sends them), hashed
-    /// with the token (``fingerprintDigest(token:fingerprint:)``).
-    static func fingerprintDigest(_ registration: Registration) -> String {
-        fingerprintDigest(
-            token: registration.registrationToken,
-            fingerprint: (registration.userKey ?? "") + "\u{1F}"
-                + AdditionalParamsXML.xml(registration.additionalParams, platform: registration.platform))
     }
 }

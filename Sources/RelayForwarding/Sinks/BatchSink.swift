@@ -36,6 +36,9 @@ public enum BatchAnswer: Sendable, Hashable {
 }
 
 extension BatchSink {
+    /// Every event: a batch covers a range of sequence numbers, whatever they hold.
+    public func carries(_ event: Event) -> Bool { true }
+
     /// "<name> destination".
     public var destinationName: String { "\(name) destination" }
 }

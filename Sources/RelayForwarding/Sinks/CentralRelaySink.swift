@@ -15,7 +15,10 @@ public struct CentralRelaySink: BatchSink {
     public static let consumer = LogConsumerDeclaration.cursorFile(cursorName)
 
     public var name: String { Self.laneName }
+    public var kind: SinkKind { .centralRelay }
+    public var endpoint: String { host.description }
     public var destinationName: String { "central relay" }
+    /// The central relay's address.
     public let host: CampaignHost
     /// The token presented as `Authorization: Bearer …` (the central relay's `--relay-token`).
     public let token: String
@@ -71,4 +74,10 @@ public struct CentralRelaySink: BatchSink {
         else { return nil }
         return UInt64(text)
     }
+}
+
+extension SinkKind {
+    /// A central relay: every tenant's events, handed on, in one lane.
+    public static let centralRelay = SinkKind(
+        label: CentralRelaySink.laneName, scope: .everyTenant, role: .handsOn, carriesRegistrations: true, tally: .handedTo("to the central relay"))
 }

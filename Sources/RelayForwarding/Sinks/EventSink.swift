@@ -1,25 +1,61 @@
 public import CampaignProtocol
+public import NIOCore
+public import NIOSSL
 public import RelayCore
 
 /// A destination that takes the log's events one request each (a Campaign host): which events it
-/// carries, and the request that carries one.
+/// carries, the request that carries one, and the rules of its own the lane applies through its
+/// hooks.
 ///
 /// Its lane (``UploadLane/init(sink:transport:store:source:configuration:deduplicates:logger:pipeline:metrics:)``)
 /// reads in log order and sends with bounded concurrency, within the duplicate bound, each event
-/// retried on its own schedule and dead-lettered when the host rejects it; registrations of one
-/// device token go in log order.
+/// retried on its own schedule and dead-lettered when the destination rejects it. The hooks, each
+/// with a default that does nothing special:
+/// - ``orderingKey(of:)``: events of one key go one at a time, in log order;
+/// - ``unchangedRegistration(in:)``: a registration skipped when it equals the last one delivered;
+/// - ``marksSendForErasure(_:)``: a send an erasure beginning meanwhile must wait for;
+/// - ``makePipeline(connections:timeout:retryStatuses:tls:eventLoop:)``: batches of events over a
+///   pipeline of its own while the destination is healthy.
 public protocol EventSink: Sink {
-    /// Whether `event` goes to this destination; the others are passed over.
-    func carries(_ event: Event) -> Bool
-    /// The request that carries `event`, byte for byte as the SDKs send it; `nil` for an event
-    /// nothing carries (an erased registration).
+    /// The request that carries `event`, byte for byte as the destination expects it; `nil` for an
+    /// event nothing carries (an erased registration).
     func request(for event: Event) -> CampaignRequest?
+    /// The key whose events go out one at a time, in log order (a device token, for Campaign's
+    /// registrations); `nil`: the event may overtake anything, and anything it.
+    func orderingKey(of event: Event) -> String?
+    /// The registration to skip when it equals the last one delivered for its token within
+    /// ``UploadConfiguration/registrationDeduplicationWindow`` (remembered when delivered); `nil`
+    /// for an event always sent.
+    func unchangedRegistration(in event: Event) -> Registration?
+    /// Whether a send of `event` is marked on the wire, so that an erasure beginning meanwhile waits
+    /// for its answer and learns whether it was delivered.
+    func marksSendForErasure(_ event: Event) -> Bool
+    /// A pipeline that sends healthy-host batches of this sink's events in one event-loop hop
+    /// each; `nil` (the default) sends every event on its own.
+    ///
+    /// - Throws: when the pipeline's TLS cannot be set up (the lane then sends one at a time).
+    func makePipeline(connections: Int, timeout: Duration, retryStatuses: Set<Int>, tls: TLSConfiguration, eventLoop: any EventLoop) throws
+        -> TrackingHitPipeline?
 }
 
 extension EventSink {
+    public func orderingKey(of event: Event) -> String? { nil }
+
+    public func unchangedRegistration(in event: Event) -> Registration? { nil }
+
+    /// Every registration is marked: whatever carries personal data must be accounted for by an erasure.
+    public func marksSendForErasure(_ event: Event) -> Bool {
+        if case .registration = event { return true }
+        return false
+    }
+
+    public func makePipeline(connections: Int, timeout: Duration, retryStatuses: Set<Int>, tls: TLSConfiguration, eventLoop: any EventLoop) throws
+        -> TrackingHitPipeline?
+    { nil }
+
     /// "tracking host", "tracking host of brand-a".
     public var destinationName: String {
-        let host = "\(kind?.rawValue ?? name) host"
+        let host = "\(kind.label) host"
         return tenant.map { "\(host) of \($0.text)" } ?? host
     }
 }

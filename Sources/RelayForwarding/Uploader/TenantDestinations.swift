@@ -25,9 +25,15 @@ public struct TenantDestinations: Sendable, Hashable {
         self.trustedCertificateAuthorities = trustedCertificateAuthorities
     }
 
-    /// The log consumers of its lanes, one per host it has.
-    public var consumers: [LogConsumerDeclaration] {
-        (trackingHost.map { TrackingHostSink(host: $0, tenant: tenant).consumer }.map { [$0] } ?? [])
-            + (marketingHost.map { MarketingHostSink(host: $0, tenant: tenant).consumer }.map { [$0] } ?? [])
+    /// Its sinks, as the uploader takes them: the tracking host's, then the marketing host's, for
+    /// each host it has.
+    public var sinkList: SinkList {
+        var sinks: [any Sink] = []
+        if let trackingHost { sinks.append(TrackingHostSink(host: trackingHost, tenant: tenant)) }
+        if let marketingHost { sinks.append(MarketingHostSink(host: marketingHost, tenant: tenant)) }
+        return SinkList(tenant: tenant, sinks: sinks, trustedCertificateAuthorities: trustedCertificateAuthorities)
     }
+
+    /// The log consumers of its lanes, one per host it has.
+    public var consumers: [LogConsumerDeclaration] { sinkList.consumers }
 }

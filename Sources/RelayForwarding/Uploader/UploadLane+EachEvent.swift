@@ -33,7 +33,7 @@ extension UploadLane {
         defer { reader.close() }
         var machine = UploadLaneStateMachine(
             settings: .init(
-                carries: { sink.carries($0) }, times: times, concurrency: configuration.concurrency,
+                carries: { sink.carries($0) }, orderingKey: { sink.orderingKey(of: $0) }, times: times, concurrency: configuration.concurrency,
                 maximumUnsyncedEvents: configuration.maximumUnsyncedEvents,
                 batchSize: pipeline == nil ? nil : batchSize, savesCursor: log != nil, end: end
             ),
@@ -171,12 +171,13 @@ extension UploadLane {
 
     /// Sends one event until it is done, or the task is cancelled.
     ///
-    /// Done means delivered, skipped as unchanged (registrations from JSON or files only), or in
+    /// Done means delivered, skipped as unchanged (the sink's ``EventSink/unchangedRegistration(in:)``), or in
     /// the dead-letter store: rejected, or given up after ``UploadConfiguration/maximumAttempts``
     /// failures while the host answered others, or older than
     /// ``UploadConfiguration/maximumEventAge`` at a failure.
     private func deliver(_ event: SequencedEvent, to sink: any EventSink) async -> UploadLaneStateMachine.Completion {
-        if deduplicates, let store, case .registration(let registration) = event.event, registration.sdkForm == nil,
+        let unchangedCheck = deduplicates ? sink.unchangedRegistration(in: event.event) : nil
+        if let store, let registration = unchangedCheck,
             (try? await store.isUnchanged(registration, within: configuration.registrationDeduplicationWindow)) == true
         {
             statistics.skippedDuplicates += 1
@@ -192,8 +193,9 @@ extension UploadLane {
             guard await waitForPermission() else { break }
             // Erased while it waited for its next attempt: it goes no further, and a probe the
             // breaker granted it goes to the next request. A registration's send is marked on the
-            // wire meanwhile, so that an erasure beginning now waits for its answer.
-            let registration: [UInt64] = if case .registration = event.event { [event.sequence] } else { [] }
+            // wire meanwhile (the sink's ``EventSink/marksSendForErasure(_:)``), so that an erasure
+            // beginning now waits for its answer.
+            let registration: [UInt64] = sink.marksSendForErasure(event.event) ? [event.sequence] : []
             if !erasures.beginSending(registration).isEmpty {
                 breaker.probeNotSent()
                 statistics.skippedErased += 1
@@ -227,7 +229,7 @@ extension UploadLane {
             case .delivered:
                 statistics.delivered += 1
                 metrics.delivered.increment()
-                if deduplicates, case .registration(let registration) = event.event, registration.sdkForm == nil {
+                if let registration = unchangedCheck {
                     do { try await store?.recordDelivered(registration) } catch {
                         logger.warning("could not remember a delivered registration; it may be sent again", metadata: ["error": "\(error)"])
                     }
@@ -240,7 +242,7 @@ extension UploadLane {
                 if firstFailure, case .retryable(let reason, _, _, _) = outcome {
                     logger.warning(
                         "\(destinationName) failed: \(reason); retrying in \(delay.humanText)",
-                        metadata: ["host": "\(host)", "backlog": "\(statistics.backlog)"]
+                        metadata: ["host": "\(endpoint)", "backlog": "\(statistics.backlog)"]
                     )
                 }
                 if delay > .zero {

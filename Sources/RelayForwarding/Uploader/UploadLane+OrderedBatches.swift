@@ -138,7 +138,7 @@ extension UploadLane {
                 if failed.firstFailure || failed.openedUntil != nil && statistics.lastFailure != reason {
                     logger.warning(
                         "\(destinationName) unreachable; events wait in the log",
-                        metadata: ["relay": "\(host)", "reason": "\(reason)", "backlog": "\(statistics.backlog)"])
+                        metadata: ["relay": "\(endpoint)", "reason": "\(reason)", "backlog": "\(statistics.backlog)"])
                 }
                 statistics.failed(reason)
                 if failed.openedUntil == nil { counted += 1 }

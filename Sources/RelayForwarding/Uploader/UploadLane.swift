@@ -1,4 +1,4 @@
-public import CampaignProtocol
+import CampaignProtocol
 public import Logging
 public import RelayCore
 public import RelayIO
@@ -22,38 +22,10 @@ public import RelayLog
 /// Either way the lane waits behind one circuit breaker per destination, backs off, records its
 /// metrics as things happen (``LaneMetrics``) and keeps its statistics (``stats``, ``state()``).
 public actor UploadLane: BlockingActor, BreakerGate {
-    /// The kinds of events the Campaign hosts take: the lanes of ``Uploader``.
-    public enum Kind: String, Sendable, Hashable {
-        /// Tracking hits, to the tracking host.
-        case tracking
-        /// Registrations, to the marketing host.
-        case marketing
-
-        /// Whether `event` is of this kind and of `tenant` (`nil`: the default tenant, whose hosts
-        /// are the relay's own options): a tenant's events go to its own hosts, never to another's.
-        public func carries(_ event: Event, of tenant: TenantName? = nil) -> Bool {
-            switch (self, event) {
-            case (.tracking, .tracking(let hit)): hit.tenant == tenant
-            case (.marketing, .registration(let registration)): registration.tenant == tenant
-            default: false
-            }
-        }
-
-        /// The name of this kind's lane for `tenant`: `tracking`, or `tracking_brand-a` for a
-        /// tenant's (`_` is never in a tenant's name, so no two lanes' names collide).
-        public func laneName(of tenant: TenantName?) -> String { tenant.map { "\(rawValue)_\($0.text)" } ?? rawValue }
-
-        /// The log cursor of the normal uploader for this lane.
-        public var cursorName: String { "upload-\(rawValue)" }
-
-        /// The normal uploader's lane as a consumer of the log: its cursor is its position.
-        public var consumer: LogConsumerDeclaration { .cursorFile(cursorName) }
-    }
-
     /// Where a lane reads and how it remembers its place.
     public enum Source: Sendable {
         /// The normal uploader: from its durable cursor in the open log, following new events. The
-        /// log was opened with the lane's ``Kind/consumer``.
+        /// log was opened with the lane's sink's ``Sink/consumer``.
         case cursor(WriteAheadLog)
         /// A replay: the events of `sequences` (and, when given, with event times in `times`) of the
         /// log in `walDirectory`, with the segments of `archiveDirectory` filling in those it no
@@ -69,22 +41,22 @@ public actor UploadLane: BlockingActor, BreakerGate {
         case orderedBatches(any BatchSink)
     }
 
-    /// The lane's name (`tracking`, `marketing`, `relay`; `tracking_<tenant>`, `marketing_<tenant>`
-    /// for a tenant's): its cursor is `upload-<name>`.
+    /// The lane's name, its sink's (`tracking`, `marketing`, `relay`; `tracking_<tenant>`,
+    /// `marketing_<tenant>` for a tenant's): its cursor is `upload-<name>`.
     public nonisolated let name: String
     /// The tenant whose events the lane carries; `nil` for the default tenant's lanes and the relay
     /// lane (which carries every tenant's).
     public nonisolated let tenant: TenantName?
-    /// The Campaign host's kind of events the lane carries; `nil` for another destination.
-    public nonisolated let kind: Kind?
+    /// What kind of destination the lane sends to (its sink's ``Sink/kind``).
+    public nonisolated let kind: SinkKind
     /// The lane's thread: it reads and decodes the log (blocking `pread`s and inflating), at
     /// ``UploadConfiguration/threadPriority``.
     public nonisolated let executor: BlockingExecutor
     let destination: Destination
     /// How log lines name the destination ("tracking host", "central relay").
     let destinationName: String
-    /// Where the lane sends.
-    public nonisolated let host: CampaignHost
+    /// Where the lane sends (its sink's ``Sink/endpoint``), for log lines and the status page.
+    public nonisolated let endpoint: String
     let transport: any CampaignTransport
     /// Where given-up events go (the event sinks'); a batch sink's refusals wait in the log instead.
     let store: ForwardingStore?
@@ -116,25 +88,26 @@ public actor UploadLane: BlockingActor, BreakerGate {
         deduplicates: Bool, logger: Logger, pipeline: TrackingHitPipeline? = nil, metrics: LaneMetrics = .none
     ) {
         self.init(
-            destination: .eachEvent(sink), name: sink.name, tenant: sink.tenant, kind: sink.kind, host: sink.host,
+            destination: .eachEvent(sink), name: sink.name, tenant: sink.tenant, kind: sink.kind, endpoint: sink.endpoint,
             destinationName: sink.destinationName, transport: transport, store: store, source: source, configuration: configuration,
             deduplicates: deduplicates, logger: logger, pipeline: pipeline, metrics: metrics)
     }
 
     /// A lane handing every event of `log` to `sink` in ordered batches, from the lane's cursor
-    /// (the log was opened with the sink's ``BatchSink/consumer``).
+    /// (the log was opened with the sink's ``Sink/consumer``).
     public init(
         sink: any BatchSink, log: WriteAheadLog, transport: any CampaignTransport, configuration: UploadConfiguration, logger: Logger,
         metrics: LaneMetrics = .none
     ) {
         self.init(
-            destination: .orderedBatches(sink), name: sink.name, tenant: nil, kind: nil, host: sink.host, destinationName: sink.destinationName,
+            destination: .orderedBatches(sink), name: sink.name, tenant: sink.tenant, kind: sink.kind, endpoint: sink.endpoint,
+            destinationName: sink.destinationName,
             transport: transport, store: nil, source: .cursor(log), configuration: configuration, deduplicates: false, logger: logger,
             pipeline: nil, metrics: metrics)
     }
 
     private init(
-        destination: Destination, name: String, tenant: TenantName?, kind: Kind?, host: CampaignHost, destinationName: String,
+        destination: Destination, name: String, tenant: TenantName?, kind: SinkKind, endpoint: String, destinationName: String,
         transport: any CampaignTransport,
         store: ForwardingStore?, source: Source, configuration: UploadConfiguration, deduplicates: Bool, logger: Logger,
         pipeline: TrackingHitPipeline?, metrics: LaneMetrics
@@ -143,7 +116,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
         self.name = name
         self.tenant = tenant
         self.kind = kind
-        self.host = host
+        self.endpoint = endpoint
         self.destinationName = destinationName
         self.pipeline = pipeline
         self.metrics = metrics
@@ -257,7 +230,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
         logger.warning(
             "\(destinationName) is failing; pausing sends to it",
             metadata: [
-                "host": "\(host)", "reason": "\(reason)", "down-since": "\(downSince())", "next-try-in": "\((until - .now).humanText)",
+                "host": "\(endpoint)", "reason": "\(reason)", "down-since": "\(downSince())", "next-try-in": "\((until - .now).humanText)",
                 "backlog": "\(statistics.backlog)",
             ]
         )
@@ -267,7 +240,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
     func destinationAnswered() {
         if let since = breaker.failingSince {
             logger.notice(
-                "\(destinationName) answers again", metadata: ["host": "\(host)", "was-down-for": "\((ContinuousClock.now - since).humanText)"])
+                "\(destinationName) answers again", metadata: ["host": "\(endpoint)", "was-down-for": "\((ContinuousClock.now - since).humanText)"])
         }
         breaker.recordAnswer()
         metrics.breakerOpen?.record(0)

@@ -9,15 +9,18 @@ import RelayLog
 /// - the cursor only passes events that are done, in order (``LaneProgress``);
 /// - the lane reads at most ``Settings/maximumUnsyncedEvents`` past the point a crash would
 ///   restart from, which bounds what a crash sends twice;
-/// - registrations of one device token go out one at a time, in log order; everything else may
-///   overtake anything, so an event backing off never holds back the events behind it;
+/// - events of one ordering key (a registration's device token, for Campaign) go out one at a
+///   time, in log order; everything else may overtake anything, so an event backing off never
+///   holds back the events behind it;
 /// - a tracking lane with a pipeline sends fresh hits in batches, one batch at a time, and the
 ///   hits a batch could not deliver go again one by one, on their own schedules.
 public struct UploadLaneStateMachine: Sendable {
     /// What the lane is set up to do.
     public struct Settings: Sendable {
-        /// Which events the lane carries (its sink's ``EventSink/carries(_:)``); the others are passed over.
+        /// Which events the lane carries (its sink's ``Sink/carries(_:)``); the others are passed over.
         public var carries: @Sendable (Event) -> Bool
+        /// The key whose events go one at a time, in log order (its sink's ``EventSink/orderingKey(of:)``).
+        public var orderingKey: @Sendable (Event) -> String?
         /// When set, only events whose time is in this range are sent (a replay by time).
         public var times: Range<Int64>?
         /// Events sent one by one at the same time, at most.
@@ -33,22 +36,26 @@ public struct UploadLaneStateMachine: Sendable {
         /// How often the cursor is saved while sends are under way.
         public var commitInterval: Duration
 
-        /// Settings for a lane of the Campaign host of `kind`.
+        /// Settings for a lane of the Campaign host of `kind` (registrations in device token order).
         public init(
             kind: UploadLane.Kind, times: Range<Int64>? = nil, concurrency: Int, maximumUnsyncedEvents: Int, batchSize: Int?,
             savesCursor: Bool, end: UInt64?, commitInterval: Duration = .milliseconds(200)
         ) {
             self.init(
-                carries: { kind.carries($0) }, times: times, concurrency: concurrency, maximumUnsyncedEvents: maximumUnsyncedEvents,
-                batchSize: batchSize, savesCursor: savesCursor, end: end, commitInterval: commitInterval)
+                carries: { kind.carries($0) }, orderingKey: UploadLane.Kind.deviceTokenOrder, times: times, concurrency: concurrency,
+                maximumUnsyncedEvents: maximumUnsyncedEvents, batchSize: batchSize, savesCursor: savesCursor, end: end, commitInterval: commitInterval
+            )
         }
 
         /// Settings; the cursor is saved at least every `commitInterval` while sends are under way.
+        /// Events of one `orderingKey` go one at a time, in log order (none by default).
         public init(
-            carries: @escaping @Sendable (Event) -> Bool, times: Range<Int64>? = nil, concurrency: Int, maximumUnsyncedEvents: Int,
+            carries: @escaping @Sendable (Event) -> Bool, orderingKey: @escaping @Sendable (Event) -> String? = { _ in nil },
+            times: Range<Int64>? = nil, concurrency: Int, maximumUnsyncedEvents: Int,
             batchSize: Int?, savesCursor: Bool, end: UInt64?, commitInterval: Duration = .milliseconds(200)
         ) {
             self.carries = carries
+            self.orderingKey = orderingKey
             self.times = times
             self.concurrency = max(1, concurrency)
             self.maximumUnsyncedEvents = max(1, maximumUnsyncedEvents)
@@ -238,9 +245,10 @@ public struct UploadLaneStateMachine: Sendable {
         return .sendBatch(batch)
     }
 
-    /// Starts `event`, unless a registration of its token is in flight: then it waits its turn.
+    /// Starts `event`, unless an event of its ordering key (a registration of its token) is in
+    /// flight: then it waits its turn.
     private mutating func launch(_ event: SequencedEvent, paced: Bool) -> Action? {
-        guard let token = Self.orderingKey(event.event) else { return start(event, token: nil, paced: paced) }
+        guard let token = settings.orderingKey(event.event) else { return start(event, token: nil, paced: paced) }
         guard waitingByToken[token] == nil else {
             waitingByToken[token, default: []].append(event)
             return nil
@@ -253,13 +261,6 @@ public struct UploadLaneStateMachine: Sendable {
         if let token { tokenOfSequence[event.sequence] = token }
         singles += 1
         return .send(event, paced: paced)
-    }
-
-    /// Registrations of one device token go out in log order (a token refresh or an opt-out must
-    /// not overtake the registration before it); everything else may overtake anything.
-    static func orderingKey(_ event: Event) -> String? {
-        guard case .registration(let registration) = event else { return nil }
-        return "\(registration.platform.rawValue)\u{1F}\(registration.integrationKey)\u{1F}\(registration.registrationToken)"
     }
 
     private mutating func beginRound() {

@@ -1,25 +1,25 @@
-public import CampaignProtocol
+import CampaignProtocol
 public import Logging
 import NIOConcurrencyHelpers
 import NIOSSL
 public import RelayCore
 public import RelayLog
 
-/// The uploader: one ``UploadLane`` per configured destination (the default tenant's Campaign
-/// tracking and marketing hosts, each tenant's, a central relay), working side by side, each with
-/// its own durable cursor (so a missing or failing destination never holds another back).
+/// The uploader: one ``UploadLane`` per sink of the lists configuration builds (``SinkList``: the
+/// default tenant's, which holds the sinks of every tenant's events too, and each tenant's),
+/// working side by side, each with its own durable cursor (so a missing or failing destination
+/// never holds another back).
 ///
-/// This is the one place the lanes are assembled: each destination is a sink
-/// (``TrackingHostSink``, ``MarketingHostSink``, ``CentralRelaySink``), and each upstream gets one
-/// TLS set-up: a tenant's Campaign hosts (the default tenant's included) share one (the tracking
-/// host's pipeline and the client that sends registrations, redirected hits and retries use the
-/// same configuration), and no two tenants share one; a central relay has its own, with the client
-/// certificate it may ask for.
+/// This is the one place the lanes are assembled, and it knows no kind of destination: each sink
+/// says what it carries and how (``EventSink``, ``BatchSink``). Each list gets one TLS set-up for
+/// its event sinks (a tenant's CA file, or the relay's; the pipelines a sink makes and the client
+/// that sends its events, redirections and retries use the same one), and no two tenants share
+/// one; a batch sink (a central relay) has its own, with the client certificate it may ask for.
 ///
 /// The tenants' lanes can change while it runs (``apply(_:)``, a reload of the configuration): a
 /// tenant's lanes stop with their cursors saved, and new ones start from their cursors.
 public actor Uploader {
-    /// The lanes that never change while it runs: the default tenant's and the central relay's.
+    /// The lanes that never change while it runs: the default tenant's list's.
     let fixedLanes: [UploadLane]
     let transports: [HTTPClientTransport]
     let pipelines: [TrackingHitPipeline]
@@ -30,188 +30,96 @@ public actor Uploader {
     /// Every lane, readable from anywhere: the fixed ones, then the tenants', by name.
     private let allLanes: NIOLockedValueBox<[UploadLane]>
     /// What new tenant lanes are made with.
-    private let factory: LaneFactory
+    private let factory: UploaderLaneFactory
     /// Whether ``run(until:)`` is under way (a tenant added now starts at once).
     private var running = false
 
     /// One tenant's lanes and what they send through.
     private struct TenantLanes {
-        var destinations: TenantDestinations
-        var lanes: [UploadLane]
-        var transport: HTTPClientTransport
-        var pipeline: TrackingHitPipeline?
+        var list: SinkList
+        var made: UploaderLaneFactory.Made
         /// Each lane's run; a lane that fails ends with its error (logged as it happens).
         var tasks: [Task<Result<Void, LogError>, Never>] = []
     }
 
-    /// What every lane of a Campaign host is made with.
-    private struct LaneFactory: Sendable {
-        let source: UploadLane.Source
-        let store: ForwardingStore
-        let configuration: UploadConfiguration
-        let deduplicates: Bool
-        let logger: Logger
-        let metrics: @Sendable (String, TenantName?) -> LaneMetrics
-        let upstream: UpstreamEventLoop
-
-        /// The lanes of a tenant's (or the default tenant's) hosts over one client, with `tls`.
-        func lanes(tenant: TenantName?, trackingHost: CampaignHost?, marketingHost: CampaignHost?, tls: TLSConfiguration) -> (
-            lanes: [UploadLane], transport: HTTPClientTransport, pipeline: TrackingHitPipeline?
-        ) {
-            // One TLS set-up and one client for a tenant's two hosts: the pipeline's and this one.
-            // Tenants share none, so one tenant's slow host never holds another's connections.
-            let transport = HTTPClientTransport(
-                connectionsPerHost: configuration.concurrency, retryStatuses: configuration.retryStatuses,
-                maximumRedirects: configuration.maximumRedirects, tls: tls, eventLoopGroup: upstream.group
-            )
-            var lanes: [UploadLane] = []
-            var pipeline: TrackingHitPipeline?
-            if let trackingHost {
-                do {
-                    pipeline = try TrackingHitPipeline(
-                        host: trackingHost, connections: configuration.concurrency, timeout: configuration.requestTimeout,
-                        retryStatuses: configuration.retryStatuses, tls: tls, eventLoop: upstream.group.next()
-                    )
-                } catch {
-                    logger.warning(
-                        "tracking hits go one request at a time: TLS setup failed",
-                        metadata: ["error": "\(error)", "tenant": "\(tenant.displayName)"])
-                }
-                lanes.append(
-                    UploadLane(
-                        sink: TrackingHostSink(host: trackingHost, tenant: tenant), transport: transport, store: store, source: source,
-                        configuration: configuration, deduplicates: deduplicates, logger: logger, pipeline: pipeline,
-                        metrics: metrics(UploadLane.Kind.tracking.rawValue, tenant)))
-            }
-            if let marketingHost {
-                // Registrations of one token go one at a time, in order (the lane keeps that), which
-                // keeps "skip if unchanged since the last delivery" exact.
-                lanes.append(
-                    UploadLane(
-                        sink: MarketingHostSink(host: marketingHost, tenant: tenant), transport: transport, store: store, source: source,
-                        configuration: configuration, deduplicates: deduplicates, logger: logger,
-                        metrics: metrics(UploadLane.Kind.marketing.rawValue, tenant)))
-            }
-            return (lanes, transport, pipeline)
-        }
-
-        /// The TLS set-up of a tenant's hosts: its own CA file, or the relay's.
-        func tls(for destinations: TenantDestinations, default defaultTLS: TLSConfiguration) throws(UpstreamTLS.Failure) -> TLSConfiguration {
-            guard let caFile = destinations.trustedCertificateAuthorities else { return defaultTLS }
-            do {
-                return try UpstreamTLS.clientConfiguration(trusting: caFile)
-            } catch {
-                throw UpstreamTLS.Failure(description: "[tenant.\(destinations.tenant.text)] ca-file: \(error.description)")
-            }
-        }
-    }
-
-    /// The TLS set-up of the default tenant's hosts, which tenants without a CA file of their own share.
+    /// The TLS set-up of the default tenant's endpoints, which tenants without a CA file of their own share.
     private let defaultTLS: TLSConfiguration
 
-    /// An uploader for the open `log`, sending to whichever destinations are given from the lanes'
-    /// durable cursors, and skipping registrations unchanged since their last delivery: the
-    /// default tenant's Campaign hosts, each of `tenants`' own hosts, and a central relay. Each lane
-    /// records through `metrics(kind, tenant)` (none by default; `kind` is `tracking`, `marketing`
-    /// or `relay`); the log was opened with every lane's consumer (``UploadLane/Kind/consumer``,
-    /// ``TenantDestinations/consumers``, ``CentralRelaySink/consumer``).
+    /// An uploader for the open `log`, sending to the sinks of `sinks` from the lanes' durable
+    /// cursors, and skipping registrations unchanged since their last delivery. Each lane records
+    /// through `metrics(sink)` (none by default); the log was opened with every lane's consumer
+    /// (``SinkList/consumers``).
     ///
     /// - Throws: ``UpstreamTLS/Failure`` when a configured CA file or client certificate cannot be used.
     public init(
-        log: WriteAheadLog, trackingHost: CampaignHost?, marketingHost: CampaignHost?, tenants: [TenantDestinations] = [],
-        upstreamRelay: CentralRelaySink? = nil, store: ForwardingStore, configuration: UploadConfiguration, logger: Logger,
-        metrics: @escaping @Sendable (String, TenantName?) -> LaneMetrics = { _, _ in .none }
+        log: WriteAheadLog, sinks: [SinkList], store: ForwardingStore, configuration: UploadConfiguration, logger: Logger,
+        metrics: @escaping @Sendable (any Sink) -> LaneMetrics = { _ in .none }
     ) throws(UpstreamTLS.Failure) {
         try self.init(
-            source: .cursor(log), trackingHost: trackingHost, marketingHost: marketingHost, tenants: tenants, upstreamRelay: upstreamRelay,
-            store: store, configuration: configuration, deduplicates: true, logger: logger, metrics: metrics
-        )
+            source: .cursor(log), sinks: sinks, store: store, configuration: configuration, deduplicates: true, logger: logger, metrics: metrics)
     }
 
-    /// An uploader whose Campaign lanes read `source`: the open log from their cursors, or a range
-    /// of a log for a replay (which resends everything: `deduplicates` false). Either way, tracking
-    /// hits go through the pipeline while the host is healthy. Each lane records through
-    /// `metrics(kind, tenant)` (none by default). It forwards the default tenant's events to
-    /// `trackingHost` and `marketingHost`, and each of `tenants`' to that tenant's own hosts; the
-    /// events of a tenant not in `tenants` are not forwarded.
+    /// An uploader whose lanes read `source`: the open log from their cursors, or a range of a log
+    /// for a replay (which resends everything: `deduplicates` false, and hands nothing to a batch
+    /// sink). Either way, a sink's pipeline carries its events while the host is healthy. Each lane
+    /// records through `metrics(sink)` (none by default). The events of a tenant without a list in
+    /// `sinks` are not forwarded; a tenant's list with no sink makes no lanes.
     ///
-    /// - Throws: ``UpstreamTLS/Failure`` when a configured CA file cannot be used.
+    /// - Throws: ``UpstreamTLS/Failure`` when a configured CA file or client certificate cannot be used.
     public init(
-        source: UploadLane.Source, trackingHost: CampaignHost?, marketingHost: CampaignHost?, tenants: [TenantDestinations] = [],
-        store: ForwardingStore, configuration: UploadConfiguration, deduplicates: Bool, logger: Logger,
-        metrics: @escaping @Sendable (String, TenantName?) -> LaneMetrics = { _, _ in .none }
+        source: UploadLane.Source, sinks: [SinkList], store: ForwardingStore, configuration: UploadConfiguration, deduplicates: Bool,
+        logger: Logger, metrics: @escaping @Sendable (any Sink) -> LaneMetrics = { _ in .none }
     ) throws(UpstreamTLS.Failure) {
-        try self.init(
-            source: source, trackingHost: trackingHost, marketingHost: marketingHost, tenants: tenants, upstreamRelay: nil, store: store,
-            configuration: configuration, deduplicates: deduplicates, logger: logger, metrics: metrics)
-    }
-
-    private init(
-        source: UploadLane.Source, trackingHost: CampaignHost?, marketingHost: CampaignHost?, tenants: [TenantDestinations],
-        upstreamRelay: CentralRelaySink?, store: ForwardingStore, configuration: UploadConfiguration, deduplicates: Bool, logger: Logger,
-        metrics: @escaping @Sendable (String, TenantName?) -> LaneMetrics
-    ) throws(UpstreamTLS.Failure) {
+        let fixed = sinks.filter { $0.tenant == nil }
+        let tenants = sinks.filter { $0.tenant != nil && !$0.sinks.isEmpty }
         // Checked before the event loop starts, so a bad CA file or certificate leaves no thread
         // behind: the default tenant's, then each tenant's that names its own.
         let defaultTLS = try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities)
-        let relayTLS = try upstreamRelay.map { _ throws(UpstreamTLS.Failure) in
-            try UpstreamTLS.clientConfiguration(trusting: configuration.trustedCertificateAuthorities, presenting: configuration.clientCertificate)
-        }
+        let handsOn = fixed.allSinks.contains { $0 is any BatchSink }
+        let batchTLS =
+            try handsOn
+            ? UpstreamTLS.clientConfiguration(
+                trusting: configuration.trustedCertificateAuthorities, presenting: configuration.clientCertificate) : nil
         let upstream = UpstreamEventLoop(priority: configuration.threadPriority)
-        let factory = LaneFactory(
+        let factory = UploaderLaneFactory(
             source: source, store: store, configuration: configuration, deduplicates: deduplicates, logger: logger, metrics: metrics,
             upstream: upstream)
         var tenantTLS: [TLSConfiguration] = []
         do {
-            for destinations in tenants { tenantTLS.append(try factory.tls(for: destinations, default: defaultTLS)) }
+            for list in tenants { tenantTLS.append(try factory.tls(for: list, default: defaultTLS)) }
         } catch {
             Task { await upstream.shutdown() }
             throw error
         }
-        var lanes: [UploadLane] = []
-        var pipelines: [TrackingHitPipeline] = []
-        var transports: [HTTPClientTransport] = []
-        if trackingHost != nil || marketingHost != nil {
-            let made = factory.lanes(tenant: nil, trackingHost: trackingHost, marketingHost: marketingHost, tls: defaultTLS)
-            lanes += made.lanes
-            transports.append(made.transport)
-            if let pipeline = made.pipeline { pipelines.append(pipeline) }
-        }
-        if let upstreamRelay, let relayTLS, case .cursor(let log) = source {
-            // One batch at a time, in order: one connection; a redirection is refused, not followed.
-            let transport = HTTPClientTransport(
-                connectionsPerHost: 1, retryStatuses: configuration.retryStatuses, maximumRedirects: 0, tls: relayTLS,
-                eventLoopGroup: upstream.group)
-            transports.append(transport)
-            lanes.append(
-                UploadLane(
-                    sink: upstreamRelay, log: log, transport: transport, configuration: configuration, logger: logger,
-                    metrics: metrics(upstreamRelay.name, nil)))
+        var fixedMade = UploaderLaneFactory.Made()
+        for list in fixed {
+            let made = factory.lanes(of: list, tls: defaultTLS, batchTLS: batchTLS)
+            fixedMade.lanes += made.lanes
+            fixedMade.transports += made.transports
+            fixedMade.pipelines += made.pipelines
         }
         var tenantLanes: [TenantName: TenantLanes] = [:]
-        for (destinations, tls) in zip(tenants, tenantTLS) where destinations.trackingHost != nil || destinations.marketingHost != nil {
-            let made = factory.lanes(
-                tenant: destinations.tenant, trackingHost: destinations.trackingHost, marketingHost: destinations.marketingHost, tls: tls)
-            tenantLanes[destinations.tenant] = TenantLanes(
-                destinations: destinations, lanes: made.lanes, transport: made.transport, pipeline: made.pipeline)
+        for (list, tls) in zip(tenants, tenantTLS) {
+            guard let tenant = list.tenant else { continue }
+            tenantLanes[tenant] = TenantLanes(list: list, made: factory.lanes(of: list, tls: tls, batchTLS: nil))
         }
-        self.fixedLanes = lanes
-        self.transports = transports
-        self.pipelines = pipelines
+        self.fixedLanes = fixedMade.lanes
+        self.transports = fixedMade.transports
+        self.pipelines = fixedMade.pipelines
         self.upstream = upstream
         self.factory = factory
         self.defaultTLS = defaultTLS
         self.tenantLanes = tenantLanes
-        self.allLanes = NIOLockedValueBox(lanes + Self.ordered(tenantLanes))
+        self.allLanes = NIOLockedValueBox(fixedMade.lanes + Self.ordered(tenantLanes))
     }
 
     /// The tenants' lanes in name order.
     private static func ordered(_ tenantLanes: [TenantName: TenantLanes]) -> [UploadLane] {
-        tenantLanes.keys.sorted().flatMap { tenantLanes[$0]?.lanes ?? [] }
+        tenantLanes.keys.sorted().flatMap { tenantLanes[$0]?.made.lanes ?? [] }
     }
 
-    /// Every lane: the default tenant's tracking and marketing, the central relay's, then each
-    /// tenant's, as configured now.
+    /// Every lane: the default tenant's list's, then each tenant's in name order, each list's in
+    /// its order, as configured now.
     public nonisolated var lanes: [UploadLane] { allLanes.withLockedValue { $0 } }
 
     /// The lane named `name` (`tracking`, `marketing`, `relay`, `tracking_<tenant>`), if the uploader has it.
@@ -275,7 +183,7 @@ public actor Uploader {
     private func startLanes(of tenant: TenantName, until target: UInt64?) {
         guard var set = tenantLanes[tenant], set.tasks.isEmpty else { return }
         let logger = factory.logger
-        set.tasks = set.lanes.map { lane in
+        set.tasks = set.made.lanes.map { lane in
             Task {
                 let outcome = await Self.run(lane, until: target)
                 if case .failure(let error) = outcome {
@@ -292,8 +200,8 @@ public actor Uploader {
         guard let set = tenantLanes[tenant] else { return }
         for task in set.tasks { task.cancel() }
         for task in set.tasks { _ = await task.value }
-        await set.transport.shutdown()
-        await set.pipeline?.shutdown()
+        for transport in set.made.transports { await transport.shutdown() }
+        for pipeline in set.made.pipelines { await pipeline.shutdown() }
         tenantLanes[tenant]?.tasks = []
     }
 
@@ -307,19 +215,20 @@ public actor Uploader {
         public var removed: [TenantName] = []
     }
 
-    /// Brings the tenants' lanes to `tenants` while the uploader runs: a tenant whose hosts or CA
-    /// file changed has its lanes stopped (cursors saved) and started again from those cursors; a
-    /// tenant that is gone has its lanes stopped; a new one gets lanes from its cursors (declared
-    /// by the caller on the log beforehand, ``TenantDestinations/consumers``). Nothing changes when
-    /// a CA file cannot be used.
+    /// Brings the tenants' lanes to `tenants`' lists while the uploader runs: a tenant whose list
+    /// changed (its sinks or CA file) has its lanes stopped (cursors saved) and started again from
+    /// those cursors; a tenant that is gone, or whose list is empty, has its lanes stopped; a new
+    /// one gets lanes from its cursors (declared by the caller on the log beforehand,
+    /// ``SinkList/consumers``). A list without a tenant is not the tenants' and is passed over.
+    /// Nothing changes when a CA file cannot be used.
     ///
     /// - Throws: ``UpstreamTLS/Failure`` naming the tenant whose CA file cannot be used.
-    public func apply(_ tenants: [TenantDestinations]) async throws(UpstreamTLS.Failure) -> TenantChange {
+    public func apply(_ tenants: [SinkList]) async throws(UpstreamTLS.Failure) -> TenantChange {
         let wanted = Dictionary(
-            tenants.filter { $0.trackingHost != nil || $0.marketingHost != nil }.map { ($0.tenant, $0) }, uniquingKeysWith: { first, _ in first })
+            tenants.compactMap { list in list.tenant.flatMap { list.sinks.isEmpty ? nil : ($0, list) } }, uniquingKeysWith: { first, _ in first })
         var tls: [TenantName: TLSConfiguration] = [:]
-        for (tenant, destinations) in wanted where tenantLanes[tenant]?.destinations != destinations {
-            tls[tenant] = try factory.tls(for: destinations, default: defaultTLS)
+        for (tenant, list) in wanted where tenantLanes[tenant].map({ !$0.list.isSame(as: list) }) ?? true {
+            tls[tenant] = try factory.tls(for: list, default: defaultTLS)
         }
         var change = TenantChange()
         for tenant in tenantLanes.keys.sorted() where wanted[tenant] == nil {
@@ -328,16 +237,14 @@ public actor Uploader {
             change.removed.append(tenant)
         }
         for tenant in wanted.keys.sorted() {
-            guard let destinations = wanted[tenant], let tls = tls[tenant] else { continue }
+            guard let list = wanted[tenant], let tls = tls[tenant] else { continue }
             if tenantLanes[tenant] != nil {
                 await stopLanes(of: tenant)
                 change.changed.append(tenant)
             } else {
                 change.added.append(tenant)
             }
-            let made = factory.lanes(
-                tenant: tenant, trackingHost: destinations.trackingHost, marketingHost: destinations.marketingHost, tls: tls)
-            tenantLanes[tenant] = TenantLanes(destinations: destinations, lanes: made.lanes, transport: made.transport, pipeline: made.pipeline)
+            tenantLanes[tenant] = TenantLanes(list: list, made: factory.lanes(of: list, tls: tls, batchTLS: nil))
             if running { startLanes(of: tenant, until: nil) }
         }
         let lanes = fixedLanes + Self.ordered(tenantLanes)
@@ -352,11 +259,12 @@ public actor Uploader {
         return result
     }
 
-    /// The default tenant's Campaign lanes' statistics, by lane kind.
+    /// The statistics of the default tenant's lanes named after a Campaign host's kind (`tracking`,
+    /// `marketing`), by that kind.
     public func statistics() async -> [UploadLane.Kind: LaneStatistics] {
         var result: [UploadLane.Kind: LaneStatistics] = [:]
         for lane in lanes where lane.tenant == nil {
-            if let kind = lane.kind { result[kind] = await lane.stats }
+            if let kind = UploadLane.Kind(rawValue: lane.name) { result[kind] = await lane.stats }
         }
         return result
     }

@@ -23,10 +23,10 @@ struct ServerComponents {
     let idempotency: IdempotencyStore
     /// `nil` with `--no-aggregates`, or when the aggregates database could not be opened (logged).
     let aggregator: Aggregator?
-    /// The lanes to every destination; `nil` without `--tracking-host`, `--marketing-host` and `--upstream-relay`.
+    /// The lanes to every sink of the configuration's lists; `nil` without a sink (and no tenants to reload).
     let uploader: Uploader?
-    /// The lane to the central relay; `nil` without `--upstream-relay`.
-    var relayLane: UploadLane? { uploader?.lane(named: CentralRelaySink.laneName) }
+    /// The lane that hands every event on (to the central relay); `nil` without `--upstream-relay`.
+    var relayLane: UploadLane? { uploader?.lanes.first { $0.kind.role == .handsOn } }
     /// `nil` without `--postgres-url`.
     let fleet: (location: PostgresLocation, status: FleetStatus)?
     let ingestor: EventIngestor
@@ -57,7 +57,7 @@ struct ServerComponents {
         around log: WriteAheadLog, configuration: RelayServerConfiguration, fileSystem: any FileSystem, logger: Logger
     ) async throws -> ServerComponents {
         StartupSummary.log(configuration, to: logger)
-        let metrics = RelayMetrics(version: RelayVersion.current)
+        let metrics = RelayMetrics(version: RelayVersion.current, sinkKinds: configuration.sinkKinds)
         let history = StatusHistory()
         await log.observeCommits { commit in
             metrics.record(commit)
@@ -80,18 +80,12 @@ struct ServerComponents {
             }
         }
         var uploader: Uploader?
-        let tenantDestinations =
-            configuration.upstreamRelay == nil
-            ? configuration.tenants.map(\.destinations).filter { $0.trackingHost != nil || $0.marketingHost != nil } : []
-        // With a file to reload, an uploader runs even without hosts yet: a tenant added on SIGHUP
+        let sinkLists = configuration.sinkLists
+        // With a file to reload, an uploader runs even without sinks yet: a tenant added on SIGHUP
         // gets its lanes there.
-        if configuration.trackingHost != nil || configuration.marketingHost != nil || configuration.upstreamRelay != nil
-            || !tenantDestinations.isEmpty || configuration.reloadTenants != nil
-        {
+        if !sinkLists.allSinks.isEmpty || configuration.reloadTenants != nil {
             uploader = try Uploader(
-                log: log, trackingHost: configuration.trackingHost, marketingHost: configuration.marketingHost, tenants: tenantDestinations,
-                upstreamRelay: configuration.upstreamRelay.map { CentralRelaySink(host: $0, token: configuration.upstreamToken ?? "") },
-                store: store, configuration: upload, logger: logger, metrics: { metrics.laneMetrics(for: $0, tenant: $1) })
+                log: log, sinks: sinkLists, store: store, configuration: upload, logger: logger, metrics: { metrics.laneMetrics(for: $0) })
         }
         // The fleet's PostgreSQL: its own consumer of the log, with its position in the database.
         let fleet = configuration.postgres.map { (location: $0, status: FleetStatus()) }
@@ -103,7 +97,7 @@ struct ServerComponents {
             _ = try await PersonalDataErasure(
                 log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: archives, store: store, aggregator: aggregator,
                 fleet: fleet.map { PersonalDataErasure.directFleetStep(location: $0.location, relayID: log.identity.relayID, logger: logger) },
-                fileSystem: fileSystem, logger: logger
+                fileSystem: fileSystem, sinkKinds: configuration.sinkKinds, logger: logger
             ).finishPending()
         } catch {
             logger.error(
@@ -112,7 +106,7 @@ struct ServerComponents {
         }
         let erasure = PersonalDataErasure(
             log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: archives, store: store, aggregator: aggregator,
-            fleet: fleet.map { Self.fleetErasure(status: $0.status) }, fileSystem: fileSystem, logger: logger)
+            fleet: fleet.map { Self.fleetErasure(status: $0.status) }, fileSystem: fileSystem, sinkKinds: configuration.sinkKinds, logger: logger)
         return ServerComponents(
             configuration: configuration, log: log, metrics: metrics, history: history, store: store, idempotency: idempotency,
             aggregator: aggregator, uploader: uploader, fleet: fleet,
@@ -156,8 +150,7 @@ struct ServerComponents {
             LogSealRoute(log: log, keyId: configuration.log.encryption?.newest.id, adminToken: configuration.adminToken, tenants: tenants),
             StatusRoutes(
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants, log: log, store: store,
-                history: history, uploader: uploader,
-                relayLane: relayLane, relayURL: configuration.upstreamRelay?.description, aggregator: aggregator, fleet: fleet?.status,
+                history: history, uploader: uploader, aggregator: aggregator, fleet: fleet?.status,
                 counts: aggregateQueries),
         ]
         if let relayToken = configuration.relayToken {

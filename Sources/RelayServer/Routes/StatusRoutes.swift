@@ -19,8 +19,6 @@ struct StatusRoutes: RouteGroup, Sendable {
     let store: ForwardingStore
     let history: StatusHistory
     var uploader: Uploader?
-    var relayLane: UploadLane?
-    var relayURL: String?
     var aggregator: Aggregator?
     var fleet: FleetStatus?
     /// The time of the log's first event, read once per oldest sequence (a frame decode), on a
@@ -67,32 +65,7 @@ struct StatusRoutes: RouteGroup, Sendable {
         let firstEventTime = await firstEventTime(oldest: oldest, durable: durable)
         let quota = log.configuration.maximumLogBytes
         let statistics = await log.stats
-        var destinations: [StatusReport.Destination] = []
-        if let uploader {
-            // The default tenant's lanes first, then each tenant's, each tracking before marketing.
-            let campaignLanes = uploader.lanes.compactMap { lane in lane.kind.map { (kind: $0, lane: lane) } }
-                .filter { tenant == .all || tenant == .only($0.lane.tenant) }
-                .sorted { ($0.lane.tenant.storedName, $0.kind.rawValue) < ($1.lane.tenant.storedName, $1.kind.rawValue) }
-            for (kind, lane) in campaignLanes {
-                let stats = await lane.stats
-                destinations.append(
-                    StatusReport.Destination(
-                        name: kind.rawValue, tenant: lane.tenant.displayName, url: lane.host.description, backlog: stats.backlog,
-                        oldestUnsentEvent: stats.oldestUnsentEvent?.rfc3339,
-                        oldestUnsentSeconds: stats.oldestUnsentEvent.map { RelayMetrics.age(of: $0, now: now.nanosecondsSinceEpoch) },
-                        breaker: stats.breaker, lastError: stats.lastError, lastErrorAt: stats.lastErrorAt?.rfc3339,
-                        deliveredPerSecond: delivered[lane.name], delivered: stats.delivered))
-            }
-        }
-        if let relayLane, tenant == .all {
-            let state = await relayLane.state()
-            destinations.append(
-                StatusReport.Destination(
-                    name: "relay", tenant: "*", url: relayURL ?? "", backlog: state.backlog, oldestUnsentEvent: state.oldestWaitingEvent?.rfc3339,
-                    oldestUnsentSeconds: state.oldestWaitingEvent.map { RelayMetrics.age(of: $0, now: now.nanosecondsSinceEpoch) },
-                    breaker: state.unreachableSince == nil ? "reachable" : "unreachable", lastError: state.lastFailure,
-                    lastErrorAt: state.unreachableSince?.rfc3339, deliveredPerSecond: nil, delivered: nil))
-        }
+        let destinations = await StatusReport.Destination.list(of: uploader?.lanes ?? [], tenant: tenant, now: now, delivered: delivered)
         var counting: [StatusReport.Counting] = []
         if let aggregator {
             let next = await aggregator.nextSequence

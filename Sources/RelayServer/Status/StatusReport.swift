@@ -32,17 +32,18 @@ struct StatusReport: Encodable {
     }
 
     struct Destination: Encodable {
-        /// `tracking`, `marketing` or `relay`.
+        /// Its sink's kind's label: `tracking`, `marketing` or `relay`.
         var name: String
-        /// The tenant whose events it takes (`default`), or `*` for the relay destination, which
-        /// takes every tenant's.
+        /// The tenant whose events it takes (`default`), or `*` for a destination that takes every
+        /// tenant's (the central relay).
         var tenant: String
         var url: String
         var backlog: UInt64
         /// The event time of the oldest event the destination is owed, and its age in seconds.
         var oldestUnsentEvent: String?
         var oldestUnsentSeconds: Double?
-        /// `closed`, `open` or `half-open`; for the relay destination `reachable` or `unreachable`.
+        /// `closed`, `open` or `half-open`; for a destination that hands events on (the central
+        /// relay) `reachable` or `unreachable`.
         var breaker: String
         var lastError: String?
         var lastErrorAt: String?

@@ -38,13 +38,13 @@ struct TenantReconciler: Sendable {
         let before = Set(directory.names)
         let after = Set(tenants.map(\.name))
         // A relay handing every event on forwards no tenant itself: its tenants have no lanes.
-        let destinations = configuration.upstreamRelay == nil ? tenants.map(\.destinations) : []
-        for consumer in destinations.flatMap(\.consumers) { try await log.declareConsumer(consumer) }
+        let lists = configuration.sinkLists(of: tenants)
+        for consumer in lists.consumers { try await log.declareConsumer(consumer) }
         var summary = Summary()
         if let uploader {
-            let change = try await uploader.apply(destinations)
+            let change = try await uploader.apply(lists)
             summary.changed = change.changed.map(\.text)
-        } else if destinations.contains(where: { $0.trackingHost != nil || $0.marketingHost != nil }) {
+        } else if !lists.allSinks.isEmpty {
             logger.error("tenants' hosts are not forwarded to: this relay started without an uploader; restart it")
         }
         await log.setTenantQuotas(changed.tenantQuotas)
