@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import RelayAggregates
 import RelayAggregator
 import RelayCore
 import RelayLog

@@ -1,5 +1,6 @@
 import Hummingbird
 import NIOConcurrencyHelpers
+import RelayAggregates
 import RelayAggregator
 import RelayCore
 import RelayForwarding
