@@ -73,7 +73,7 @@ struct ServerComponents {
             do {
                 aggregator = try await Aggregator(
                     log: log, dataDirectory: configuration.dataDirectory, batchSize: configuration.aggregatorBatchSize, priority: .background,
-                    pageCacheBytes: configuration.aggregatorPageCacheBytes, logger: logger)
+                    pageCacheBytes: configuration.aggregatorPageCacheBytes, metrics: configuration.aggregateMetrics, logger: logger)
             } catch {
                 logger.error("aggregates are off until this is fixed; events are still stored and forwarded", metadata: ["error": "\(error)"])
             }
@@ -149,7 +149,9 @@ struct ServerComponents {
             AdminRoutes(
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants, metrics: metrics, store: store,
                 log: log, queries: aggregateQueries,
-                fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }, aggregator: aggregator),
+                fleet: fleet.map { FleetQueries(location: $0.location, metrics: configuration.aggregateMetrics, logger: logger) },
+                aggregator: aggregator,
+                aggregateMetrics: configuration.aggregateMetrics),
             HealthRoutes(ingestor: ingestor, upstream: relayLane, fleet: fleet?.status),
             PrivacyRoutes(erasure: erasure, dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants),
             LogSealRoute(log: log, keyId: configuration.log.encryption?.newest.id, adminToken: configuration.adminToken, tenants: tenants),
@@ -157,7 +159,7 @@ struct ServerComponents {
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants, log: log, store: store,
                 history: history, uploader: uploader,
                 relayLane: relayLane, relayURL: configuration.upstreamRelay?.description, aggregator: aggregator, fleet: fleet?.status,
-                counts: aggregateQueries),
+                counts: aggregateQueries, aggregateMetrics: configuration.aggregateMetrics),
         ]
         if let relayToken = configuration.relayToken {
             groups.append(RelayBatchRoute(receiver: RelayBatchReceiver(ingestor: ingestor, logger: logger), token: relayToken, tenants: tenants))

@@ -29,6 +29,8 @@ struct StatusRoutes: RouteGroup, Sendable {
     let logReads = BlockingExecutor(name: "status-read", priority: .background)
     /// The read-only connection to the aggregates, shared with ``AdminRoutes``.
     let counts: OpenedOnce<AggregateQueries>
+    /// The metrics the registrations show (``RelayServerConfiguration/aggregateMetrics``).
+    var aggregateMetrics: MetricTable = .standard
 
     func add(to table: RouteTable) {
         table.addForEachTenant(tenants) { group, prefix, scope in
@@ -123,7 +125,7 @@ struct StatusRoutes: RouteGroup, Sendable {
     func registrations(tenant: TenantSelection) async -> [RegistrationCounts]? {
         guard aggregator != nil else { return nil }
         do {
-            return try await counts.queries(dataDirectory: dataDirectory).registrations(tenant: tenant)
+            return try await counts.queries(dataDirectory: dataDirectory, metrics: aggregateMetrics).registrations(tenant: tenant)
         } catch {
             return nil
         }
