@@ -7,6 +7,7 @@ import RelayPostgres
 import RelayProcessTestSupport
 import RelayServer
 import RelayTestSupport
+import Synchronization
 import TestTiers
 import Testing
 
@@ -88,8 +89,12 @@ struct MetricDeclarationTests {
         let migrated = try #require(try await AggregateQueries(path: path, metrics: Self.table).registrations().first)
         #expect(migrated.registrations == 2 && migrated.distinctTokens == 2 && migrated["weekendRegistrations"] == 0)
         // Abandoned mid-way (never closed), then another aggregator goes on from the stored position.
-        let catchingUp = Task { try await abandoned.catchUp() }
-        while await abandoned.nextSequence < 60 { try await Task.sleep(for: .milliseconds(1)) }
+        let ended = Ended()
+        let catchingUp = Task {
+            defer { ended.mark() }
+            return try await abandoned.catchUp()
+        }
+        while await abandoned.nextSequence < 60, !ended.value { try await Task.sleep(for: .milliseconds(1)) }
         catchingUp.cancel()
         _ = try await catchingUp.value
         #expect(await abandoned.nextSequence < 204, "the catch-up stopped before the end")
@@ -156,8 +161,12 @@ struct MetricDeclarationTests {
         let stoppedAt = try await location.connectedSession(logger: quietLogger) { connection, watch in
             let aggregator = try await FleetAggregator(
                 connection: connection, watch: watch, log: log, batchSize: 7, metrics: Self.table, logger: quietLogger)
-            let catchingUp = Task { try await aggregator.catchUp() }
-            while await aggregator.nextSequence < 60 { try await Task.sleep(for: .milliseconds(1)) }
+            let ended = Ended()
+            let catchingUp = Task {
+                defer { ended.mark() }
+                return try await aggregator.catchUp()
+            }
+            while await aggregator.nextSequence < 60, !ended.value { try await Task.sleep(for: .milliseconds(1)) }
             catchingUp.cancel()
             // A cancellation that meets a transaction under way rolls it back (a kill mid-batch).
             _ = try? await catchingUp.value
@@ -183,4 +192,11 @@ struct MetricDeclarationTests {
         let text = APIJSON.text(try await queries.report())
         #expect(text.contains(#""registrations":200,"tenant":"default","weekendRegistrations":99}"#), "\(text)")
     }
+}
+
+/// Whether a task has ended, so that a wait for its progress stops when it fails instead.
+private final class Ended: Sendable {
+    private let ended = Mutex(false)
+    var value: Bool { ended.withLock { $0 } }
+    func mark() { ended.withLock { $0 = true } }
 }
