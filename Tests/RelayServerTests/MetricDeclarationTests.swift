@@ -14,7 +14,7 @@ import Testing
 /// A metric is one declaration: both backends (a SQLite file and a real PostgreSQL) built from the
 /// standard table plus one metric declared here, `weekendRegistrations`, see it migrated onto a
 /// database the standard table made, counted exactly once across an abandoned catch-up, taken out
-/// by an erasure, and listed by `/v1/deliveries`.
+/// by an erasure, and listed by `/v1/deliveries` (and `/v1/status` and the status page).
 ///
 /// The metric counts registrations whose own time falls on a Saturday or a Sunday (UTC). The brief
 /// suggested "late hits" (a hit's own time more than an hour before it arrived), but the log keeps
@@ -125,6 +125,11 @@ struct MetricDeclarationTests {
             answer.body.contains(#""integrationKey":"app","lastEvent":"#)
                 && answer.body.contains(#""platform":"ios","registrations":200,"tenant":"default","weekendRegistrations":99}"#), "\(answer.body)")
         #expect(answer.body.contains(#""deliveryId":"d","firstEvent":"#) && answer.body.contains(#""opens":1,"tenant":"default","uniqueClicks":0"#))
+        // And by the status report and page.
+        let status = try await http.get(server.url + "/v1/status")
+        #expect(status.body.contains(#""tenant":"default","weekendRegistrations":99}"#), "\(status.body)")
+        let page = try await http.get(server.url + "/status").body
+        #expect(page.contains(#"<th class="n">weekend registrations</th>"#) && page.contains(#"number(app.weekendRegistrations)"#))
         await server.stop()
         await http.shutdown()
     }

@@ -53,7 +53,7 @@ struct StatusRoutes: RouteGroup, Sendable {
                     .contentSecurityPolicy:
                         "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; form-action 'none'; frame-ancestors 'none'",
                 ],
-                body: .init(byteBuffer: .init(string: StatusPage.html)))
+                body: .init(byteBuffer: .init(string: StatusPage.html(aggregateMetrics))))
         }
     }
 
