@@ -13,7 +13,7 @@ package protocol AggregateBackend {
     var table: MetricTable { get }
 
     /// The names of its migrations, in the order they run: its schema's versions, then one per
-    /// metric the standard table lacks (`metric <column>`).
+    /// metric ``MetricTable/original`` lacks (`metric <column>`).
     var migrationNames: [String] { get }
 
     /// Runs, in order, every migration the database lacks, in one transaction.

@@ -165,8 +165,8 @@ package struct CountDeltas: Sendable {
         let totalCount = table.deliveryTotals.count
         let setCount = table.deliverySets.count
         // The standard metrics test the action alone: by action, the totals and sets they feed.
-        var actionTotals: [[Int]] = Array(repeating: [], count: 3)
-        var actionSets: [[Int]] = Array(repeating: [], count: 3)
+        var actionTotals: [[Int]] = Array(repeating: [], count: TrackingAction.allCases.count)
+        var actionSets: [[Int]] = Array(repeating: [], count: TrackingAction.allCases.count)
         var predicateTotals: [(Int, HitPredicate)] = []
         var predicateSets: [(Int, HitPredicate)] = []
         for (index, metric) in table.deliveryTotals.enumerated() {

@@ -44,9 +44,10 @@ public struct MetricTable: Sendable {
     /// This table with `metric` added at the end.
     public func adding(_ metric: AggregateMetric) -> MetricTable { MetricTable(metrics + [metric]) }
 
-    /// The metrics every relay counts, in the order `stats` shows them (the order of the columns
-    /// of every database made so far).
-    public static let standard = MetricTable([
+    /// The metrics of every database made before metrics were declared in a table (SQLite's
+    /// schema 5, PostgreSQL's 4): their columns are in both backends' base schema, so no migration
+    /// adds them. It never changes; a metric added later is a migration of its own.
+    public static let original = MetricTable([
         AggregateMetric("impressions", .total, .hits(.action(.impression))),
         AggregateMetric("opens", .total, .hits(.action(.open))),
         AggregateMetric("clicks", .total, .hits(.action(.click))),
@@ -57,13 +58,18 @@ public struct MetricTable: Sendable {
         AggregateMetric("distinctTokens", .unique, .registrations(.every)),
     ])
 
-    /// Whether `metric` is one of the standard table's (its column is in every database's base
-    /// schema, so no migration adds it).
-    public static func isStandard(_ metric: AggregateMetric) -> Bool { standard.metrics.contains { $0.column == metric.column } }
+    /// The metrics every relay counts, in the order `stats` shows them. A metric every relay
+    /// should count is a line here (after the original ones): both backends add its column by a
+    /// migration named after it, and every output lists it.
+    public static let standard = MetricTable(original.metrics + [])
 
-    /// The metrics a migration must add to a database made with the standard table: the ones not
-    /// in it, in table order.
-    public var added: [AggregateMetric] { metrics.filter { !Self.isStandard($0) } }
+    /// Whether `metric`'s column is in every database's base schema (one of ``original``), so no
+    /// migration adds it.
+    public static func isOriginal(_ metric: AggregateMetric) -> Bool { original.metrics.contains { $0.column == metric.column } }
+
+    /// The metrics a migration must add to a database made before metrics were declared: the ones
+    /// not in ``original``, in table order.
+    public var added: [AggregateMetric] { metrics.filter { !Self.isOriginal($0) } }
 }
 
 /// The key under which both databases store a delivery's set of distinct messages: the delivery's

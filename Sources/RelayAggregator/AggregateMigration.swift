@@ -17,7 +17,7 @@ import RelaySQLite
 /// - Versions 1 to 4 keep push tokens in the clear in `registration_tokens`; version 5 keeps their
 ///   digests (``TokenDigest``). Every row is replaced by its digest's (distinct tokens have distinct
 ///   digests, so the counts stay). The caller vacuums the file afterwards, so the tokens' old pages go.
-/// - A metric of the ``MetricTable`` that the standard table lacks gets its column (`metric
+/// - A metric of the ``MetricTable`` that ``MetricTable/original`` lacks gets its column (`metric
 ///   <column>`), zero in every row: none of it was counted before.
 ///
 /// These are one ordered list of named migrations (``steps(_:)``); a database runs the ones it
@@ -34,7 +34,7 @@ enum AggregateMigration {
     }
 
     /// Every migration, in order: the schema's versions, then a column per metric of `table` the
-    /// standard table lacks.
+    /// original table lacks (``MetricTable/original``).
     static func steps(_ table: MetricTable) -> [Step] {
         [
             Step(name: "2 relay origins", version: 2), Step(name: "3 message chunks", version: 3), Step(name: "4 tenants", version: 4),

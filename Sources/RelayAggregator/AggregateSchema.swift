@@ -43,7 +43,7 @@ enum AggregateSchema {
     }
 
     /// `deliveries` under `name`: one row per (tenant, delivery id), the default tenant's as `''`,
-    /// with a column per per-delivery metric of the standard table (a migration adds the others:
+    /// with a column per metric of ``MetricTable/original`` (a migration adds the others:
     /// ``AggregateMigration``). Named so that the migration from version 3 builds its copy from the
     /// same text.
     static func deliveriesTable(_ name: String) -> String {
@@ -52,7 +52,7 @@ enum AggregateSchema {
             delivery_ref INTEGER PRIMARY KEY,
             tenant TEXT NOT NULL DEFAULT '',
             delivery_id TEXT NOT NULL,
-        \(columns(MetricTable.standard.perDelivery))    first_event_ns INTEGER NOT NULL,
+        \(columns(MetricTable.original.perDelivery))    first_event_ns INTEGER NOT NULL,
             last_event_ns INTEGER NOT NULL,
             UNIQUE (tenant, delivery_id)
         );
@@ -60,21 +60,21 @@ enum AggregateSchema {
     }
 
     /// `registrations` under `name`: one row per (tenant, integration key, platform), with a column
-    /// per per-app metric of the standard table.
+    /// per per-app metric of ``MetricTable/original``.
     static func registrationsTable(_ name: String) -> String {
         """
         CREATE TABLE IF NOT EXISTS \(name) (
             tenant TEXT NOT NULL DEFAULT '',
             integration_key TEXT NOT NULL,
             platform TEXT NOT NULL,
-        \(columns(MetricTable.standard.perApp))    first_event_ns INTEGER NOT NULL,
+        \(columns(MetricTable.original.perApp))    first_event_ns INTEGER NOT NULL,
             last_event_ns INTEGER NOT NULL,
             PRIMARY KEY (tenant, integration_key, platform)
         ) WITHOUT ROWID;
         """
     }
 
-    /// The column a migration adds for `metric` (a metric the standard table lacks): zero in
+    /// The column a migration adds for `metric` (a metric ``MetricTable/original`` lacks): zero in
     /// every existing row, which counted none of it.
     static func addColumn(_ metric: AggregateMetric) -> String {
         "ALTER TABLE \(metric.scope == .perDelivery ? "deliveries" : "registrations") ADD COLUMN \(metric.column) INTEGER NOT NULL DEFAULT 0"
@@ -97,7 +97,7 @@ enum AggregateSchema {
     /// The readable view of the deliveries, most recently active first.
     static let deliveryStatsView = """
         CREATE VIEW IF NOT EXISTS delivery_stats AS
-            SELECT tenant, delivery_id, \(MetricTable.standard.perDelivery.map(\.column).joined(separator: ", ")),
+            SELECT tenant, delivery_id, \(MetricTable.original.perDelivery.map(\.column).joined(separator: ", ")),
                    strftime('%Y-%m-%dT%H:%M:%fZ', first_event_ns / 1e9, 'unixepoch') AS first_event,
                    strftime('%Y-%m-%dT%H:%M:%fZ', last_event_ns / 1e9, 'unixepoch') AS last_event
             FROM deliveries ORDER BY last_event_ns DESC;

@@ -177,7 +177,7 @@ public enum FleetSchema {
         ),
     ]
 
-    /// The migrations of the metrics of `table` the standard table lacks, in table order: each
+    /// The migrations of the metrics of `table` ``MetricTable/original`` lacks, in table order: each
     /// adds its column to this relay's rows (`delivery_counts` or `registration_counts`), zero in
     /// every existing row, which counted none of it. A database that has the column skips it.
     static func metricMigrations(_ table: MetricTable) -> [(name: String, table: String, column: String)] {

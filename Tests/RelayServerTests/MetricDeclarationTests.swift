@@ -32,6 +32,10 @@ struct MetricDeclarationTests {
                 return weekday == 0 || weekday == 6
             }))
     static let table = MetricTable.standard.adding(weekendRegistrations)
+    /// How long a PostgreSQL operation may go unanswered: the fast tier runs this beside every
+    /// other suite on a busy machine, where a cluster just made may answer late (the sessions'
+    /// 5 s default gave up once).
+    static let patience = Duration.seconds(60)
 
     /// Saturday 2026-11-21 and Monday 2026-11-23, 09:00 UTC.
     static let saturday: Int64 = 1_795_251_600_000_000_000
@@ -153,17 +157,17 @@ struct MetricDeclarationTests {
 
     func countIntoPostgres(at location: PostgresLocation, log: WriteAheadLog) async throws {
         // The database as the standard table makes it.
-        try await location.connectedSession(logger: quietLogger) { connection, watch in
+        try await location.connectedSession(timeout: Self.patience, logger: quietLogger) { connection, watch in
             let aggregator = try await FleetAggregator(connection: connection, watch: watch, log: log, logger: quietLogger)
             _ = try await aggregator.catchUp()
             await aggregator.close()
         }
-        let old = try #require(try await FleetQueries(location: location, logger: quietLogger).report().registrations.first)
+        let old = try #require(try await FleetQueries(location: location, timeout: Self.patience, logger: quietLogger).report().registrations.first)
         #expect(old.registrations == 2 && old.values["weekendRegistrations"] == nil)
 
         _ = try await log.append(Self.after)
         // Migrated, then abandoned mid-way: its session ends with the catch-up cut short.
-        let stoppedAt = try await location.connectedSession(logger: quietLogger) { connection, watch in
+        let stoppedAt = try await location.connectedSession(timeout: Self.patience, logger: quietLogger) { connection, watch in
             let aggregator = try await FleetAggregator(
                 connection: connection, watch: watch, log: log, batchSize: 7, metrics: Self.table, logger: quietLogger)
             let ended = Ended()
@@ -178,11 +182,11 @@ struct MetricDeclarationTests {
             return await aggregator.nextSequence
         }
         #expect(stoppedAt < 204, "the catch-up stopped before the end")
-        let queries = FleetQueries(location: location, metrics: Self.table, logger: quietLogger)
+        let queries = FleetQueries(location: location, timeout: Self.patience, metrics: Self.table, logger: quietLogger)
         let migrated = try #require(try await queries.report().registrations.first)
         #expect(
             migrated["weekendRegistrations"] == Int64((stoppedAt - 4) / 2 + (stoppedAt - 4) % 2), "what the abandoned session committed: \(migrated)")
-        let erasure = try await location.connectedSession(logger: quietLogger) { connection, watch in
+        let erasure = try await location.connectedSession(timeout: Self.patience, logger: quietLogger) { connection, watch in
             let aggregator = try await FleetAggregator(
                 connection: connection, watch: watch, log: log, batchSize: 7, metrics: Self.table, logger: quietLogger)
             _ = try await aggregator.catchUp()
