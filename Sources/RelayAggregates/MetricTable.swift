@@ -30,6 +30,9 @@ public struct MetricTable: Sendable {
     public init(_ metrics: [AggregateMetric]) {
         precondition(Set(metrics.map(\.name)).count == metrics.count, "two metrics of one name")
         precondition(Set(metrics.map(\.column)).count == metrics.count, "two metrics of one column")
+        // Names share the counts' JSON objects with their other keys; columns are written into SQL.
+        precondition(metrics.allSatisfy { !Self.reservedNames.contains($0.name) }, "a metric named as a key the counts already have")
+        precondition(metrics.allSatisfy { Self.isIdentifier($0.column) }, "a column that is not a plain SQL identifier")
         self.metrics = metrics
         perDelivery = metrics.filter { $0.scope == .perDelivery }
         perApp = metrics.filter { $0.scope == .perApp }
@@ -39,6 +42,15 @@ public struct MetricTable: Sendable {
         let appUniques = perApp.filter { $0.kind == .unique }
         precondition(appUniques.count <= 1, "one per-app unique metric at most: the distinct tokens")
         appTokens = appUniques.first
+    }
+
+    /// The keys ``DeliveryCounts`` and ``RegistrationCounts`` have besides their metrics.
+    static let reservedNames: Set<String> = ["tenant", "deliveryId", "integrationKey", "platform", "firstEvent", "lastEvent", "values"]
+
+    /// Whether `column` is lower-case letters, digits and underscores, starting with a letter.
+    static func isIdentifier(_ column: String) -> Bool {
+        guard let first = column.unicodeScalars.first, ("a"..."z").contains(first) else { return false }
+        return column.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }
     }
 
     /// This table with `metric` added at the end.

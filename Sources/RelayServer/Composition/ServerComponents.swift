@@ -174,7 +174,10 @@ struct ServerComponents {
         if let aggregator { services.append(AggregatorService(aggregator: aggregator, logger: logger)) }
         if let uploader { services.append(UploaderService(uploader: uploader, logger: logger)) }
         if let fleet {
-            services.append(FleetAggregationService(location: fleet.location, log: log, status: fleet.status, metrics: metrics, logger: logger))
+            services.append(
+                FleetAggregationService(
+                    location: fleet.location, log: log, status: fleet.status, metrics: metrics, logger: logger,
+                    aggregateMetrics: configuration.aggregateMetrics))
         }
         services.append(
             MetricsSampler(metrics: metrics, history: history, log: log, fleet: fleet?.status, aggregator: aggregator, store: store, tenants: tenants)
