@@ -30,6 +30,7 @@ let package = Package(
         .library(name: "RelayEventJSON", targets: ["RelayEventJSON"]),
         .library(name: "RelayLog", targets: ["RelayLog"]),
         .library(name: "RelaySQLite", targets: ["RelaySQLite"]),
+        .library(name: "RelayAggregates", targets: ["RelayAggregates"]),
         .library(name: "RelayAggregator", targets: ["RelayAggregator"]),
         .library(name: "RelayForwarding", targets: ["RelayForwarding"]),
         .library(name: "CampaignEmulator", targets: ["CampaignEmulator"]),
@@ -112,11 +113,19 @@ let package = Package(
             dependencies: ["CSQLite", "RelayIO"],
             swiftSettings: swiftSettings
         ),
+        // The aggregate model both backends share: the one table of metrics, the count reduction
+        // (`CountDeltas`), the counts it reads back, and the aggregate-backend protocol.
+        .target(
+            name: "RelayAggregates",
+            dependencies: ["RelayCore"],
+            swiftSettings: swiftSettings
+        ),
         // Exact counts per delivery and per app, kept in SQLite from the log, exactly once.
         .target(
             name: "RelayAggregator",
             dependencies: [
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                "RelayAggregates",
                 "RelayCore",
                 "RelayIO",
                 "RelayLog",
@@ -133,7 +142,7 @@ let package = Package(
                 "RelayCore",
                 "RelayIO",
                 "RelayLog",
-                "RelayAggregator",
+                "RelayAggregates",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -203,6 +212,7 @@ let package = Package(
                 "RelayCore",
                 "RelayIO",
                 "RelayLog",
+                "RelayAggregates",
                 "RelayAggregator",
                 "RelayForwarding",
                 "RelayPostgres",
@@ -222,6 +232,7 @@ let package = Package(
                 "RelayEventJSON",
                 "RelayIO",
                 "RelayLog",
+                "RelayAggregates",
                 "RelayAggregator",
                 "RelayForwarding",
                 "RelayPostgres",
@@ -249,6 +260,7 @@ let package = Package(
                 "CampaignProtocol",
                 "RelayEventJSON",
                 "RelayLog",
+                "RelayAggregates",
                 "RelayAggregator",
                 "RelayForwarding",
                 "RelayPostgres",
@@ -343,7 +355,8 @@ let package = Package(
             name: "RelayAggregatorTests",
             dependencies: [
                 "TestTiers",
-                "RelayAggregator", "RelayLog", "RelayCore", "RelaySQLite", "RelayTestSupport", .product(name: "Logging", package: "swift-log"),
+                "RelayAggregates", "RelayAggregator", "RelayLog", "RelayCore", "RelaySQLite", "RelayTestSupport",
+                .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
@@ -379,8 +392,8 @@ let package = Package(
             name: "RelayServerTests",
             dependencies: [
                 "TestTiers",
-                "RelayServer", "RelayPrivacy", "RelayLog", "RelayCore", "CampaignProtocol", "RelayIO", "RelaySQLite", "RelayChain", "RelayForwarding",
-                "RelayAggregator", "RelayPostgres", "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport",
+                "RelayServer", "RelayPrivacy", "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain", "RelayForwarding",
+                "RelayAggregates", "RelayAggregator", "RelayPostgres", "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -395,8 +408,9 @@ let package = Package(
             name: "CampaignRelayTests",
             dependencies: [
                 "TestTiers",
-                "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain", "RelayAggregator",
-                "RelayPostgres", "RelayForwarding", "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport", "CampaignRelay",
+                "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain", "RelayAggregates",
+                "RelayAggregator", "RelayPostgres", "RelayForwarding", "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport",
+                "CampaignRelay",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],

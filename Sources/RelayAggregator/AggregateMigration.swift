@@ -1,3 +1,4 @@
+import RelayAggregates
 import RelayLog
 import RelaySQLite
 
@@ -16,7 +17,31 @@ import RelaySQLite
 /// - Versions 1 to 4 keep push tokens in the clear in `registration_tokens`; version 5 keeps their
 ///   digests (``TokenDigest``). Every row is replaced by its digest's (distinct tokens have distinct
 ///   digests, so the counts stay). The caller vacuums the file afterwards, so the tokens' old pages go.
+/// - A metric of the ``MetricTable`` that ``MetricTable/original`` lacks gets its column (`metric
+///   <column>`), zero in every row: none of it was counted before.
+///
+/// These are one ordered list of named migrations (``steps(_:)``); a database runs the ones it
+/// lacks, in order, in one transaction.
 enum AggregateMigration {
+    /// One migration of the list.
+    struct Step: Sendable {
+        /// Its name, as the log and `docs/seams/metrics.md` give it.
+        var name: String
+        /// The schema version it brings the database to, for the schema's own steps.
+        var version: Int64?
+        /// The metric whose column it adds, for a metric's step.
+        var metric: AggregateMetric?
+    }
+
+    /// Every migration, in order: the schema's versions, then a column per metric of `table` the
+    /// original table lacks (``MetricTable/original``).
+    static func steps(_ table: MetricTable) -> [Step] {
+        [
+            Step(name: "2 relay origins", version: 2), Step(name: "3 message chunks", version: 3), Step(name: "4 tenants", version: 4),
+            Step(name: "5 token digests", version: 5),
+        ] + table.added.map { Step(name: "metric \($0.column)", metric: $0) }
+    }
+
     /// What a migration did.
     struct Summary {
         /// The version the database had.
@@ -25,29 +50,75 @@ enum AggregateMigration {
         var messages: Int
         /// Deliveries given the default tenant (from versions 1 to 3).
         var deliveries: Int
+        /// The migrations that ran, in order.
+        var steps: [String]
+        /// Whether the schema's version changed (the file is compacted then).
+        var changedVersion: Bool { from != AggregateSchema.version }
     }
 
-    /// Migrates the database of `connection` (at `path`) from `version`, inside the caller's
-    /// transaction, after ``AggregateSchema/create`` ran; `nil` when it already is current.
+    /// The migrations of `table` the database of `connection` (of schema `version`) lacks.
     ///
-    /// - Throws: ``AggregatorError/database(_:)`` when SQLite fails (the caller rolls back, and the
-    ///   file keeps its old version), ``AggregatorError/schemaMismatch(path:found:expected:)`` for a
-    ///   version this relay does not know how to bring up.
-    static func migrate(_ connection: SQLiteConnection, path: String, from version: Int64) throws(AggregatorError) -> Summary? {
-        guard version != AggregateSchema.version else { return nil }
-        guard (1..<AggregateSchema.version).contains(version) else {
+    /// - Throws: ``AggregatorError/schemaMismatch(path:found:expected:)`` for a version this relay
+    ///   does not know how to bring up; ``AggregatorError/database(_:)`` when SQLite fails.
+    static func pending(_ connection: SQLiteConnection, path: String, from version: Int64, table: MetricTable) throws(AggregatorError) -> [Step] {
+        guard (1...AggregateSchema.version).contains(version) else {
             throw .schemaMismatch(path: path, found: version, expected: AggregateSchema.version)
         }
-        let messages = version < 3 ? try chunkMessages(connection, path: path) : 0
-        var deliveries = 0
+        let columns: Set<String>
         do {
-            if version < AggregateSchema.firstVersionWithTenants { deliveries = try addTenants(connection) }
-            if version < AggregateSchema.firstVersionWithTokenDigests { try digestTokens(connection) }
-            try connection.execute("UPDATE aggregator_state SET schema_version = \(AggregateSchema.version) WHERE id = 1")
+            columns = try existingColumns(connection)
         } catch {
             throw .database(error)
         }
-        return Summary(from: version, messages: messages, deliveries: deliveries)
+        return steps(table).filter { step in
+            if let metric = step.metric { return !columns.contains(metric.column) }
+            return version < step.version ?? 0
+        }
+    }
+
+    /// The columns of `deliveries` and `registrations`.
+    static func existingColumns(_ connection: SQLiteConnection) throws(SQLiteError) -> Set<String> {
+        let statement = try connection.prepare(
+            "SELECT name FROM pragma_table_info('deliveries') UNION ALL SELECT name FROM pragma_table_info('registrations')")
+        defer { statement.finalize() }
+        var names: Set<String> = []
+        while try statement.step() { names.insert(statement.text(0) ?? "") }
+        return names
+    }
+
+    /// Runs `steps` (``pending(_:path:from:table:)``) on the database of `connection` (at `path`,
+    /// of schema `version`), inside the caller's transaction, after ``AggregateSchema/create`` ran.
+    ///
+    /// - Throws: ``AggregatorError/database(_:)`` when SQLite fails (the caller rolls back, and the
+    ///   file keeps its old version and columns).
+    static func migrate(_ connection: SQLiteConnection, path: String, from version: Int64, steps: [Step]) throws(AggregatorError) -> Summary {
+        var messages = 0
+        var deliveries = 0
+        for step in steps {
+            switch step.version {
+            case 3: messages = try chunkMessages(connection, path: path)
+            default: break
+            }
+            do {
+                switch step.version {
+                case AggregateSchema.firstVersionWithTenants: deliveries = try addTenants(connection)
+                case AggregateSchema.firstVersionWithTokenDigests: try digestTokens(connection)
+                default: break
+                }
+                // Version 2's only change, `relay_origins`, is made by `create` when missing.
+                if let metric = step.metric { try connection.execute(AggregateSchema.addColumn(metric)) }
+            } catch {
+                throw .database(error)
+            }
+        }
+        if version != AggregateSchema.version {
+            do {
+                try connection.execute("UPDATE aggregator_state SET schema_version = \(AggregateSchema.version) WHERE id = 1")
+            } catch {
+                throw .database(error)
+            }
+        }
+        return Summary(from: version, messages: messages, deliveries: deliveries, steps: steps.map(\.name))
     }
 
     /// Rebuilds the three tables keyed by what tenants split with a `tenant` column of `''`, each

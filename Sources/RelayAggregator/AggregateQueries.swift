@@ -1,3 +1,4 @@
+public import RelayAggregates
 public import RelayCore
 public import RelayIO
 import RelaySQLite
@@ -15,20 +16,34 @@ public actor AggregateQueries: BlockingActor {
     /// The database's schema version: 1 (written before relay chains, so without origins), 2 or 3
     /// (before tenants: every row is the default tenant's, with no `tenant` column) or the current one.
     private let schemaVersion: Int64
+    /// The metrics it reads, each from its column, or as 0 from a database not yet migrated to it.
+    private let table: MetricTable
+    /// The columns of `deliveries` and `registrations` the database has.
+    private let columns: Set<String>
+
+    /// What `SELECT` reads for `metric`: its column, or 0 when the database has none yet.
+    private func selected(_ metric: AggregateMetric) -> String { columns.contains(metric.column) ? metric.column : "0" }
 
     /// The `tenant` column, or the default tenant's `''` for a database from before tenants.
     private var tenantColumn: String { schemaVersion >= AggregateSchema.firstVersionWithTenants ? "tenant" : "''" }
 
-    /// Opens the database at `path` read-only.
+    /// Opens the database at `path` read-only, to read the metrics of `metrics`.
     ///
     /// - Throws: ``AggregatorError/unreadableDatabase(path:_:)`` when it is missing or not an
     ///   aggregates database.
-    public init(path: String) async throws(AggregatorError) {
+    public init(path: String, metrics: MetricTable = .standard) async throws(AggregatorError) {
         let executor = BlockingExecutor(name: "sqlite-queries")
         self.path = path
         self.executor = executor
-        (connection, schemaVersion) = try await executor.run { () throws(AggregatorError) -> (SQLiteConnection, Int64) in
-            try Self.open(path: path)
+        self.table = metrics
+        (connection, schemaVersion, columns) = try await executor.run { () throws(AggregatorError) -> (SQLiteConnection, Int64, Set<String>) in
+            let (connection, version) = try Self.open(path: path)
+            do throws(SQLiteError) {
+                return (connection, version, try AggregateMigration.existingColumns(connection))
+            } catch {
+                connection.close()
+                throw .unreadableDatabase(path: path, error)
+            }
         }
     }
 
@@ -100,8 +115,9 @@ public actor AggregateQueries: BlockingActor {
     /// The deliveries of `tenant`, most recently active first; only `deliveryId` when given.
     public func deliveries(tenant: TenantSelection = .all, deliveryId: String? = nil, limit: Int? = nil) throws(AggregatorError) -> [DeliveryCounts] {
         do {
+            let metrics = table.perDelivery
             var sql =
-                "SELECT \(tenantColumn), delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns FROM deliveries WHERE (?1 IS NULL OR \(tenantColumn) = ?1) AND (?2 IS NULL OR delivery_id = ?2)"
+                "SELECT \(tenantColumn), delivery_id, \(metrics.map { selected($0) + ", " }.joined())first_event_ns, last_event_ns FROM deliveries WHERE (?1 IS NULL OR \(tenantColumn) = ?1) AND (?2 IS NULL OR delivery_id = ?2)"
             sql += " ORDER BY last_event_ns DESC, \(tenantColumn), delivery_id"
             if let limit { sql += " LIMIT \(max(0, limit))" }
             let statement = try connection.prepare(sql)
@@ -109,13 +125,13 @@ public actor AggregateQueries: BlockingActor {
             if let deliveryId { try statement.bind(2, deliveryId) }
             var rows: [DeliveryCounts] = []
             while try statement.step() {
+                let times = Int32(2 + metrics.count)
                 rows.append(
                     DeliveryCounts(
                         tenant: TenantName.displayName(stored: statement.text(0) ?? ""), deliveryId: statement.text(1) ?? "",
-                        impressions: statement.int64(2), opens: statement.int64(3), clicks: statement.int64(4),
-                        uniqueImpressions: statement.int64(5), uniqueOpens: statement.int64(6), uniqueClicks: statement.int64(7),
-                        firstEvent: EventTime(nanosecondsSinceEpoch: statement.int64(8), fractionDigits: 3),
-                        lastEvent: EventTime(nanosecondsSinceEpoch: statement.int64(9), fractionDigits: 3)
+                        values: Dictionary(uniqueKeysWithValues: metrics.enumerated().map { ($1.name, statement.int64(Int32(2 + $0))) }),
+                        firstEvent: EventTime(nanosecondsSinceEpoch: statement.int64(times), fractionDigits: 3),
+                        lastEvent: EventTime(nanosecondsSinceEpoch: statement.int64(times + 1), fractionDigits: 3)
                     )
                 )
             }
@@ -128,18 +144,21 @@ public actor AggregateQueries: BlockingActor {
     /// Registrations of `tenant` per integration key and platform, most recently active first.
     public func registrations(tenant: TenantSelection = .all) throws(AggregatorError) -> [RegistrationCounts] {
         do {
+            let metrics = table.perApp
             let statement = try connection.prepare(
-                "SELECT \(tenantColumn), integration_key, platform, registrations, distinct_tokens, first_event_ns, last_event_ns FROM registrations WHERE ?1 IS NULL OR \(tenantColumn) = ?1 ORDER BY last_event_ns DESC, \(tenantColumn), integration_key, platform"
+                "SELECT \(tenantColumn), integration_key, platform, \(metrics.map { selected($0) + ", " }.joined())first_event_ns, last_event_ns FROM registrations WHERE ?1 IS NULL OR \(tenantColumn) = ?1 ORDER BY last_event_ns DESC, \(tenantColumn), integration_key, platform"
             )
             if let stored = tenant.storedName { try statement.bind(1, stored) }
             var rows: [RegistrationCounts] = []
             while try statement.step() {
+                let times = Int32(3 + metrics.count)
                 rows.append(
                     RegistrationCounts(
                         tenant: TenantName.displayName(stored: statement.text(0) ?? ""), integrationKey: statement.text(1) ?? "",
-                        platform: Platform(rawValue: statement.text(2) ?? "") ?? .ios, registrations: statement.int64(3),
-                        distinctTokens: statement.int64(4), firstEvent: EventTime(nanosecondsSinceEpoch: statement.int64(5), fractionDigits: 3),
-                        lastEvent: EventTime(nanosecondsSinceEpoch: statement.int64(6), fractionDigits: 3)
+                        platform: Platform(rawValue: statement.text(2) ?? "") ?? .ios,
+                        values: Dictionary(uniqueKeysWithValues: metrics.enumerated().map { ($1.name, statement.int64(Int32(3 + $0))) }),
+                        firstEvent: EventTime(nanosecondsSinceEpoch: statement.int64(times), fractionDigits: 3),
+                        lastEvent: EventTime(nanosecondsSinceEpoch: statement.int64(times + 1), fractionDigits: 3)
                     )
                 )
             }

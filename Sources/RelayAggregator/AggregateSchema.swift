@@ -1,3 +1,4 @@
+import RelayAggregates
 import RelaySQLite
 
 /// The tables of `<data-dir>/aggregates.sqlite` (documented in `docs/aggregates.md`).
@@ -36,41 +37,47 @@ enum AggregateSchema {
     /// The first version whose deliveries, registrations and tokens carry their tenant.
     static let firstVersionWithTenants: Int64 = 4
 
-    /// `deliveries` under `name`: one row per (tenant, delivery id), the default tenant's as `''`.
-    /// Named so that the migration from version 3 builds its copy from the same text.
+    /// A column definition per metric of `metrics`.
+    private static func columns(_ metrics: [AggregateMetric]) -> String {
+        metrics.map { "    \($0.column) INTEGER NOT NULL,\n" }.joined()
+    }
+
+    /// `deliveries` under `name`: one row per (tenant, delivery id), the default tenant's as `''`,
+    /// with a column per metric of ``MetricTable/original`` (a migration adds the others:
+    /// ``AggregateMigration``). Named so that the migration from version 3 builds its copy from the
+    /// same text.
     static func deliveriesTable(_ name: String) -> String {
         """
         CREATE TABLE IF NOT EXISTS \(name) (
             delivery_ref INTEGER PRIMARY KEY,
             tenant TEXT NOT NULL DEFAULT '',
             delivery_id TEXT NOT NULL,
-            impressions INTEGER NOT NULL,
-            opens INTEGER NOT NULL,
-            clicks INTEGER NOT NULL,
-            unique_impressions INTEGER NOT NULL,
-            unique_opens INTEGER NOT NULL,
-            unique_clicks INTEGER NOT NULL,
-            first_event_ns INTEGER NOT NULL,
+        \(columns(MetricTable.original.perDelivery))    first_event_ns INTEGER NOT NULL,
             last_event_ns INTEGER NOT NULL,
             UNIQUE (tenant, delivery_id)
         );
         """
     }
 
-    /// `registrations` under `name`: one row per (tenant, integration key, platform).
+    /// `registrations` under `name`: one row per (tenant, integration key, platform), with a column
+    /// per per-app metric of ``MetricTable/original``.
     static func registrationsTable(_ name: String) -> String {
         """
         CREATE TABLE IF NOT EXISTS \(name) (
             tenant TEXT NOT NULL DEFAULT '',
             integration_key TEXT NOT NULL,
             platform TEXT NOT NULL,
-            registrations INTEGER NOT NULL,
-            distinct_tokens INTEGER NOT NULL,
-            first_event_ns INTEGER NOT NULL,
+        \(columns(MetricTable.original.perApp))    first_event_ns INTEGER NOT NULL,
             last_event_ns INTEGER NOT NULL,
             PRIMARY KEY (tenant, integration_key, platform)
         ) WITHOUT ROWID;
         """
+    }
+
+    /// The column a migration adds for `metric` (a metric ``MetricTable/original`` lacks): zero in
+    /// every existing row, which counted none of it.
+    static func addColumn(_ metric: AggregateMetric) -> String {
+        "ALTER TABLE \(metric.scope == .perDelivery ? "deliveries" : "registrations") ADD COLUMN \(metric.column) INTEGER NOT NULL DEFAULT 0"
     }
 
     /// `registration_tokens` under `name`: the distinct tokens of each tenant's app, each as its
@@ -90,7 +97,7 @@ enum AggregateSchema {
     /// The readable view of the deliveries, most recently active first.
     static let deliveryStatsView = """
         CREATE VIEW IF NOT EXISTS delivery_stats AS
-            SELECT tenant, delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks,
+            SELECT tenant, delivery_id, \(MetricTable.original.perDelivery.map(\.column).joined(separator: ", ")),
                    strftime('%Y-%m-%dT%H:%M:%fZ', first_event_ns / 1e9, 'unixepoch') AS first_event,
                    strftime('%Y-%m-%dT%H:%M:%fZ', last_event_ns / 1e9, 'unixepoch') AS last_event
             FROM deliveries ORDER BY last_event_ns DESC;
@@ -139,33 +146,40 @@ enum AggregateSchema {
         \(deliveryStatsView)
         """
 
-    static let insertDelivery = """
-        INSERT INTO deliveries (tenant, delivery_id, impressions, opens, clicks, unique_impressions, unique_opens, unique_clicks, first_event_ns, last_event_ns)
-        VALUES (?, ?, 0, 0, 0, 0, 0, 0, ?, ?)
-        """
+    /// A new delivery's row, every metric at zero: `?1` tenant, `?2` delivery id, `?3` and `?4` times.
+    static func insertDelivery(_ table: MetricTable) -> String {
+        let columns = table.perDelivery.map(\.column)
+        return """
+            INSERT INTO deliveries (tenant, delivery_id, \(columns.map { "\($0), " }.joined())first_event_ns, last_event_ns)
+            VALUES (?, ?, \(columns.map { _ in "0, " }.joined())?, ?)
+            """
+    }
 
-    static let addToDelivery = """
-        UPDATE deliveries SET
-            impressions = impressions + ?2,
-            opens = opens + ?3,
-            clicks = clicks + ?4,
-            unique_impressions = unique_impressions + ?5,
-            unique_opens = unique_opens + ?6,
-            unique_clicks = unique_clicks + ?7,
-            first_event_ns = min(first_event_ns, ?8),
-            last_event_ns = max(last_event_ns, ?9)
-        WHERE delivery_ref = ?1
-        """
+    /// Adds to a delivery's row: `?1` its `delivery_ref`, then one value per per-delivery metric in
+    /// table order, then the first and last event times.
+    static func addToDelivery(_ table: MetricTable) -> String {
+        let columns = table.perDelivery.map(\.column)
+        let sums = columns.enumerated().map { "    \($1) = \($1) + ?\($0 + 2),\n" }.joined()
+        return """
+            UPDATE deliveries SET
+            \(sums)    first_event_ns = min(first_event_ns, ?\(columns.count + 2)),
+                last_event_ns = max(last_event_ns, ?\(columns.count + 3))
+            WHERE delivery_ref = ?1
+            """
+    }
 
-    static let upsertRegistration = """
-        INSERT INTO registrations (tenant, integration_key, platform, registrations, distinct_tokens, first_event_ns, last_event_ns)
-        VALUES (?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (tenant, integration_key, platform) DO UPDATE SET
-            registrations = registrations + excluded.registrations,
-            distinct_tokens = distinct_tokens + excluded.distinct_tokens,
-            first_event_ns = min(first_event_ns, excluded.first_event_ns),
-            last_event_ns = max(last_event_ns, excluded.last_event_ns)
-        """
+    /// Adds to an app's row (made when missing): tenant, integration key, platform, one value per
+    /// per-app metric in table order, then the first and last event times.
+    static func upsertRegistration(_ table: MetricTable) -> String {
+        let columns = table.perApp.map(\.column)
+        return """
+            INSERT INTO registrations (tenant, integration_key, platform, \(columns.map { "\($0), " }.joined())first_event_ns, last_event_ns)
+            VALUES (?, ?, ?, \(columns.map { _ in "?, " }.joined())?, ?)
+            ON CONFLICT (tenant, integration_key, platform) DO UPDATE SET
+            \(columns.map { "    \($0) = \($0) + excluded.\($0),\n" }.joined())    first_event_ns = min(first_event_ns, excluded.first_event_ns),
+                last_event_ns = max(last_event_ns, excluded.last_event_ns)
+            """
+    }
 
     // In an UPDATE every expression reads the row as it was, so `last_sequence` compares against
     // the old epoch before `epoch` moves.

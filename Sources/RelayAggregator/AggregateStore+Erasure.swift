@@ -1,3 +1,4 @@
+import RelayAggregates
 import RelayCore
 public import RelayLog
 import RelaySQLite
@@ -15,21 +16,44 @@ public struct AggregateErasure: Sendable, Hashable, Codable {
     public init() {}
 }
 
+extension ErasedRegistration {
+    /// What an erasure plan's `target` says of its registration.
+    init(_ target: ErasurePlan.Target) {
+        self.init(
+            sequence: target.sequence,
+            facts: RegistrationFacts(
+                tenant: target.tenant, integrationKey: target.integrationKey, platform: target.platform, timeNanoseconds: target.timeNanoseconds,
+                originRelayID: target.originRelayId), viaRelayID: target.viaRelayId, tokenDigest: target.tokenDigest, isCopy: target.isCopy)
+    }
+}
+
 extension AggregateStore {
-    /// Takes the registrations of `targets` out of the aggregates, in one transaction.
+    /// Takes the registrations of `targets` out of the aggregates (``uncount(_:)``).
+    func applyErasure(_ targets: [ErasurePlan.Target]) throws(AggregatorError) -> AggregateErasure {
+        let uncounted = try uncount(targets.map(ErasedRegistration.init))
+        var result = AggregateErasure()
+        result.registrationsUncounted = uncounted.uncounted
+        result.registrationsNeverCounted = uncounted.neverCounted
+        result.tokensForgotten = uncounted.tokensForgotten
+        return result
+    }
+
+    /// Takes `registrations` out of the aggregates, in one transaction.
     ///
     /// `erased_registrations` holds every registration the aggregates will never count: the ones an
     /// erasure took out, and the erased entries the aggregator met in the log (``CountDeltas``). A
-    /// target found there is done already (this erasure ran before, or the aggregator met it
-    /// erased: not counted). Otherwise one between the database's first sequence and its position was counted and its app's
-    /// (and origin's) counts drop by one; one at or after it was not, and is recorded so that it
-    /// is not counted when the aggregator meets it. Each target's token digest row goes, and its
-    /// app's distinct tokens drop by one per row removed. Idempotent: running it again changes nothing.
+    /// registration found there is done already (this erasure ran before, or the aggregator met it
+    /// erased: not counted). Otherwise one between the database's first sequence and its position
+    /// was counted: its app's value of every per-app total metric whose predicate it matches drops
+    /// by one (``ErasedRegistration/totals(in:)``), and its origin's counts too; one at or after it
+    /// was not, and is recorded so that it is not counted when the aggregator meets it. Each
+    /// token digest row goes, and its app's distinct tokens drop by one per row removed.
+    /// Idempotent: running it again changes nothing.
     ///
     /// The caller must keep the aggregator from counting meanwhile (``Aggregator/applyErasure(_:)``
     /// in a server; the log's lock without one).
-    func applyErasure(_ targets: [ErasurePlan.Target]) throws(AggregatorError) -> AggregateErasure {
-        var result = AggregateErasure()
+    func uncount(_ registrations: [ErasedRegistration]) throws(AggregatorError) -> UncountedRegistrations {
+        var result = UncountedRegistrations()
         do { try connection.execute("BEGIN IMMEDIATE") } catch { throw .database(error) }
         do throws(SQLiteError) {
             // What the database counted: from its first sequence (a database made on a trimmed log
@@ -42,55 +66,70 @@ extension AggregateStore {
                 throw SQLiteError(code: 1, message: "\(error)", context: path)
             }
             let isErased = try connection.prepare("SELECT 1 FROM erased_registrations WHERE sequence = ?")
-            let uncountRegistration = try connection.prepare(
-                "UPDATE registrations SET registrations = registrations - 1 WHERE tenant = ? AND integration_key = ? AND platform = ? AND registrations > 0"
-            )
+            // One statement per per-app total metric: each lowers its own column.
+            var lowerTotal: [String: SQLiteStatement] = [:]
+            for metric in table.appTotals {
+                lowerTotal[metric.column] = try connection.prepare(
+                    "UPDATE registrations SET \(metric.column) = \(metric.column) - 1 WHERE tenant = ? AND integration_key = ? AND platform = ? AND \(metric.column) > 0"
+                )
+            }
             let uncountOrigin = try connection.prepare(
                 "UPDATE relay_origins SET events = events - 1, registrations = registrations - 1 WHERE relay_id = ? AND via_relay_id = ? AND registrations > 0"
             )
             let forgetToken = try connection.prepare(
                 "DELETE FROM registration_tokens WHERE tenant = ? AND integration_key = ? AND platform = ? AND registration_token = ?")
-            let lowerDistinct = try connection.prepare(
-                "UPDATE registrations SET distinct_tokens = distinct_tokens - 1 WHERE tenant = ? AND integration_key = ? AND platform = ? AND distinct_tokens > 0"
-            )
-            defer { for statement in [isErased, uncountRegistration, uncountOrigin, forgetToken, lowerDistinct] { statement.finalize() } }
-            func bindApp(_ statement: SQLiteStatement, _ target: ErasurePlan.Target) throws(SQLiteError) {
-                statement.reset()
-                try statement.bind(1, target.tenant)
-                try statement.bind(2, target.integrationKey)
-                try statement.bind(3, target.platform)
+            let tokens = table.appTokens?.column
+            let lowerDistinct = try tokens.map { column throws(SQLiteError) in
+                try connection.prepare(
+                    "UPDATE registrations SET \(column) = \(column) - 1 WHERE tenant = ? AND integration_key = ? AND platform = ? AND \(column) > 0")
             }
-            for target in targets {
+            defer {
+                for statement in [isErased, uncountOrigin, forgetToken] + Array(lowerTotal.values) + (lowerDistinct.map { [$0] } ?? []) {
+                    statement.finalize()
+                }
+            }
+            func bindApp(_ statement: SQLiteStatement, _ facts: RegistrationFacts) throws(SQLiteError) {
+                statement.reset()
+                try statement.bind(1, facts.tenant)
+                try statement.bind(2, facts.integrationKey)
+                try statement.bind(3, facts.platform)
+            }
+            for registration in registrations {
                 isErased.reset()
-                try isErased.bind(1, Int64(bitPattern: target.sequence))
+                try isErased.bind(1, Int64(bitPattern: registration.sequence))
                 if try isErased.step() { continue }
-                if target.isCopy {
+                if registration.isCopy {
                     // A copy was never counted (the entry it copies was, and is a target of its own).
-                } else if counted.contains(target.sequence) {
-                    try bindApp(uncountRegistration, target)
-                    try uncountRegistration.step()
-                    if let origin = target.originRelayId {
+                } else if counted.contains(registration.sequence) {
+                    for metric in registration.totals(in: table) {
+                        guard let statement = lowerTotal[metric.column] else { continue }
+                        try bindApp(statement, registration.facts)
+                        try statement.step()
+                    }
+                    if let origin = registration.facts.originRelayID {
                         uncountOrigin.reset()
                         try uncountOrigin.bind(1, origin)
-                        try uncountOrigin.bind(2, target.viaRelayId ?? "")
+                        try uncountOrigin.bind(2, registration.viaRelayID ?? "")
                         try uncountOrigin.step()
                     }
-                    result.registrationsUncounted += 1
+                    result.uncounted += 1
                 } else {
-                    result.registrationsNeverCounted += 1
+                    result.neverCounted += 1
                 }
                 insertErased.reset()
-                try insertErased.bind(1, Int64(bitPattern: target.sequence))
+                try insertErased.bind(1, Int64(bitPattern: registration.sequence))
                 try insertErased.step()
             }
-            for target in targets {
-                try bindApp(forgetToken, target)
-                try forgetToken.bind(4, target.tokenDigest)
+            for registration in registrations {
+                try bindApp(forgetToken, registration.facts)
+                try forgetToken.bind(4, registration.tokenDigest)
                 try forgetToken.step()
                 guard connection.changes > 0 else { continue }
                 result.tokensForgotten += 1
-                try bindApp(lowerDistinct, target)
-                try lowerDistinct.step()
+                if let lowerDistinct {
+                    try bindApp(lowerDistinct, registration.facts)
+                    try lowerDistinct.step()
+                }
             }
             try connection.execute("COMMIT")
         } catch {

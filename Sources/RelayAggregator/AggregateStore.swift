@@ -1,13 +1,18 @@
 import Logging
+import RelayAggregates
 import RelayCore
 import RelaySQLite
 
 /// The aggregates database, written by one ``Aggregator``: counts and the log position they
 /// cover, always changed together in one transaction, so a crash at any point neither loses nor
 /// double-counts an event.
-final class AggregateStore {
+///
+/// Its columns, upserts and migrations come from its ``MetricTable`` (``AggregateBackend``).
+final class AggregateStore: AggregateBackend {
     let path: String
     let connection: SQLiteConnection
+    /// The metrics it counts.
+    let table: MetricTable
     private let messageSets: MessageSets
     private let insertToken: SQLiteStatement
     private let findDelivery: SQLiteStatement
@@ -21,13 +26,16 @@ final class AggregateStore {
     /// `deliveries.delivery_ref` by tenant and delivery id; only holds refs of committed rows.
     private var deliveryRefs: [CountDeltas.DeliveryKey: Int64] = [:]
 
-    /// Opens (creating if needed) the database at `path`; a new database starts at `firstSequence`.
-    /// Its page cache holds up to `pageCacheBytes`. A database of an earlier schema version is
-    /// migrated in place (``AggregateMigration``), which `logger` reports.
-    init(path: String, firstSequence: UInt64, pageCacheBytes: Int = Aggregator.defaultPageCacheBytes, logger: Logger? = nil)
-        throws(AggregatorError)
-    {
+    /// Opens (creating if needed) the database at `path`, counting the metrics of `table`; a new
+    /// database starts at `firstSequence`. Its page cache holds up to `pageCacheBytes`. A database
+    /// of an earlier schema version, or without a column of `table`, is migrated in place
+    /// (``AggregateMigration``), which `logger` reports.
+    init(
+        path: String, firstSequence: UInt64, table: MetricTable = .standard, pageCacheBytes: Int = Aggregator.defaultPageCacheBytes,
+        logger: Logger? = nil
+    ) throws(AggregatorError) {
         self.path = path
+        self.table = table
         do {
             // Exactness comes from atomic transactions, not from syncing each one: a transaction lost
             // to power failure takes its position with it and is simply aggregated again.
@@ -46,16 +54,17 @@ final class AggregateStore {
             // Statements are prepared against the current tables: an earlier version's are
             // migrated first (`create` above left them as they were).
             let version = try AggregateSchema.storedVersion(opened, path: path)
-            if version != AggregateSchema.version {
-                try Self.migrate(opened, path: path, from: version, logger: logger)
+            let steps = try AggregateMigration.pending(opened, path: path, from: version, table: table)
+            if !steps.isEmpty {
+                try Self.migrate(opened, path: path, from: version, steps: steps, logger: logger)
             }
             messageSets = try MessageSets(connection: opened, path: path)
             insertToken = try connection.prepare(
                 "INSERT OR IGNORE INTO registration_tokens (tenant, integration_key, platform, registration_token) VALUES (?, ?, ?, ?)")
             findDelivery = try connection.prepare("SELECT delivery_ref FROM deliveries WHERE tenant = ? AND delivery_id = ?")
-            insertDelivery = try connection.prepare(AggregateSchema.insertDelivery)
-            addToDelivery = try connection.prepare(AggregateSchema.addToDelivery)
-            upsertRegistration = try connection.prepare(AggregateSchema.upsertRegistration)
+            insertDelivery = try connection.prepare(AggregateSchema.insertDelivery(table))
+            addToDelivery = try connection.prepare(AggregateSchema.addToDelivery(table))
+            upsertRegistration = try connection.prepare(AggregateSchema.upsertRegistration(table))
             upsertOrigin = try connection.prepare(AggregateSchema.upsertOrigin)
             readState = try connection.prepare("SELECT schema_version, next_sequence, first_sequence FROM aggregator_state WHERE id = 1")
             writePosition = try connection.prepare("UPDATE aggregator_state SET next_sequence = ?, updated_at = ? WHERE id = 1")
@@ -69,18 +78,43 @@ final class AggregateStore {
         }
     }
 
-    /// Brings the database from `version` to the current one in one transaction, then gives the
-    /// old table's pages back to the file system. On failure the connection is closed.
-    private static func migrate(_ connection: SQLiteConnection, path: String, from version: Int64, logger: Logger?) throws(AggregatorError) {
+    /// The names of its migrations, in order (``AggregateMigration/steps(_:)``).
+    var migrationNames: [String] { AggregateMigration.steps(table).map(\.name) }
+
+    /// Runs the migrations the database lacks (the store ran them when it opened; this finds none
+    /// left then).
+    func migrate() throws(AggregatorError) {
+        let version = try AggregateSchema.storedVersion(connection, path: path)
+        let steps = try AggregateMigration.pending(connection, path: path, from: version, table: table)
+        guard !steps.isEmpty else { return }
+        do throws(AggregatorError) {
+            do { try connection.execute("BEGIN IMMEDIATE") } catch { throw AggregatorError.database(error) }
+            _ = try AggregateMigration.migrate(connection, path: path, from: version, steps: steps)
+            do { try connection.execute("COMMIT") } catch { throw AggregatorError.database(error) }
+        } catch {
+            rollBack()
+            throw error
+        }
+    }
+
+    /// Runs `steps` in one transaction, then (when the schema's version changed) gives the old
+    /// tables' pages back to the file system. On failure the connection is closed.
+    private static func migrate(_ connection: SQLiteConnection, path: String, from version: Int64, steps: [AggregateMigration.Step], logger: Logger?)
+        throws(AggregatorError)
+    {
+        guard steps.contains(where: { $0.version != nil }) else {
+            try addMetricColumns(connection, path: path, from: version, steps: steps, logger: logger)
+            return
+        }
         logger?.notice(
             "bringing the aggregates database to the current schema; this copies every delivery and registration once",
             metadata: ["path": "\(path)", "from": "\(version)", "to": "\(AggregateSchema.version)"])
         let started = SystemClock.monotonicNanoseconds()
-        let summary: AggregateMigration.Summary?
+        let summary: AggregateMigration.Summary
         do throws(AggregatorError) {
             do { try connection.execute("BEGIN IMMEDIATE") } catch { throw AggregatorError.database(error) }
             do throws(AggregatorError) {
-                summary = try AggregateMigration.migrate(connection, path: path, from: version)
+                summary = try AggregateMigration.migrate(connection, path: path, from: version, steps: steps)
                 do { try connection.execute("COMMIT") } catch { throw AggregatorError.database(error) }
             } catch {
                 try? connection.execute("ROLLBACK")
@@ -90,7 +124,6 @@ final class AggregateStore {
             connection.close()
             throw error
         }
-        guard let summary else { return }
         // VACUUM needs room for a copy of the file; without it the freed pages are reused by later
         // counts instead, which is only a larger file.
         do {
@@ -105,6 +138,28 @@ final class AggregateStore {
                 "deliveries": "\(summary.deliveries)",
                 "took": "\(Duration.nanoseconds(SystemClock.monotonicNanoseconds() - started).humanText)",
             ])
+    }
+
+    /// Adds the columns of metrics the database lacks, in one transaction: a quick change (no row
+    /// is copied), so the file is not compacted. On failure the connection is closed.
+    private static func addMetricColumns(
+        _ connection: SQLiteConnection, path: String, from version: Int64, steps: [AggregateMigration.Step], logger: Logger?
+    ) throws(AggregatorError) {
+        do throws(AggregatorError) {
+            do { try connection.execute("BEGIN IMMEDIATE") } catch { throw AggregatorError.database(error) }
+            do throws(AggregatorError) {
+                _ = try AggregateMigration.migrate(connection, path: path, from: version, steps: steps)
+                do { try connection.execute("COMMIT") } catch { throw AggregatorError.database(error) }
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+        } catch {
+            connection.close()
+            throw error
+        }
+        logger?.notice(
+            "added the columns of new metrics to the aggregates database", metadata: ["path": "\(path)", "migrations": "\(steps.map(\.name))"])
     }
 
     /// SQLite's primary result codes that say the disk or the moment failed, not the file: full,
@@ -194,16 +249,16 @@ final class AggregateStore {
 
     /// Adds the totals and `uniques` of `deltas` to the deliveries' rows, and counts registrations
     /// and origins.
-    private func addCounts(_ deltas: CountDeltas, references: [Int64], uniques: [SIMD4<Int64>]) throws(SQLiteError) {
+    private func addCounts(_ deltas: CountDeltas, references: [Int64], uniques: [[Int64]]) throws(SQLiteError) {
+        let deliveryColumns = Int32(table.perDelivery.count)
         for (index, delivery) in deltas.deliveries.enumerated() {
             addToDelivery.reset()
             try addToDelivery.bind(1, references[index])
-            for action in 0..<3 {
-                try addToDelivery.bind(Int32(2 + action), delivery.totals[action])
-                try addToDelivery.bind(Int32(5 + action), uniques[index][action])
+            for (column, value) in deltas.deliveryValues(index, uniques: uniques[index]).enumerated() {
+                try addToDelivery.bind(Int32(2 + column), value)
             }
-            try addToDelivery.bind(8, delivery.first)
-            try addToDelivery.bind(9, delivery.last)
+            try addToDelivery.bind(deliveryColumns + 2, delivery.first)
+            try addToDelivery.bind(deliveryColumns + 3, delivery.last)
             try addToDelivery.step()
         }
         var newTokenApps: [Int] = []
@@ -223,10 +278,10 @@ final class AggregateStore {
             try upsertRegistration.bind(1, delta.app.tenant)
             try upsertRegistration.bind(2, delta.app.integrationKey)
             try upsertRegistration.bind(3, delta.app.platform)
-            try upsertRegistration.bind(4, delta.registrations)
-            try upsertRegistration.bind(5, distinctTokens[index])
-            try upsertRegistration.bind(6, delta.first)
-            try upsertRegistration.bind(7, delta.last)
+            let values = deltas.appValues(index, distinctTokens: distinctTokens[index])
+            for (column, value) in values.enumerated() { try upsertRegistration.bind(Int32(4 + column), value) }
+            try upsertRegistration.bind(Int32(4 + values.count), delta.first)
+            try upsertRegistration.bind(Int32(5 + values.count), delta.last)
             try upsertRegistration.step()
         }
         for sequence in deltas.erasedSequences {

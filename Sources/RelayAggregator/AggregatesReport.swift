@@ -1,3 +1,4 @@
+public import RelayAggregates
 import RelayCore
 
 /// What the aggregates hold: the one definition behind `campaign-relay stats --json` and

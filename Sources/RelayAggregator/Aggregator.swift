@@ -1,4 +1,5 @@
 public import Logging
+public import RelayAggregates
 import RelayCore
 public import RelayIO
 public import RelayLog
@@ -68,19 +69,23 @@ public actor Aggregator: BlockingActor {
     /// `pageCacheBytes` bounds SQLite's page cache: large for a batch run (the distinct-message
     /// index of a million random message ids fits), small for a long-running server, whose memory
     /// it would otherwise fill.
+    ///
+    /// `metrics` says what it counts (``MetricTable``): a metric the database has no column for yet
+    /// gets one when it opens.
     public init(
         log: WriteAheadLog, dataDirectory: String, batchSize: Int = 50_000, allowPartial: Bool = false, movesLogCursor: Bool = true,
-        priority: BlockingExecutor.Priority = .normal, pageCacheBytes: Int = Aggregator.defaultPageCacheBytes, logger: Logger
+        priority: BlockingExecutor.Priority = .normal, pageCacheBytes: Int = Aggregator.defaultPageCacheBytes, metrics: MetricTable = .standard,
+        logger: Logger
     ) async throws(AggregatorError) {
         try await self.init(
             log: log, databasePath: Self.databasePath(dataDirectory: dataDirectory), batchSize: batchSize, allowPartial: allowPartial,
-            keepsCursor: movesLogCursor, priority: priority, pageCacheBytes: pageCacheBytes, logger: logger
+            keepsCursor: movesLogCursor, priority: priority, pageCacheBytes: pageCacheBytes, metrics: metrics, logger: logger
         )
     }
 
     private init(
         log: WriteAheadLog, databasePath: String, batchSize: Int, allowPartial: Bool, keepsCursor: Bool,
-        priority: BlockingExecutor.Priority = .normal, pageCacheBytes: Int = Aggregator.defaultPageCacheBytes,
+        priority: BlockingExecutor.Priority = .normal, pageCacheBytes: Int = Aggregator.defaultPageCacheBytes, metrics: MetricTable = .standard,
         archiveDirectory: String? = nil, oldestSequence: UInt64? = nil, logger: Logger
     ) async throws(AggregatorError) {
         let logOldest = await log.oldestSequence
@@ -92,7 +97,8 @@ public actor Aggregator: BlockingActor {
             if !existed, oldest > 1, !allowPartial {
                 throw .logTrimmed(path: databasePath, needed: 1, oldest: oldest)
             }
-            let store = try AggregateStore(path: databasePath, firstSequence: oldest, pageCacheBytes: pageCacheBytes, logger: logger)
+            let store = try AggregateStore(
+                path: databasePath, firstSequence: oldest, table: metrics, pageCacheBytes: pageCacheBytes, logger: logger)
             let state = try store.state()
             if state.nextSequence < oldest, !allowPartial {
                 store.close()
@@ -146,7 +152,7 @@ public actor Aggregator: BlockingActor {
             cursor: cursor, logger: logger, progress: progress,
             // Reduced to counts on the reading thread, so the events are let go before they wait
             // for SQLite, and this thread only writes.
-            prepare: { CountDeltas($0) },
+            prepare: { [table = store.table] in CountDeltas($0, table: table) },
             apply: { (deltas, from, to) throws(AggregatorError) in
                 try store.apply(deltas, from: from, to: to)
                 position = to

@@ -1,3 +1,4 @@
+import RelayAggregates
 import RelayCore
 import RelayIO
 public import RelayLog

@@ -1,6 +1,6 @@
 public import Logging
 import PostgresNIO
-import RelayAggregator
+public import RelayAggregates
 public import RelayCore
 
 /// Reads the fleet's counts: every relay's rows summed per delivery and per app, each of a tenant.
@@ -8,11 +8,14 @@ public struct FleetQueries: Sendable {
     private let location: PostgresLocation
     private let logger: Logger
     private let timeout: Duration
+    private let table: MetricTable
 
-    /// Queries `location`, each report in a session of its own, giving up after `timeout`.
-    public init(location: PostgresLocation, timeout: Duration = .seconds(10), logger: Logger) {
+    /// Queries `location` for the metrics of `metrics`, each report in a session of its own,
+    /// giving up after `timeout`.
+    public init(location: PostgresLocation, timeout: Duration = .seconds(10), metrics: MetricTable = .standard, logger: Logger) {
         self.location = location
         self.timeout = timeout
+        self.table = metrics
         self.logger = logger
     }
 
@@ -25,10 +28,11 @@ public struct FleetQueries: Sendable {
     public func report(tenant: TenantSelection = .all, deliveryId: String? = nil, limit: Int? = nil) async throws(FleetError) -> FleetReport {
         do {
             let logger = self.logger
+            let table = self.table
             return try await location.connectedSession(timeout: timeout, logger: logger) { connection, watch in
                 watch.begin()
                 defer { watch.end() }
-                return try await Self.read(connection, tenant: tenant.storedName, deliveryId: deliveryId, limit: limit, logger: logger)
+                return try await Self.read(connection, table: table, tenant: tenant.storedName, deliveryId: deliveryId, limit: limit, logger: logger)
             }
         } catch {
             throw FleetError.describe(error)
@@ -36,47 +40,51 @@ public struct FleetQueries: Sendable {
     }
 
     /// `tenant`: the stored name (`""` for the default tenant), `nil` for every tenant.
-    private static func read(_ connection: PostgresConnection, tenant: String?, deliveryId: String?, limit: Int?, logger: Logger) async throws
-        -> FleetReport
-    {
+    private static func read(
+        _ connection: PostgresConnection, table: MetricTable, tenant: String?, deliveryId: String?, limit: Int?, logger: Logger
+    ) async throws -> FleetReport {
         var deliveries: [DeliveryCounts] = []
         let limitValue = Int64(max(0, limit ?? Int(Int32.max)))
+        let deliverySums = table.perDelivery.map { "sum(c.\($0.column))::int8, " }.joined()
         let rows = try await connection.query(
             """
-            SELECT d.tenant, d.delivery_id, sum(c.impressions)::int8, sum(c.opens)::int8, sum(c.clicks)::int8, sum(c.unique_impressions)::int8,
-                   sum(c.unique_opens)::int8, sum(c.unique_clicks)::int8, min(c.first_event_ns), max(c.last_event_ns)
+            SELECT d.tenant, d.delivery_id, \(unescaped: deliverySums)min(c.first_event_ns), max(c.last_event_ns)
             FROM delivery_counts c JOIN deliveries d USING (delivery_ref)
             WHERE (\(tenant)::text IS NULL OR d.tenant = \(tenant)::text) AND (\(deliveryId)::text IS NULL OR d.delivery_id = \(deliveryId)::text)
             GROUP BY d.tenant, d.delivery_id ORDER BY max(c.last_event_ns) DESC, d.tenant, d.delivery_id LIMIT \(limitValue)
             """, logger: logger)
-        for try await (storedTenant, id, impressions, opens, clicks, uniqueImpressions, uniqueOpens, uniqueClicks, first, last) in rows.decode(
-            (String, String, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Int64).self)
-        {
+        for try await row in rows {
+            let cells = row.makeRandomAccess()
+            let metrics = table.perDelivery
+            var values: [String: Int64] = [:]
+            for (index, metric) in metrics.enumerated() { values[metric.name] = try cells[2 + index].decode(Int64.self) }
             deliveries.append(
                 DeliveryCounts(
-                    tenant: TenantName.displayName(stored: storedTenant), deliveryId: id, impressions: impressions, opens: opens, clicks: clicks,
-                    uniqueImpressions: uniqueImpressions, uniqueOpens: uniqueOpens, uniqueClicks: uniqueClicks,
-                    firstEvent: EventTime(nanosecondsSinceEpoch: first, fractionDigits: 3),
-                    lastEvent: EventTime(nanosecondsSinceEpoch: last, fractionDigits: 3)))
+                    tenant: TenantName.displayName(stored: try cells[0].decode(String.self)), deliveryId: try cells[1].decode(String.self),
+                    values: values,
+                    firstEvent: EventTime(nanosecondsSinceEpoch: try cells[2 + metrics.count].decode(Int64.self), fractionDigits: 3),
+                    lastEvent: EventTime(nanosecondsSinceEpoch: try cells[3 + metrics.count].decode(Int64.self), fractionDigits: 3)))
         }
         var registrations: [RegistrationCounts] = []
         if deliveryId == nil {
+            let appSums = table.perApp.map { "sum(\($0.column))::int8, " }.joined()
             let rows = try await connection.query(
                 """
-                SELECT tenant, integration_key, platform, sum(registrations)::int8, sum(distinct_tokens)::int8, min(first_event_ns),
-                       max(last_event_ns)
+                SELECT tenant, integration_key, platform, \(unescaped: appSums)min(first_event_ns), max(last_event_ns)
                 FROM registration_counts WHERE \(tenant)::text IS NULL OR tenant = \(tenant)::text
                 GROUP BY tenant, integration_key, platform ORDER BY max(last_event_ns) DESC, tenant, integration_key, platform
                 """, logger: logger)
-            for try await (storedTenant, key, platform, count, tokens, first, last) in rows.decode(
-                (String, String, String, Int64, Int64, Int64, Int64).self)
-            {
+            for try await row in rows {
+                let cells = row.makeRandomAccess()
+                let metrics = table.perApp
+                var values: [String: Int64] = [:]
+                for (index, metric) in metrics.enumerated() { values[metric.name] = try cells[3 + index].decode(Int64.self) }
                 registrations.append(
                     RegistrationCounts(
-                        tenant: TenantName.displayName(stored: storedTenant), integrationKey: key, platform: Platform(rawValue: platform) ?? .ios,
-                        registrations: count, distinctTokens: tokens,
-                        firstEvent: EventTime(nanosecondsSinceEpoch: first, fractionDigits: 3),
-                        lastEvent: EventTime(nanosecondsSinceEpoch: last, fractionDigits: 3)))
+                        tenant: TenantName.displayName(stored: try cells[0].decode(String.self)), integrationKey: try cells[1].decode(String.self),
+                        platform: Platform(rawValue: try cells[2].decode(String.self)) ?? .ios, values: values,
+                        firstEvent: EventTime(nanosecondsSinceEpoch: try cells[3 + metrics.count].decode(Int64.self), fractionDigits: 3),
+                        lastEvent: EventTime(nanosecondsSinceEpoch: try cells[4 + metrics.count].decode(Int64.self), fractionDigits: 3)))
             }
         }
         var relays: [FleetReport.CountedRelay] = []

@@ -1,4 +1,4 @@
-public import RelayAggregator
+public import RelayAggregates
 public import RelayCore
 
 /// The fleet's counts, read from PostgreSQL: what `stats --postgres-url --json` prints and

@@ -1,5 +1,6 @@
 import Logging
 public import PostgresNIO
+public import RelayAggregates
 
 /// The fleet's tables in PostgreSQL (documented in `docs/aggregates-postgres.md`), created and
 /// migrated by whichever relay starts first.
@@ -16,10 +17,11 @@ public enum FleetSchema {
     /// database lacks in one transaction (a fresh database runs them all, in order).
     ///
     /// A migration's statements never change once released: a database of version 1 must come out
-    /// of migration 2 exactly as a fresh one does.
-    static let migrations: [(version: Int, statements: [String])] = [
+    /// of migration 2 exactly as a fresh one does. After them come the migrations of the metrics
+    /// (``metricMigrations(_:)``); ``migrationNames(_:)`` lists both, in order.
+    static let migrations: [(version: Int, name: String, statements: [String])] = [
         (
-            1,
+            1, "1 counts",
             [
                 """
                 CREATE TABLE relay_positions (
@@ -108,7 +110,7 @@ public enum FleetSchema {
             // built in one pass; the ACCESS EXCLUSIVE locks they take are held to the commit.
             // Tables are taken in the order an aggregator's transaction writes them (tokens before
             // registration counts), so a relay of version 1 still counting cannot deadlock with it.
-            2,
+            2, "2 tenants",
             [
                 """
                 ALTER TABLE deliveries
@@ -149,7 +151,7 @@ public enum FleetSchema {
             // this version count them (distinct tokens have distinct digests, so the counts stay).
             // A relay of version 2 would count tokens in the clear beside them, so it refuses this
             // version by name; a fleet moves to it together.
-            3,
+            3, "3 token digests",
             [
                 """
                 UPDATE registration_tokens
@@ -162,7 +164,7 @@ public enum FleetSchema {
             // counts, or counts no more. A relay of version 3 would count an erased entry's sequence
             // as nothing without remembering it, and an erasure's change after it twice: it refuses
             // this version by name, and a fleet moves to it together.
-            4,
+            4, "4 erased registrations",
             [
                 """
                 CREATE TABLE erased_registrations (
@@ -174,6 +176,18 @@ public enum FleetSchema {
             ]
         ),
     ]
+
+    /// The migrations of the metrics of `table` ``MetricTable/original`` lacks, in table order: each
+    /// adds its column to this relay's rows (`delivery_counts` or `registration_counts`), zero in
+    /// every existing row, which counted none of it. A database that has the column skips it.
+    static func metricMigrations(_ table: MetricTable) -> [(name: String, table: String, column: String)] {
+        table.added.map { metric in
+            ("metric \(metric.column)", metric.scope == .perDelivery ? "delivery_counts" : "registration_counts", metric.column)
+        }
+    }
+
+    /// The names of every migration of a backend counting `table`, in the order they run.
+    public static func migrationNames(_ table: MetricTable) -> [String] { migrations.map(\.name) + metricMigrations(table).map(\.name) }
 
     /// Why the schema cannot be used.
     public struct Mismatch: Error, Sendable, CustomStringConvertible {
@@ -196,6 +210,16 @@ public enum FleetSchema {
         try await migrate(connection, upTo: version, logger: logger)
     }
 
+    /// Brings the database to ``version`` and to the columns of `table`'s metrics
+    /// (``metricMigrations(_:)``), in one transaction. Returns the version found before.
+    ///
+    /// - Throws: ``Mismatch`` when the database is newer than this relay; the database's error
+    ///   otherwise (and then nothing of the migration is applied).
+    @discardableResult
+    public static func migrate(_ connection: PostgresConnection, table: MetricTable, logger: Logger) async throws -> Int {
+        try await migrate(connection, upTo: version, table: table, logger: logger)
+    }
+
     /// Brings the database to `target` (at most ``version``): the migrations it lacks up to
     /// `target`, in one transaction. ``migrate(_:logger:)`` is this with ``version``; a lower
     /// `target` makes a database as an earlier release left it, for the tests of later migrations.
@@ -203,7 +227,9 @@ public enum FleetSchema {
     /// - Throws: ``Mismatch`` when the database is newer than this relay; the database's error
     ///   otherwise (and then nothing of the migration is applied).
     @discardableResult
-    package static func migrate(_ connection: PostgresConnection, upTo target: Int, logger: Logger) async throws -> Int {
+    package static func migrate(_ connection: PostgresConnection, upTo target: Int, table: MetricTable = .standard, logger: Logger) async throws
+        -> Int
+    {
         try await connection.withTransaction(logger: logger) { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
             try await connection.query(
@@ -226,6 +252,22 @@ public enum FleetSchema {
                 }
                 try await connection.query("INSERT INTO campaign_relay_schema (version) VALUES (\(migration.version))", logger: logger)
                 logger.notice("migrated the fleet schema", metadata: ["version": "\(migration.version)"])
+            }
+            for migration in metricMigrations(table) {
+                var exists = false
+                for try await _ in try await connection.query(
+                    """
+                    SELECT 1 FROM information_schema.columns
+                    WHERE table_schema = current_schema() AND table_name = \(migration.table) AND column_name = \(migration.column)
+                    """, logger: logger
+                ).decode(Int.self) {
+                    exists = true
+                }
+                guard !exists else { continue }
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "ALTER TABLE \(migration.table) ADD COLUMN \(migration.column) bigint NOT NULL DEFAULT 0"),
+                    logger: logger)
+                logger.notice("migrated the fleet schema", metadata: ["migration": "\(migration.name)"])
             }
             return found
         }

@@ -1,4 +1,5 @@
 public import CampaignProtocol
+public import RelayAggregates
 public import RelayForwarding
 public import RelayLog
 public import RelayPostgres
@@ -63,6 +64,9 @@ public struct RelayServerConfiguration: Sendable {
     public var shutdownDelay: Duration = .zero
     /// Whether the aggregator runs in the server.
     public var aggregates = true
+    /// The metrics the server's aggregator counts and `/v1/deliveries` and `/status` show
+    /// (``MetricTable``): the standard table unless a test or an embedding adds one.
+    public var aggregateMetrics: MetricTable = .standard
     /// SQLite's page cache for the server's aggregator. Smaller than a batch `aggregate`'s
     /// (``Aggregator/defaultPageCacheBytes``): the server counts as events arrive, a few
     /// thousand at a time, and its memory is shared with request handling.

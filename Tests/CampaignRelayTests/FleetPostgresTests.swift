@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import RelayAggregates
 import RelayAggregator
 import RelayCore
 import RelayLog

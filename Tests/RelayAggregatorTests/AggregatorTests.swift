@@ -1,4 +1,5 @@
 import Logging
+import RelayAggregates
 import RelayAggregator
 import RelayCore
 import RelayLog

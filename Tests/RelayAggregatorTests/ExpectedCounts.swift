@@ -1,3 +1,4 @@
+import RelayAggregates
 import RelayAggregator
 import RelayCore
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import RelayAggregates
 import RelayAggregator
 import RelayCore
 import RelayEventJSON
@@ -234,38 +235,40 @@ struct StatsCommand: AsyncParsableCommand {
         }
     }
 
-    static func table(covered: Range<UInt64>?, deliveries: [DeliveryCounts], registrations: [RegistrationCounts], origins: [OriginCounts]) -> String {
+    /// The text of `stats`: a column per metric of `metrics` (``MetricTable``), in table order,
+    /// headed by its label.
+    static func table(
+        covered: Range<UInt64>?, deliveries: [DeliveryCounts], registrations: [RegistrationCounts], origins: [OriginCounts],
+        metrics: MetricTable = .standard
+    ) -> String {
         var text = covered.map { "aggregated log sequences \($0.lowerBound) to \($0.upperBound - 1)\n\n" } ?? ""
         // A relay of the default tenant alone prints what it always printed; with tenants, each
         // row's comes first.
         let showsTenants =
             deliveries.contains { $0.tenant != TenantName.defaultTenantText } || registrations.contains { $0.tenant != TenantName.defaultTenantText }
         let deliveryRows = deliveries.map { row in
-            (showsTenants ? [row.tenant] : []) + [
-                row.deliveryId, "\(row.impressions)", "\(row.opens)", "\(row.clicks)", "\(row.uniqueImpressions)", "\(row.uniqueOpens)",
-                "\(row.uniqueClicks)", row.firstEvent.rfc3339, row.lastEvent.rfc3339,
+            (showsTenants ? [row.tenant] : []) + [row.deliveryId] + metrics.perDelivery.map { "\(row[$0.name])" } + [
+                row.firstEvent.rfc3339, row.lastEvent.rfc3339,
             ]
         }
         let shift = showsTenants ? 1 : 0
         text += TextTable.render(
-            header: (showsTenants ? ["tenant"] : [])
-                + ["delivery", "impressions", "opens", "clicks", "unique impr.", "unique opens", "unique clicks", "first event", "last event"],
-            rows: deliveryRows, rightAligned: Set((1 + shift)...(6 + shift))
+            header: (showsTenants ? ["tenant"] : []) + ["delivery"] + metrics.perDelivery.map(\.label) + ["first event", "last event"],
+            rows: deliveryRows, rightAligned: Set((1 + shift)..<(1 + shift + metrics.perDelivery.count))
         )
         if deliveries.isEmpty { text += "(no tracking events counted)\n" }
         if !registrations.isEmpty {
             text += "\n"
             text += TextTable.render(
-                header: (showsTenants ? ["tenant"] : []) + [
-                    "integration key", "platform", "registrations", "distinct tokens", "first event", "last event",
+                header: (showsTenants ? ["tenant"] : []) + ["integration key", "platform"] + metrics.perApp.map(\.label) + [
+                    "first event", "last event",
                 ],
-                rows: registrations.map {
-                    (showsTenants ? [$0.tenant] : []) + [
-                        $0.integrationKey, $0.platform.rawValue, "\($0.registrations)", "\($0.distinctTokens)", $0.firstEvent.rfc3339,
-                        $0.lastEvent.rfc3339,
+                rows: registrations.map { row in
+                    (showsTenants ? [row.tenant] : []) + [row.integrationKey, row.platform.rawValue] + metrics.perApp.map { "\(row[$0.name])" } + [
+                        row.firstEvent.rfc3339, row.lastEvent.rfc3339,
                     ]
                 },
-                rightAligned: [2 + shift, 3 + shift]
+                rightAligned: Set((2 + shift)..<(2 + shift + metrics.perApp.count))
             )
         }
         if !origins.isEmpty {

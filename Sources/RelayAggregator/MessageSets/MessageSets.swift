@@ -1,3 +1,4 @@
+import RelayAggregates
 import RelayCore
 import RelaySQLite
 
@@ -26,12 +27,13 @@ final class MessageSets {
     }
 
     /// Adds every sighting of `deltas` (whose deliveries have the row ids `references`) and returns
-    /// the uniques each delivery gains, by index in ``CountDeltas/deliveries``, lanes by action.
+    /// the uniques each delivery gains, by index in ``CountDeltas/deliveries``, one per set
+    /// (``MetricTable/deliverySets``).
     ///
     /// - Throws: ``AggregatorError/database(_:)`` when SQLite fails,
     ///   ``AggregatorError/unreadableDatabase(path:_:)`` when a stored chunk is damaged.
-    func add(_ deltas: CountDeltas, references: [Int64]) throws(AggregatorError) -> [SIMD4<Int64>] {
-        var uniques = [SIMD4<Int64>](repeating: .zero, count: deltas.deliveries.count)
+    func add(_ deltas: CountDeltas, references: [Int64]) throws(AggregatorError) -> [[Int64]] {
+        var uniques = [[Int64]](repeating: Array(repeating: 0, count: deltas.table.deliverySets.count), count: deltas.deliveries.count)
         let messages = deltas.messages
         var lows: [UInt16] = []
         var index = messages.startIndex

@@ -74,7 +74,7 @@ struct ServerComponents {
             do {
                 aggregator = try await Aggregator(
                     log: log, dataDirectory: configuration.dataDirectory, batchSize: configuration.aggregatorBatchSize, priority: .background,
-                    pageCacheBytes: configuration.aggregatorPageCacheBytes, logger: logger)
+                    pageCacheBytes: configuration.aggregatorPageCacheBytes, metrics: configuration.aggregateMetrics, logger: logger)
             } catch {
                 logger.error("aggregates are off until this is fixed; events are still stored and forwarded", metadata: ["error": "\(error)"])
             }
@@ -144,14 +144,16 @@ struct ServerComponents {
             AdminRoutes(
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants, metrics: metrics, store: store,
                 log: log, queries: aggregateQueries,
-                fleet: fleet.map { FleetQueries(location: $0.location, logger: logger) }, aggregator: aggregator),
+                fleet: fleet.map { FleetQueries(location: $0.location, metrics: configuration.aggregateMetrics, logger: logger) },
+                aggregator: aggregator,
+                aggregateMetrics: configuration.aggregateMetrics),
             HealthRoutes(ingestor: ingestor, upstream: relayLane, fleet: fleet?.status),
             PrivacyRoutes(erasure: erasure, dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants),
             LogSealRoute(log: log, keyId: configuration.log.encryption?.newest.id, adminToken: configuration.adminToken, tenants: tenants),
             StatusRoutes(
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants, log: log, store: store,
                 history: history, uploader: uploader, aggregator: aggregator, fleet: fleet?.status,
-                counts: aggregateQueries),
+                counts: aggregateQueries, aggregateMetrics: configuration.aggregateMetrics),
         ]
         if let relayToken = configuration.relayToken {
             groups.append(RelayBatchRoute(receiver: RelayBatchReceiver(ingestor: ingestor, logger: logger), token: relayToken, tenants: tenants))
@@ -166,7 +168,10 @@ struct ServerComponents {
         if let aggregator { services.append(AggregatorService(aggregator: aggregator, logger: logger)) }
         if let uploader { services.append(UploaderService(uploader: uploader, logger: logger)) }
         if let fleet {
-            services.append(FleetAggregationService(location: fleet.location, log: log, status: fleet.status, metrics: metrics, logger: logger))
+            services.append(
+                FleetAggregationService(
+                    location: fleet.location, log: log, status: fleet.status, metrics: metrics, logger: logger,
+                    aggregateMetrics: configuration.aggregateMetrics))
         }
         services.append(
             MetricsSampler(metrics: metrics, history: history, log: log, fleet: fleet?.status, aggregator: aggregator, store: store, tenants: tenants)

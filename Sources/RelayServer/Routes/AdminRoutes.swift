@@ -1,4 +1,5 @@
 import Hummingbird
+import RelayAggregates
 import RelayAggregator
 import RelayCore
 import RelayEventJSON
@@ -24,6 +25,8 @@ struct AdminRoutes: RouteGroup, Sendable {
     var fleet: FleetQueries? = nil
     /// The aggregator whose lag a scrape reports as of now, when `serve` counts.
     var aggregator: Aggregator? = nil
+    /// The metrics `/v1/deliveries` lists (``RelayServerConfiguration/aggregateMetrics``).
+    var aggregateMetrics: MetricTable = .standard
 
     func add(to table: RouteTable) {
         table.addForEachTenant(tenants) { group, prefix, scope in
@@ -84,7 +87,7 @@ struct AdminRoutes: RouteGroup, Sendable {
         }
         let queries: AggregateQueries
         do {
-            queries = try await self.queries.queries(dataDirectory: dataDirectory)
+            queries = try await self.queries.queries(dataDirectory: dataDirectory, metrics: aggregateMetrics)
         } catch {
             return Responses.error(.serviceUnavailable, "aggregates are not available yet: \(error)")
         }

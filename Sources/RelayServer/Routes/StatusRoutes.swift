@@ -1,5 +1,6 @@
 import Hummingbird
 import NIOConcurrencyHelpers
+import RelayAggregates
 import RelayAggregator
 import RelayCore
 import RelayEventJSON
@@ -27,6 +28,8 @@ struct StatusRoutes: RouteGroup, Sendable {
     let logReads = BlockingExecutor(name: "status-read", priority: .background)
     /// The read-only connection to the aggregates, shared with ``AdminRoutes``.
     let counts: OpenedOnce<AggregateQueries>
+    /// The metrics the registrations show (``RelayServerConfiguration/aggregateMetrics``).
+    var aggregateMetrics: MetricTable = .standard
 
     func add(to table: RouteTable) {
         table.addForEachTenant(tenants) { group, prefix, scope in
@@ -49,7 +52,7 @@ struct StatusRoutes: RouteGroup, Sendable {
                     .contentSecurityPolicy:
                         "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; form-action 'none'; frame-ancestors 'none'",
                 ],
-                body: .init(byteBuffer: .init(string: StatusPage.html)))
+                body: .init(byteBuffer: .init(string: StatusPage.html(aggregateMetrics))))
         }
     }
 
@@ -96,7 +99,7 @@ struct StatusRoutes: RouteGroup, Sendable {
     func registrations(tenant: TenantSelection) async -> [RegistrationCounts]? {
         guard aggregator != nil else { return nil }
         do {
-            return try await counts.queries(dataDirectory: dataDirectory).registrations(tenant: tenant)
+            return try await counts.queries(dataDirectory: dataDirectory, metrics: aggregateMetrics).registrations(tenant: tenant)
         } catch {
             return nil
         }

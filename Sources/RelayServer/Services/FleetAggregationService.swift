@@ -1,5 +1,6 @@
 import Logging
 import NIOConcurrencyHelpers
+import RelayAggregates
 import RelayCore
 import RelayLog
 import RelayPostgres
@@ -51,6 +52,8 @@ struct FleetAggregationService: Service {
     let status: FleetStatus
     let metrics: RelayMetrics
     let logger: Logger
+    /// The metrics it counts (``RelayServerConfiguration/aggregateMetrics``).
+    var aggregateMetrics: MetricTable = .standard
 
     func run() async throws {
         await cancelWhenGracefulShutdown { await aggregateWithRetries() }
@@ -63,8 +66,9 @@ struct FleetAggregationService: Service {
             let recovering = failures > 0
             do {
                 try await location.connectedSession(timeout: FleetAggregator.operationTimeout(batchSize: 20_000), logger: logger) {
-                    [log, status, logger] connection, watch in
-                    let aggregator = try await FleetAggregator(connection: connection, watch: watch, log: log, priority: .background, logger: logger)
+                    [log, status, logger, aggregateMetrics] connection, watch in
+                    let aggregator = try await FleetAggregator(
+                        connection: connection, watch: watch, log: log, priority: .background, metrics: aggregateMetrics, logger: logger)
                     let next = await aggregator.nextSequence
                     status.counted(through: next)
                     status.attach(aggregator)

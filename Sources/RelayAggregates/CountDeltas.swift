@@ -1,5 +1,4 @@
 package import RelayCore
-import RelayLog
 
 /// What counting one batch of log events adds to the aggregates, computed once, whichever backend
 /// applies it (SQLite's ``Aggregator``, PostgreSQL's fleet aggregator).
@@ -17,10 +16,12 @@ import RelayLog
 /// page. A copy of an earlier entry (an event with an ``Event/origin``, a re-queued dead letter)
 /// was counted as that entry, and counts nothing.
 ///
-/// Adding a metric means a field here, filled in ``init(_:)``, and a column in each backend's
-/// upsert: the reduction is not written twice.
+/// What it reduces comes from the ``MetricTable``: a total per delivery for each per-delivery
+/// total metric, a set of distinct messages for each per-delivery unique one, a total per app for
+/// each per-app total metric, the tokens for the per-app unique one. Adding a metric is a line in
+/// a table, not a change here.
 package struct CountDeltas: Sendable {
-    /// A tracking action's index: 0 impressions, 1 opens, 2 clicks, the column order of both schemas.
+    /// A tracking action's index: 0 impressions, 1 opens, 2 clicks (the standard table's sets).
     package static func actionIndex(_ action: TrackingAction) -> Int {
         switch action {
         case .impression: 0
@@ -65,8 +66,8 @@ package struct CountDeltas: Sendable {
         package var tenant: String { key.tenant }
         /// The delivery id (`_dId`).
         package var deliveryId: String { key.deliveryId }
-        /// Impressions, opens and clicks (by ``CountDeltas/actionIndex(_:)``; the fourth lane is unused).
-        package var totals: SIMD4<Int64> = .zero
+        /// One total per ``MetricTable/deliveryTotals`` metric, in that order.
+        package var totals: [Int64]
         /// The earliest and latest event time, in nanoseconds since the Unix epoch.
         package var first = Int64.max
         package var last = Int64.min
@@ -76,7 +77,8 @@ package struct CountDeltas: Sendable {
     package struct MessageSighting: Sendable, Hashable {
         /// The index of its delivery in ``CountDeltas/deliveries``.
         package var delivery: Int
-        /// The action's index (``CountDeltas/actionIndex(_:)``).
+        /// The set's number in ``MetricTable/deliverySets`` (for the standard table, the action's
+        /// index, ``CountDeltas/actionIndex(_:)``).
         package var action: Int
         /// The message.
         package var key: MessageKey
@@ -116,6 +118,8 @@ package struct CountDeltas: Sendable {
         package var app: App
         /// Registrations (every one, repeated tokens included).
         package var registrations: Int64 = 0
+        /// One total per ``MetricTable/appTotals`` metric, in that order.
+        package var totals: [Int64]
         /// The earliest and latest event time, in nanoseconds since the Unix epoch.
         package var first = Int64.max
         package var last = Int64.min
@@ -135,50 +139,6 @@ package struct CountDeltas: Sendable {
         }
     }
 
-    /// A first origin and the relay that handed its events to this one (`""` when they came
-    /// straight from the origin).
-    package struct OriginKey: Sendable, Hashable, Comparable {
-        /// The relay that first logged the events.
-        package var relayID: String
-        /// The relay in between, or `""`.
-        package var via: String
-
-        /// The origin `relayID` through `via`.
-        package init(relayID: String, via: String) {
-            self.relayID = relayID
-            self.via = via
-        }
-
-        package static func < (left: OriginKey, right: OriginKey) -> Bool { (left.relayID, left.via) < (right.relayID, right.via) }
-    }
-
-    /// What one origin's events add.
-    package struct Origin: Sendable, Hashable {
-        /// The origin.
-        package var key: OriginKey
-        /// Events, and of them tracking hits and registrations.
-        package var events: Int64 = 0
-        package var hits: Int64 = 0
-        package var registrations: Int64 = 0
-        /// The newest origin epoch seen, and the highest origin sequence seen in it.
-        package var epoch: UInt32 = 0
-        package var lastSequence: UInt64 = 0
-        /// The earliest and latest event time, in nanoseconds since the Unix epoch.
-        package var first = Int64.max
-        package var last = Int64.min
-
-        mutating func record(_ event: Event, at position: RelayPosition) {
-            events += 1
-            if case .tracking = event { hits += 1 } else { registrations += 1 }
-            if position.epoch > epoch || (position.epoch == epoch && position.sequence > lastSequence) {
-                epoch = position.epoch
-                lastSequence = position.sequence
-            }
-            first = min(first, event.time.nanosecondsSinceEpoch)
-            last = max(last, event.time.nanosecondsSinceEpoch)
-        }
-    }
-
     /// Per delivery, sorted by tenant, then delivery id.
     package private(set) var deliveries: [Delivery] = []
     /// Distinct (delivery, action, message), sorted in that order.
@@ -195,11 +155,43 @@ package struct CountDeltas: Sendable {
     /// nothing, and recorded so that an erasure never takes them out of the counts again.
     package private(set) var erasedSequences: [UInt64] = []
 
-    /// Reduces `batch`.
-    package init(_ batch: some Sequence<SequencedEvent>) {
+    /// The table whose metrics this reduction counts.
+    package let table: MetricTable
+
+    /// Reduces `batch` for the metrics of `table`; each registration token is kept as
+    /// `tokenDigest` makes it (the log's `TokenDigest`: the aggregates keep no token in the clear).
+    package init(_ batch: some Sequence<SequencedEvent>, table: MetricTable = .standard, tokenDigest: (String) -> String) {
+        self.table = table
+        let totalCount = table.deliveryTotals.count
+        let setCount = table.deliverySets.count
+        // The standard metrics test the action alone: by action, the totals and sets they feed.
+        var actionTotals: [[Int]] = Array(repeating: [], count: TrackingAction.allCases.count)
+        var actionSets: [[Int]] = Array(repeating: [], count: TrackingAction.allCases.count)
+        var predicateTotals: [(Int, HitPredicate)] = []
+        var predicateSets: [(Int, HitPredicate)] = []
+        for (index, metric) in table.deliveryTotals.enumerated() {
+            guard case .hits(let predicate) = metric.counted else { continue }
+            if let action = predicate.action {
+                actionTotals[Self.actionIndex(action)].append(index)
+            } else {
+                predicateTotals.append((index, predicate))
+            }
+        }
+        for (set, metric) in table.deliverySets.enumerated() {
+            guard case .hits(let predicate) = metric.counted else { continue }
+            if let action = predicate.action { actionSets[Self.actionIndex(action)].append(set) } else { predicateSets.append((set, predicate)) }
+        }
+        var appPredicates: [(Int, RegistrationPredicate)] = []
+        for (index, metric) in table.appTotals.enumerated() {
+            if case .registrations(let predicate) = metric.counted { appPredicates.append((index, predicate)) }
+        }
+        var tokenPredicate: RegistrationPredicate?
+        if let tokens = table.appTokens, case .registrations(let predicate) = tokens.counted { tokenPredicate = predicate }
+        let appTotalCount = table.appTotals.count
+
         var deliveryIndex: [DeliveryKey: Int] = [:]
         var deliveries: [Delivery] = []
-        // The messages of each delivery's action (at `index * 3 + action`), integers and UUIDs
+        // The messages of each delivery's set (at `index * setCount + set`), integers and UUIDs
         // apart: sorting each bucket's integers is far cheaper than sorting every sighting.
         var integerKeys: [[Int64]] = []
         var uuidKeys: [[String]] = []
@@ -230,19 +222,24 @@ package struct CountDeltas: Sendable {
                 let index = deliveryIndex[key] ?? deliveries.count
                 if index == deliveries.count {
                     deliveryIndex[key] = index
-                    deliveries.append(Delivery(key: key))
-                    integerKeys.append(contentsOf: [[], [], []])
-                    uuidKeys.append(contentsOf: [[], [], []])
+                    deliveries.append(Delivery(key: key, totals: Array(repeating: 0, count: totalCount)))
+                    integerKeys.append(contentsOf: Array(repeating: [], count: setCount))
+                    uuidKeys.append(contentsOf: Array(repeating: [], count: setCount))
                 }
                 let action = Self.actionIndex(hit.action)
                 let time = hit.time.nanosecondsSinceEpoch
-                deliveries[index].totals[action] += 1
+                for total in actionTotals[action] { deliveries[index].totals[total] += 1 }
+                for (total, predicate) in predicateTotals where predicate.matches(hit) { deliveries[index].totals[total] += 1 }
                 deliveries[index].first = min(deliveries[index].first, time)
                 deliveries[index].last = max(deliveries[index].last, time)
-                switch hit.messageId.identity {
-                case .integer(let value): integerKeys[index * 3 + action].append(value)
-                case .uuid(let text): uuidKeys[index * 3 + action].append(text)
+                func sight(_ set: Int) {
+                    switch hit.messageId.identity {
+                    case .integer(let value): integerKeys[index * setCount + set].append(value)
+                    case .uuid(let text): uuidKeys[index * setCount + set].append(text)
+                    }
                 }
+                for set in actionSets[action] { sight(set) }
+                for (set, predicate) in predicateSets where predicate.matches(hit) { sight(set) }
             case .erased:
                 break
             case .registration(let registration):
@@ -251,14 +248,22 @@ package struct CountDeltas: Sendable {
                 let index = appIndex[app] ?? registrations.count
                 if index == registrations.count {
                     appIndex[app] = index
-                    registrations.append(Registrations(app: app))
+                    registrations.append(Registrations(app: app, totals: Array(repeating: 0, count: appTotalCount)))
                 }
                 let time = registration.time.nanosecondsSinceEpoch
                 registrations[index].registrations += 1
                 registrations[index].first = min(registrations[index].first, time)
                 registrations[index].last = max(registrations[index].last, time)
-                // Compared, never read back: the aggregates keep no token in the clear.
-                tokens.append(TokenSighting(app: index, token: TokenDigest.hex(registration.registrationToken)))
+                let facts = RegistrationFacts(
+                    tenant: app.tenant, integrationKey: app.integrationKey, platform: app.platform, timeNanoseconds: time,
+                    originRelayID: registration.chain?.first.relayID)
+                for (total, predicate) in appPredicates where predicate.isEvery || predicate.matches(facts) {
+                    registrations[index].totals[total] += 1
+                }
+                if let tokenPredicate, tokenPredicate.isEvery || tokenPredicate.matches(facts) {
+                    // Compared, never read back: the aggregates keep no token in the clear.
+                    tokens.append(TokenSighting(app: index, token: tokenDigest(registration.registrationToken)))
+                }
             }
         }
         // Indexes were handed out in order of first sighting; renumber them in key order.
@@ -267,17 +272,17 @@ package struct CountDeltas: Sendable {
         var messages: [MessageSighting] = []
         messages.reserveCapacity(integerKeys.reduce(0) { $0 + $1.count } + uuidKeys.reduce(0) { $0 + $1.count })
         for (rank, index) in deliveryOrder.enumerated() {
-            for action in 0..<3 {
+            for set in 0..<setCount {
                 // MessageKey's order: integers by value, then UUIDs by text.
-                var integers = integerKeys[index * 3 + action]
+                var integers = integerKeys[index * setCount + set]
                 integers.sort()
                 for value in Self.distinct(integers) {
-                    messages.append(MessageSighting(delivery: rank, action: action, key: .integer(value)))
+                    messages.append(MessageSighting(delivery: rank, action: set, key: .integer(value)))
                 }
-                var uuids = uuidKeys[index * 3 + action]
+                var uuids = uuidKeys[index * setCount + set]
                 uuids.sort()
                 for text in Self.distinct(uuids) {
-                    messages.append(MessageSighting(delivery: rank, action: action, key: .uuid(text)))
+                    messages.append(MessageSighting(delivery: rank, action: set, key: .uuid(text)))
                 }
             }
         }
@@ -293,13 +298,45 @@ package struct CountDeltas: Sendable {
         self.origins = origins.sorted { $0.key < $1.key }
     }
 
-    /// The uniques each delivery gains (by index in ``deliveries``, lanes by action), given the
-    /// delivery index and action of each sighting that the backend's table of distinct messages
-    /// did not hold yet.
-    package func uniques(new sightings: some Sequence<(delivery: Int, action: Int)>) -> [SIMD4<Int64>] {
-        var uniques = [SIMD4<Int64>](repeating: .zero, count: deliveries.count)
+    /// The uniques each delivery gains (by index in ``deliveries``; one per set of
+    /// ``MetricTable/deliverySets``), given the delivery index and set of each sighting that the
+    /// backend's table of distinct messages did not hold yet.
+    package func uniques(new sightings: some Sequence<(delivery: Int, action: Int)>) -> [[Int64]] {
+        var uniques = [[Int64]](repeating: Array(repeating: 0, count: table.deliverySets.count), count: deliveries.count)
         for sighting in sightings { uniques[sighting.delivery][sighting.action] += 1 }
         return uniques
+    }
+
+    /// The values of the delivery at `index`, one per ``MetricTable/perDelivery`` metric in that
+    /// order (its totals, and `uniques` for its sets: ``uniques(new:)``).
+    package func deliveryValues(_ index: Int, uniques: [Int64]) -> [Int64] {
+        var totals = 0
+        var sets = 0
+        return table.perDelivery.map { metric in
+            switch metric.kind {
+            case .total:
+                totals += 1
+                return deliveries[index].totals[totals - 1]
+            case .unique:
+                sets += 1
+                return uniques[sets - 1]
+            }
+        }
+    }
+
+    /// The values of the app at `index`, one per ``MetricTable/perApp`` metric in that order (its
+    /// totals, and `distinctTokens` for the unique one: ``distinctTokens(newTokenApps:)``).
+    package func appValues(_ index: Int, distinctTokens: Int64) -> [Int64] {
+        var totals = 0
+        return table.perApp.map { metric in
+            switch metric.kind {
+            case .total:
+                totals += 1
+                return registrations[index].totals[totals - 1]
+            case .unique:
+                return distinctTokens
+            }
+        }
     }
 
     /// The distinct tokens each app gains (by index in ``registrations``), given the app index of
@@ -310,9 +347,10 @@ package struct CountDeltas: Sendable {
         return distinct
     }
 
-    /// The key both schemas store a delivery's action under in their tables of distinct
-    /// messages: `delivery_ref * 4 + action` (docs/aggregates.md, docs/aggregates-postgres.md).
-    package static func deliveryAction(reference: Int64, action: Int) -> Int64 { reference &* 4 &+ Int64(action) }
+    /// The key both schemas store a delivery's set under in their tables of distinct messages
+    /// (``MessageSetKey``; for sets 0 to 3, `delivery_ref * 4 + set`: docs/aggregates.md,
+    /// docs/aggregates-postgres.md).
+    package static func deliveryAction(reference: Int64, action: Int) -> Int64 { MessageSetKey.key(reference: reference, set: action) }
 
     /// `ranks[i]`: where the element at `i` stands in `order`.
     private static func ranks(of order: [Int]) -> [Int] {
