@@ -81,9 +81,9 @@ extension WriteAheadLog {
                     "group commit failed; nothing in it was acknowledged", metadata: ["error": "\(error)", "events": "\(group.eventCount)"])
                 committer.failed(appends, with: error)
             }
-            sealForWaiters()
-            // Appends that queued meanwhile are this loop's next round, not a wake-up.
-            perform(LogWriterStateMachine.Effects(resumeIdleWaiters: effects.resumeIdleWaiters))
+            // Appends that queued meanwhile are this loop's next round, not a wake-up. A seal waiting
+            // is done now that ``nextSequence`` counts this commit, before the next one leaves.
+            perform(LogWriterStateMachine.Effects(resumeIdleWaiters: effects.resumeIdleWaiters, sealActiveSegment: effects.sealActiveSegment))
         }
     }
 }

@@ -32,9 +32,7 @@ extension WriteAheadLog {
         if retentionPass.hasHandedOff, machine.removalDeparts() {
             let outcome = await store.dropFrames(retentionPass.takeHandedOff())
             storeExtent = outcome.extent
-            let effects = machine.removalReturned()
-            sealForWaiters()
-            perform(effects)
+            perform(machine.removalReturned())
             var dropped = outcome.report
             dropped.merge(report)
             report = dropped

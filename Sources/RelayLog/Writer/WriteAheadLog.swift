@@ -58,8 +58,9 @@ public actor WriteAheadLog {
     private var flushTask: Task<Void, Never>?
     /// Callers of ``close()`` waiting for the writer to be idle.
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Callers of ``sealActiveSegment()`` waiting for the writer to come home.
-    var sealWaiters: [CheckedContinuation<UInt64, Never>] = []
+    /// Callers of ``sealActiveSegment()`` waiting for the writer to come home (only while it is
+    /// away: the machine's state says so).
+    private var sealWaiters: [CheckedContinuation<UInt64, Never>] = []
     private var durableWaiters = DurableEndWaiters()
     /// The consumers, their cursors and the retention floor.
     var consumerRegistry: ConsumerRegistry
@@ -138,9 +139,17 @@ public actor WriteAheadLog {
         flushTask = flushLoop.run(for: self)
     }
 
-    /// Does what a transition of ``machine`` asks besides its answer: wakes the flush loop,
-    /// resumes the callers waiting for an idle writer. The one place either happens.
+    /// Does what a transition of ``machine`` asks besides its answer: seals the active segment for
+    /// the callers waiting, wakes the flush loop, resumes the callers waiting for an idle writer.
+    /// The one place any of these happens.
     func perform(_ effects: LogWriterStateMachine.Effects) {
+        if effects.sealActiveSegment {
+            // The writer is home and ``nextSequence`` counts what it brought back.
+            store.sealActive()
+            let waiters = sealWaiters
+            sealWaiters = []
+            for waiter in waiters { waiter.resume(returning: nextSequence) }
+        }
         if effects.wakeFlushLoop { flushLoop.wake() }
         if effects.resumeIdleWaiters {
             let waiters = idleWaiters
@@ -208,23 +217,17 @@ public actor WriteAheadLog {
     /// leaves again: it never waits for the appends queued behind, so a log under constant load
     /// seals within one group commit.
     public func sealActiveSegment() async -> UInt64 {
-        // A closed log takes no more commits: everything is sealed already.
-        if machine.lifecycle == .closed { return nextSequence }
-        if machine.writer == .home {
+        switch machine.sealRequested() {
+        case .alreadySealed:
+            // A closed log takes no more commits: everything is sealed already.
+            return nextSequence
+        case .sealNow:
             store.sealActive()
             return nextSequence
+        case .waitForWriter:
+            // Answered by ``perform(_:)`` when the transition bringing the writer home says so.
+            return await withCheckedContinuation { sealWaiters.append($0) }
         }
-        return await withCheckedContinuation { sealWaiters.append($0) }
-    }
-
-    /// Seals the active segment for the callers of ``sealActiveSegment()`` waiting, once the
-    /// writer is home and ``nextSequence`` counts its last commit.
-    func sealForWaiters() {
-        guard !sealWaiters.isEmpty, machine.writer == .home else { return }
-        store.sealActive()
-        let waiters = sealWaiters
-        sealWaiters = []
-        for waiter in waiters { waiter.resume(returning: nextSequence) }
     }
 
     /// Waits until the writer is home with nothing queued and no retention pass under way.
@@ -249,7 +252,6 @@ public actor WriteAheadLog {
         try? await removeConsumedSegments()
         repeat { await waitUntilIdle() } while !machine.shut()
         wakeDurableWaiters(all: true)
-        sealForWaiters()
         await store.close()
         flushLoop.finish()
         await flushTask?.value
