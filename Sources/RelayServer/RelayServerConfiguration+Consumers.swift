@@ -28,18 +28,18 @@ extension RelayServerConfiguration {
         if configuration.writtenEventsKept == 0, !logConsumers.isEmpty {
             configuration.writtenEventsKept = 2 * aggregatorBatchSize
         }
-        configuration.tenantQuotas = tenantQuotas
+        configuration.tenantLogShares = tenantLogShares
         return configuration
     }
 
     /// Each tenant's share of the log, released as its destinations pass its events: its own lanes
     /// to its hosts, or on a relay handing every event on, the lane to the central relay.
-    var tenantQuotas: [TenantName: TenantQuota] {
-        var quotas: [TenantName: TenantQuota] = [:]
+    var tenantLogShares: [TenantName: TenantLogShare] {
+        var quotas: [TenantName: TenantLogShare] = [:]
         for tenant in tenants {
             guard let limit = tenant.maximumLogBytes else { continue }
             let consumers = upstreamRelay != nil ? [CentralRelaySink.consumer.name] : tenant.destinations.consumers.map(\.name)
-            quotas[tenant.name] = TenantQuota(limitBytes: limit, consumers: consumers)
+            quotas[tenant.name] = TenantLogShare(limitBytes: limit, consumers: consumers)
         }
         return quotas
     }

@@ -1,7 +1,7 @@
 import RelayCore
 
 /// Each tenant's share of the log (`max-wal-bytes` of `[tenant.NAME]`): the shares, what each
-/// tenant owes (``TenantLedger``, fed from the commit reports), and the refusal of an append
+/// tenant owes (``TenantLogShareLedger``, fed from the commit reports), and the refusal of an append
 /// whose tenant's share is full.
 ///
 /// A value the ``WriteAheadLog`` owns and drives: it records every commit's tenant bytes
@@ -11,15 +11,15 @@ import RelayCore
 /// ``finishReadBack(_:of:end:)``).
 struct TenantLogShares: Sendable {
     /// Each tenant's share.
-    private(set) var shares: [TenantName: TenantQuota]
+    private(set) var shares: [TenantName: TenantLogShare]
     /// What each tenant owes, tallied by every commit while any tenant has a share.
-    private var ledger = TenantLedger()
+    private var ledger = TenantLogShareLedger()
     /// Tenants whose owed bytes are being read back from the log: until then only
     /// ``LogConfiguration/maximumLogBytes`` limits them.
     private var unread: Set<TenantName> = []
 
     /// The shares the log opened with.
-    init(_ shares: [TenantName: TenantQuota]) {
+    init(_ shares: [TenantName: TenantLogShare]) {
         self.shares = shares
     }
 
@@ -28,7 +28,7 @@ struct TenantLogShares: Sendable {
 
     /// The lowest cursor of a tenant's destinations in `positions`: what they have all passed
     /// (`end`, the durable end, when none has a cursor).
-    private func floor(_ share: TenantQuota, positions: [String: UInt64], end: UInt64) -> UInt64 {
+    private func floor(_ share: TenantLogShare, positions: [String: UInt64], end: UInt64) -> UInt64 {
         share.consumers.compactMap { positions[$0] }.min() ?? end
     }
 
@@ -48,7 +48,7 @@ struct TenantLogShares: Sendable {
     }
 
     /// The bytes of `tenant`'s events its destinations have not all passed.
-    private mutating func owedBytes(of tenant: TenantName, share: TenantQuota, positions: [String: UInt64], end: UInt64) -> Int64 {
+    private mutating func owedBytes(of tenant: TenantName, share: TenantLogShare, positions: [String: UInt64], end: UInt64) -> Int64 {
         ledger.release(tenant, below: floor(share, positions: positions, end: end))
         return ledger.owed(by: tenant)
     }
@@ -69,7 +69,7 @@ struct TenantLogShares: Sendable {
 
     /// Sets the shares; returns the tenants given a share or whose destinations changed, whose
     /// owed bytes must be read back. A tenant whose share is gone is forgotten.
-    mutating func set(_ newShares: [TenantName: TenantQuota]) -> Set<TenantName> {
+    mutating func set(_ newShares: [TenantName: TenantLogShare]) -> Set<TenantName> {
         let changed = Set(newShares.filter { shares[$0.key]?.consumers != $0.value.consumers }.keys)
         for tenant in shares.keys where newShares[tenant] == nil { ledger.remove(tenant) }
         shares = newShares
@@ -84,7 +84,7 @@ struct TenantLogShares: Sendable {
         guard !reading.isEmpty else { return nil }
         let start = reading.values.map { floor($0, positions: positions, end: end) }.min() ?? end
         guard start < end else {
-            ledger.replace(tenants, upTo: end, with: TenantLedger())
+            ledger.replace(tenants, upTo: end, with: TenantLogShareLedger())
             return nil
         }
         unread.formUnion(tenants)
@@ -93,8 +93,8 @@ struct TenantLogShares: Sendable {
 
     /// Reads back what `tenants` owe from `reader` up to `end`: each event counted as it encodes
     /// alone. It reads files: call it on a thread made for blocking calls.
-    static func readBack(_ reader: inout LogReader, tenants: Set<TenantName>, end: UInt64) throws(LogError) -> TenantLedger {
-        var earlier = TenantLedger()
+    static func readBack(_ reader: inout LogReader, tenants: Set<TenantName>, end: UInt64) throws(LogError) -> TenantLogShareLedger {
+        var earlier = TenantLogShareLedger()
         while true {
             let batch = try reader.read(maximumEvents: 4096, below: end)
             guard let last = batch.events.last else { break }
@@ -112,7 +112,7 @@ struct TenantLogShares: Sendable {
     /// The read-back of `tenants` up to `end` is over: on success its entries take the place of
     /// what was recorded up to `end` (commits after it stay); on failure, what was recorded since
     /// it began is kept, which owes less than the truth, never more.
-    mutating func finishReadBack(_ result: Result<TenantLedger, LogError>, of tenants: Set<TenantName>, end: UInt64) {
+    mutating func finishReadBack(_ result: Result<TenantLogShareLedger, LogError>, of tenants: Set<TenantName>, end: UInt64) {
         unread.subtract(tenants)
         if case .success(let earlier) = result { ledger.replace(tenants, upTo: end, with: earlier) }
     }

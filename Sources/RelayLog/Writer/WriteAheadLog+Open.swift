@@ -32,7 +32,7 @@ extension WriteAheadLog {
             await log.close()
             throw error
         }
-        await log.startTenantReadBack(for: Set(configuration.tenantQuotas.keys))
+        await log.startTenantReadBack(for: Set(configuration.tenantLogShares.keys))
         return log
     }
 

@@ -12,8 +12,8 @@ extension WriteAheadLog {
     /// Sets the tenants' shares of the log (a reload of the configuration): a tenant given a share,
     /// or whose destinations changed, has what it owes read back from the log first; a tenant whose
     /// share is gone is limited by ``LogConfiguration/maximumLogBytes`` alone.
-    public func setTenantQuotas(_ quotas: [TenantName: TenantQuota]) {
-        startTenantReadBack(for: logShares.set(quotas))
+    public func setTenantLogShares(_ shares: [TenantName: TenantLogShare]) {
+        startTenantReadBack(for: logShares.set(shares))
     }
 
     /// Reads back from the log what `tenants` owe, from the lowest of their floors to the durable
@@ -29,7 +29,7 @@ extension WriteAheadLog {
         Task {
             let started = ContinuousClock.now
             let (_, result) = await BlockingExecutor(name: "tenant-ledger").run(moving: reader) {
-                (owned: inout LogReader) throws(LogError) -> TenantLedger in
+                (owned: inout LogReader) throws(LogError) -> TenantLogShareLedger in
                 try TenantLogShares.readBack(&owned, tenants: tenants, end: end)
             }
             self.finishTenantReadBack(result, of: tenants, upTo: end, startedAt: started)
@@ -37,7 +37,7 @@ extension WriteAheadLog {
     }
 
     private func finishTenantReadBack(
-        _ result: Result<TenantLedger, LogError>, of tenants: Set<TenantName>, upTo end: UInt64, startedAt started: ContinuousClock.Instant
+        _ result: Result<TenantLogShareLedger, LogError>, of tenants: Set<TenantName>, upTo end: UInt64, startedAt started: ContinuousClock.Instant
     ) {
         logShares.finishReadBack(result, of: tenants, end: end)
         switch result {

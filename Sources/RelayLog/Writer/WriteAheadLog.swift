@@ -94,7 +94,7 @@ public actor WriteAheadLog {
         self.identity = opened.identity
         self.walDirectory = layout.walDirectory
         self.configuration = configuration
-        self.logShares = TenantLogShares(configuration.tenantQuotas)
+        self.logShares = TenantLogShares(configuration.tenantLogShares)
         self.fileSystem = fileSystem
         self.machine = LogWriterStateMachine(maximumPendingEvents: configuration.maximumPendingEvents)
         self.recoveryReport = opened.report

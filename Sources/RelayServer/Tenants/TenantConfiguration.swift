@@ -12,7 +12,7 @@ public struct TenantConfiguration: Sendable, Hashable {
     /// own admin token sees it.
     public var adminToken: String?
     /// Its share of the log: the most bytes of its events its destinations may owe before its
-    /// appends get 503 (``RelayLog/TenantQuota``); `nil`: only the relay's `--max-wal-bytes`.
+    /// appends get 503 (``RelayLog/TenantLogShare``); `nil`: only the relay's `--max-wal-bytes`.
     public var maximumLogBytes: Int64?
 
     /// The tenant's name.

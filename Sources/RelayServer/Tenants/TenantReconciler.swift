@@ -47,7 +47,7 @@ struct TenantReconciler: Sendable {
         } else if destinations.contains(where: { $0.trackingHost != nil || $0.marketingHost != nil }) {
             logger.error("tenants' hosts are not forwarded to: this relay started without an uploader; restart it")
         }
-        await log.setTenantQuotas(changed.tenantQuotas)
+        await log.setTenantLogShares(changed.tenantLogShares)
         directory.replace(with: tenants)
         summary.added = after.subtracting(before).map(\.text).sorted()
         summary.removed = before.subtracting(after).map(\.text).sorted()
