@@ -81,9 +81,19 @@ let package = Package(
         ),
         // The Campaign wire protocol: SDK requests read as Campaign reads them, Campaign requests
         // written as the SDKs write them, the message-id and tracking-hit rules, the endpoints.
+        // The SDK registration form as Campaign reads it (form encoding, `additionalParams` XML): a
+        // part of the wire protocol, kept apart in its own folder so that the log, which stores
+        // the forms the SDKs posted and reads them back, does not depend on the rest of it.
+        .target(
+            name: "CampaignSDKForm",
+            dependencies: ["RelayCore"],
+            path: "Sources/CampaignProtocol/SDKForm",
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "CampaignProtocol",
-            dependencies: ["RelayCore"],
+            dependencies: ["RelayCore", "CampaignSDKForm"],
+            exclude: ["SDKForm"],
             swiftSettings: swiftSettings
         ),
         // The relay's own JSON event format: JSON lines and batches in, JSON out.
@@ -98,7 +108,7 @@ let package = Package(
             name: "RelayLog",
             dependencies: [
                 "RelayCore",
-                "CampaignProtocol",
+                "CampaignSDKForm",
                 "RelayIO",
                 "CZlib",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

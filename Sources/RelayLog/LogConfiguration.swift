@@ -39,8 +39,8 @@ public struct LogConfiguration: Sendable, Hashable {
     public var writtenEventsKept: Int = 0
     /// Each tenant's share of the log: the most bytes of its events its own destinations may owe
     /// before its appends are refused with ``LogError/tenantFull(tenant:usedBytes:limitBytes:)``
-    /// (see ``TenantQuota``). Empty (the default): tenants are limited by ``maximumLogBytes`` alone.
-    public var tenantQuotas: [TenantName: TenantQuota] = [:]
+    /// (see ``TenantLogShare``). Empty (the default): tenants are limited by ``maximumLogBytes`` alone.
+    public var tenantLogShares: [TenantName: TenantLogShare] = [:]
     /// The keys of encryption at rest (`--encryption-key-file`): with them, every frame written is
     /// sealed with the newest key (AES-256-GCM, ``FrameEnvelope``) and frames sealed with any of them
     /// are read; without them (the default) frames are written in the clear and an encrypted frame
@@ -64,21 +64,5 @@ public struct LogConfiguration: Sendable, Hashable {
         self.lockWait = lockWait
         self.retention = retention
         self.archiveDirectory = archiveDirectory
-    }
-}
-
-/// A tenant's share of the log (`max-wal-bytes` of `[tenant.NAME]`).
-public struct TenantQuota: Sendable, Hashable {
-    /// The most bytes of the tenant's events (encoded, before compression) its destinations may owe.
-    public var limitBytes: Int64
-    /// The cursors of its destinations: what they have all passed is no longer owed. None: nothing
-    /// takes its events from the log, and it owes nothing (only ``LogConfiguration/maximumLogBytes``
-    /// limits it).
-    public var consumers: [String]
-
-    /// A share of `limitBytes`, released as `consumers` pass.
-    public init(limitBytes: Int64, consumers: [String]) {
-        self.limitBytes = limitBytes
-        self.consumers = consumers
     }
 }

@@ -25,23 +25,22 @@ extension RelayServerConfiguration {
         if configuration.writtenEventsKept == 0, !logConsumers.isEmpty {
             configuration.writtenEventsKept = 2 * aggregatorBatchSize
         }
-        configuration.tenantQuotas = tenantQuotas
+        configuration.tenantLogShares = tenantLogShares
         return configuration
     }
 
     /// Each tenant's share of the log, released as its destinations pass its events: the lanes of
     /// the sinks that take every tenant's events (a central relay, on a relay handing every event
     /// on), and its own lanes to its hosts.
-    var tenantQuotas: [TenantName: TenantQuota] {
-        var quotas: [TenantName: TenantQuota] = [:]
+    var tenantLogShares: [TenantName: TenantLogShare] {
+        var shares: [TenantName: TenantLogShare] = [:]
         let lists = sinkLists
         let everyTenant = lists.allSinks.filter { $0.kind.scope == .everyTenant }.map(\.consumer.name)
         for tenant in tenants {
             guard let limit = tenant.logShareBytes else { continue }
             let own = lists.first { $0.tenant == tenant.name }?.consumers.map(\.name) ?? []
-            let consumers = everyTenant + own
-            quotas[tenant.name] = TenantQuota(limitBytes: limit, consumers: consumers)
+            shares[tenant.name] = TenantLogShare(limitBytes: limit, consumers: everyTenant + own)
         }
-        return quotas
+        return shares
     }
 }

@@ -18,7 +18,7 @@ struct TenantShareTests {
     func ledger() throws {
         let a = try #require(Self.brandA)
         let b = try #require(Self.brandB)
-        var ledger = TenantLedger()
+        var ledger = TenantLogShareLedger()
         ledger.record([a: 100, b: 7], end: 10)
         ledger.record([a: 50], end: 20)
         ledger.record([a: 0], end: 25)
@@ -31,14 +31,14 @@ struct TenantShareTests {
         ledger.release(a, below: 1000)
         #expect(ledger.owed(by: a) == 0 && ledger.entries[a] == nil)
         // Past the entry limit, neighbours merge: the total stays, and nothing is released early.
-        for index in 1...(TenantLedger.maximumEntries + 1) { ledger.record([a: 1], end: UInt64(1000 + index)) }
-        #expect(ledger.owed(by: a) == Int64(TenantLedger.maximumEntries + 1))
-        #expect((ledger.entries[a]?.count ?? 0) <= TenantLedger.maximumEntries / 2 + 1)
+        for index in 1...(TenantLogShareLedger.maximumEntries + 1) { ledger.record([a: 1], end: UInt64(1000 + index)) }
+        #expect(ledger.owed(by: a) == Int64(TenantLogShareLedger.maximumEntries + 1))
+        #expect((ledger.entries[a]?.count ?? 0) <= TenantLogShareLedger.maximumEntries / 2 + 1)
         ledger.release(a, below: 1001)
-        #expect(ledger.owed(by: a) == Int64(TenantLedger.maximumEntries + 1), "a merged entry goes only once its later end is passed")
+        #expect(ledger.owed(by: a) == Int64(TenantLogShareLedger.maximumEntries + 1), "a merged entry goes only once its later end is passed")
         ledger.release(a, below: 1002)
-        #expect(ledger.owed(by: a) == Int64(TenantLedger.maximumEntries - 1))
-        var earlier = TenantLedger()
+        #expect(ledger.owed(by: a) == Int64(TenantLogShareLedger.maximumEntries - 1))
+        var earlier = TenantLogShareLedger()
         earlier.record([b: 3], end: 5)
         earlier.record([b: 4], end: 10)
         ledger.replace([b], upTo: 10, with: earlier)
@@ -62,7 +62,7 @@ struct TenantShareTests {
         let directory = temporaryDirectory("tenant-share")
         defer { removeTree(directory) }
         var configuration = LogConfiguration()
-        configuration.tenantQuotas = [a: TenantQuota(limitBytes: 2_000, consumers: ["upload-tracking_brand-a"])]
+        configuration.tenantLogShares = [a: TenantLogShare(limitBytes: 2_000, consumers: ["upload-tracking_brand-a"])]
         let consumers: [LogConsumerDeclaration] = [.cursorFile("upload-tracking_brand-a")]
         let log = try await WriteAheadLog.open(dataDirectory: directory, configuration: configuration, consumers: consumers, logger: quietLogger)
         var stored = 0

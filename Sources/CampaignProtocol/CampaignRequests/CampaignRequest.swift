@@ -1,3 +1,4 @@
+import CampaignSDKForm
 public import RelayCore
 
 /// One HTTP request to a Campaign host, exactly as the SDKs send it.

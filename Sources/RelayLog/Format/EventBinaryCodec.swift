@@ -1,4 +1,4 @@
-import CampaignProtocol
+import CampaignSDKForm
 public import RelayCore
 
 /// The compact binary encoding of events inside a frame payload (before compression).

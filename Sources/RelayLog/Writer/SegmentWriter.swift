@@ -4,17 +4,8 @@ import RelayCore
 /// deletion. Synchronous, and owned by one flush at a time (``WriteAheadLog`` moves it to its I/O
 /// thread and back), so it needs no lock.
 struct SegmentWriter: Sendable {
-    /// One segment file of the log.
-    struct Segment: Sendable, Hashable {
-        var firstSequence: UInt64
-        /// Bytes holding the header and frames (for a sealed segment found on open: its file size).
-        var bytes: Int64
-        /// When the segment was started (its header's creation time; when the header could not
-        /// be read, the time the log was opened, which keeps it longer rather than shorter).
-        /// The next segment's creation is when this one took its last event.
-        var createdAtNanoseconds: Int64
-        var name: String { SegmentHeader.fileName(firstSequence: firstSequence) }
-    }
+    /// One segment file of the log: the segment store's span.
+    typealias Segment = FrameSpan
 
     /// The segment being appended to.
     struct Active: Sendable {
@@ -120,7 +111,7 @@ struct SegmentWriter: Sendable {
     /// size limit or the disk then leaves no room; the failure is in `retention` either way.
     @discardableResult
     mutating func commit(
-        _ frames: [UInt8], firstSequence: UInt64, passedBelow floor: UInt64 = 0, mayRemove: Bool = true, retention: inout RetentionPass
+        _ frames: [UInt8], firstSequence: UInt64, passedBelow floor: UInt64 = 0, mayRemove: Bool = true, retention: inout FrameDropReport
     ) throws(LogError) -> Placement {
         let floor = mayRemove ? floor : 0
         // Without a size limit or a quota (the default) a commit does not sum the segments' sizes.

@@ -12,8 +12,8 @@ public struct TenantConfiguration: Sendable, Hashable {
     /// own admin token sees it.
     public var adminToken: String?
     /// Its log share (`max-wal-bytes` of its `[tenant.NAME]` table): the most bytes of its events
-    /// its destinations may owe before its appends get 503 (``RelayLog/TenantQuota``); `nil`: only
-    /// the relay's `--max-wal-bytes`.
+    /// its destinations may owe before its appends get 503 (``RelayLog/TenantLogShare``); `nil`:
+    /// only the relay's `--max-wal-bytes`.
     public var logShareBytes: Int64?
 
     /// The tenant's name.

@@ -47,7 +47,7 @@ struct TenantReconciler: Sendable {
         } else if !lists.allSinks.isEmpty {
             logger.error("tenants' hosts are not forwarded to: this relay started without an uploader; restart it")
         }
-        await log.setTenantQuotas(changed.tenantQuotas)
+        await log.setTenantLogShares(changed.tenantLogShares)
         directory.replace(with: tenants)
         summary.added = after.subtracting(before).map(\.text).sorted()
         summary.removed = before.subtracting(after).map(\.text).sorted()

@@ -17,7 +17,7 @@ public import RelayCore
 /// Memory stays bounded: past ``maximumEntries`` entries for a tenant, neighbouring entries are
 /// merged two by two (a merged entry is released only once the floor passes the later end, which
 /// owes a little more for a little longer, never less). A pure value, driven by ``WriteAheadLog``.
-struct TenantLedger: Sendable {
+struct TenantLogShareLedger: Sendable {
     /// One commit's bytes of a tenant, owed until the floor reaches `end`.
     struct Entry: Sendable, Hashable {
         /// The sequence after the commit's last event.
@@ -69,7 +69,7 @@ struct TenantLedger: Sendable {
     /// Puts `earlier`, the entries of `tenants` read back from the log up to `end`, in place of
     /// what this ledger recorded for them up to `end` (commits after it stay: they were recorded as
     /// they happened, while the log was read). Entries stay in sequence order.
-    mutating func replace(_ tenants: Set<TenantName>, upTo end: UInt64, with earlier: TenantLedger) {
+    mutating func replace(_ tenants: Set<TenantName>, upTo end: UInt64, with earlier: TenantLogShareLedger) {
         for tenant in tenants {
             let later = (entries[tenant] ?? []).filter { $0.end > end }
             let list = (earlier.entries[tenant] ?? []) + later
