@@ -402,7 +402,8 @@ let package = Package(
             name: "RelayServerTests",
             dependencies: [
                 "TestTiers",
-                "RelayServer", "RelayPrivacy", "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain", "RelayForwarding",
+                "RelayServer", "RelayPrivacy", "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain",
+                "RelayForwarding",
                 "RelayAggregates", "RelayAggregator", "RelayPostgres", "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

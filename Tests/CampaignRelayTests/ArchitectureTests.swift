@@ -141,4 +141,28 @@ struct ArchitectureTests {
             #expect(protocolLines.contains { $0.text.contains(detail) }, "CampaignProtocol should hold \(detail)")
         }
     }
+
+    /// The most lines a source file may have: a file past it holds more than one concern.
+    static let longestSourceFile = 400
+
+    @Test("no source file is over 400 lines (the generated OpenAPI document is cut into parts)")
+    func sourceFilesStayShort() throws {
+        let lengths = try Self.sourceFileLengths()
+        #expect(lengths.count > 100, "the walk should find the sources")
+        for (file, count) in lengths.sorted(by: { $0.key < $1.key }) where count > Self.longestSourceFile {
+            Issue.record("\(file) has \(count) lines, over \(Self.longestSourceFile): split it by concern")
+        }
+    }
+
+    /// Every source file's length as `wc -l` counts it (line breaks), by its path from the repository.
+    static func sourceFileLengths() throws -> [String: Int] {
+        let sources = repository.appendingPathComponent("Sources")
+        guard let walker = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil) else { return [:] }
+        var lengths: [String: Int] = [:]
+        for case let url as URL in walker where url.pathExtension == "swift" {
+            let text = try String(contentsOf: url, encoding: .utf8)
+            lengths[String(url.path.dropFirst(repository.path.count + 1))] = text.utf8.reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+        }
+        return lengths
+    }
 }

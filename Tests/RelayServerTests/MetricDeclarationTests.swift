@@ -33,9 +33,9 @@ struct MetricDeclarationTests {
                 return weekday == 0 || weekday == 6
             }))
     static let table = MetricTable.standard.adding(weekendRegistrations)
-    /// How long a PostgreSQL operation may go unanswered: the fast tier runs this beside every
-    /// other suite on a busy machine, where a cluster just made may answer late (the sessions'
-    /// 5 s default gave up once).
+    /// How long a PostgreSQL operation may go unanswered: a tier runs this beside other suites on a
+    /// busy machine, where a cluster just made may answer late (the sessions' 5 s default gave up
+    /// once).
     static let patience = Duration.seconds(60)
 
     /// Saturday 2026-11-21 and Monday 2026-11-23, 09:00 UTC.
@@ -138,13 +138,20 @@ struct MetricDeclarationTests {
         await server.stop()
         await http.shutdown()
     }
+}
+
+/// The same declared metric in PostgreSQL (``MetricDeclarationTests`` holds the table and the
+/// events): in the thorough tier, with the other suites that start a PostgreSQL cluster.
+@Suite("A metric is one declaration: the declared metric in PostgreSQL", .timeLimit(.minutes(5)), .tier(.thorough))
+struct MetricDeclarationPostgresTests {
+    typealias Declared = MetricDeclarationTests
 
     @Test("PostgreSQL: migrated onto an existing database, counted exactly once across an abandoned session, uncounted by an erasure, listed")
     func postgres() async throws {
         let postgres = try await TestPostgres.start()
         let directory = temporaryDirectory("metric-postgres")
         defer { removeTree(directory) }
-        let log = try await Self.log(directory)
+        let log = try await Declared.log(directory)
         do {
             try await countIntoPostgres(at: try PostgresLocation(url: postgres.url), log: log)
         } catch {
@@ -158,19 +165,20 @@ struct MetricDeclarationTests {
 
     func countIntoPostgres(at location: PostgresLocation, log: WriteAheadLog) async throws {
         // The database as the standard table makes it.
-        try await location.connectedSession(timeout: Self.patience, logger: quietLogger) { connection, watch in
+        try await location.connectedSession(timeout: Declared.patience, logger: quietLogger) { connection, watch in
             let aggregator = try await FleetAggregator(connection: connection, watch: watch, log: log, logger: quietLogger)
             _ = try await aggregator.catchUp()
             await aggregator.close()
         }
-        let old = try #require(try await FleetQueries(location: location, timeout: Self.patience, logger: quietLogger).report().registrations.first)
+        let old = try #require(
+            try await FleetQueries(location: location, timeout: Declared.patience, logger: quietLogger).report().registrations.first)
         #expect(old.registrations == 2 && old.values["weekendRegistrations"] == nil)
 
-        _ = try await log.append(Self.after)
+        _ = try await log.append(Declared.after)
         // Migrated, then abandoned mid-way: its session ends with the catch-up cut short.
-        let stoppedAt = try await location.connectedSession(timeout: Self.patience, logger: quietLogger) { connection, watch in
+        let stoppedAt = try await location.connectedSession(timeout: Declared.patience, logger: quietLogger) { connection, watch in
             let aggregator = try await FleetAggregator(
-                connection: connection, watch: watch, log: log, batchSize: 7, metrics: Self.table, logger: quietLogger)
+                connection: connection, watch: watch, log: log, batchSize: 7, metrics: Declared.table, logger: quietLogger)
             let ended = Ended()
             let catchingUp = Task {
                 defer { ended.mark() }
@@ -183,15 +191,15 @@ struct MetricDeclarationTests {
             return await aggregator.nextSequence
         }
         #expect(stoppedAt < 204, "the catch-up stopped before the end")
-        let queries = FleetQueries(location: location, timeout: Self.patience, metrics: Self.table, logger: quietLogger)
+        let queries = FleetQueries(location: location, timeout: Declared.patience, metrics: Declared.table, logger: quietLogger)
         let migrated = try #require(try await queries.report().registrations.first)
         #expect(
             migrated["weekendRegistrations"] == Int64((stoppedAt - 4) / 2 + (stoppedAt - 4) % 2), "what the abandoned session committed: \(migrated)")
-        let erasure = try await location.connectedSession(timeout: Self.patience, logger: quietLogger) { connection, watch in
+        let erasure = try await location.connectedSession(timeout: Declared.patience, logger: quietLogger) { connection, watch in
             let aggregator = try await FleetAggregator(
-                connection: connection, watch: watch, log: log, batchSize: 7, metrics: Self.table, logger: quietLogger)
+                connection: connection, watch: watch, log: log, batchSize: 7, metrics: Declared.table, logger: quietLogger)
             _ = try await aggregator.catchUp()
-            let erasure = try await aggregator.applyErasure([Self.target(10), Self.target(11)])
+            let erasure = try await aggregator.applyErasure([Declared.target(10), Declared.target(11)])
             await aggregator.close()
             return erasure
         }
