@@ -79,27 +79,25 @@ let package = Package(
             name: "RelayCore",
             swiftSettings: swiftSettings
         ),
-        // The Campaign wire protocol: SDK requests read as Campaign reads them, Campaign requests
-        // written as the SDKs write them, the message-id and tracking-hit rules, the endpoints.
         // The SDK registration form as Campaign reads it (form encoding, `additionalParams` XML): a
-        // part of the wire protocol, kept apart in its own folder so that the log, which stores
-        // the forms the SDKs posted and reads them back, does not depend on the rest of it.
+        // part of the wire protocol, a module of its own so that the log, which stores the forms
+        // the SDKs posted and reads them back, does not depend on the rest of it.
         .target(
             name: "CampaignSDKForm",
             dependencies: ["RelayCore"],
-            path: "Sources/CampaignProtocol/SDKForm",
             swiftSettings: swiftSettings
         ),
+        // The Campaign wire protocol: SDK requests read as Campaign reads them, Campaign requests
+        // written as the SDKs write them, the message-id and tracking-hit rules, the endpoints.
         .target(
             name: "CampaignProtocol",
             dependencies: ["RelayCore", "CampaignSDKForm"],
-            exclude: ["SDKForm"],
             swiftSettings: swiftSettings
         ),
         // The relay's own JSON event format: JSON lines and batches in, JSON out.
         .target(
             name: "RelayEventJSON",
-            dependencies: ["RelayCore", "CampaignProtocol"],
+            dependencies: ["RelayCore", "CampaignProtocol", "CampaignSDKForm"],
             swiftSettings: swiftSettings
         ),
         // The write-ahead log: frames, segments, group commit, recovery, readers, and the consumer
@@ -165,7 +163,7 @@ let package = Package(
             dependencies: [
                 "RelayCore",
                 "RelayChain",
-                "CampaignProtocol",
+                "CampaignProtocol", "CampaignSDKForm",
                 "RelayEventJSON",
                 "RelayIO",
                 "RelayLog",
@@ -208,7 +206,7 @@ let package = Package(
             dependencies: [
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "RelayCore",
-                "CampaignProtocol",
+                "CampaignProtocol", "CampaignSDKForm",
                 "RelayTLS",
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
@@ -238,7 +236,7 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 "RelayCore",
                 "RelayChain",
-                "CampaignProtocol",
+                "CampaignProtocol", "CampaignSDKForm",
                 "RelayEventJSON",
                 "RelayIO",
                 "RelayLog",
@@ -267,7 +265,7 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 "RelayCore",
                 "RelayIO",
-                "CampaignProtocol",
+                "CampaignProtocol", "CampaignSDKForm",
                 "RelayEventJSON",
                 "RelayLog",
                 "RelayAggregates",
@@ -294,7 +292,7 @@ let package = Package(
         .target(
             name: "RelayFuzzTargets",
             dependencies: [
-                "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayLog", "RelayChain",
+                "RelayCore", "CampaignProtocol", "CampaignSDKForm", "RelayEventJSON", "RelayLog", "RelayChain",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             path: "Fuzz/Targets",
@@ -325,12 +323,12 @@ let package = Package(
         ),
         .testTarget(
             name: "RelayCoreTests",
-            dependencies: ["TestTiers", "RelayCore", "CampaignProtocol"],
+            dependencies: ["TestTiers", "RelayCore", "CampaignProtocol", "CampaignSDKForm"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RelayEventJSONTests",
-            dependencies: ["TestTiers", "RelayEventJSON", "RelayCore", "CampaignProtocol", "RelayTestSupport"],
+            dependencies: ["TestTiers", "RelayEventJSON", "RelayCore", "CampaignProtocol", "CampaignSDKForm", "RelayTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -347,7 +345,7 @@ let package = Package(
             name: "CampaignProtocolTests",
             dependencies: [
                 "TestTiers",
-                "CampaignProtocol", "RelayCore", "RelayForwarding", "CampaignEmulator", "RelayTestSupport",
+                "CampaignProtocol", "CampaignSDKForm", "RelayCore", "RelayForwarding", "CampaignEmulator", "RelayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -356,7 +354,7 @@ let package = Package(
             name: "RelayLogTests",
             dependencies: [
                 "TestTiers",
-                "RelayLog", "RelayIO", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayTestSupport",
+                "RelayLog", "RelayIO", "RelayCore", "CampaignProtocol", "CampaignSDKForm", "RelayEventJSON", "RelayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -375,7 +373,7 @@ let package = Package(
             name: "RelayForwardingTests",
             dependencies: [
                 "TestTiers",
-                "RelayForwarding", "CampaignEmulator", "CampaignProtocol", "RelayLog", "RelayCore", "RelayTestSupport",
+                "RelayForwarding", "CampaignEmulator", "CampaignProtocol", "CampaignSDKForm", "RelayLog", "RelayCore", "RelayTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -402,7 +400,8 @@ let package = Package(
             name: "RelayServerTests",
             dependencies: [
                 "TestTiers",
-                "RelayServer", "RelayPrivacy", "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain",
+                "RelayServer", "RelayPrivacy", "RelayLog", "RelayCore", "CampaignProtocol", "CampaignSDKForm", "RelayEventJSON", "RelayIO",
+                "RelaySQLite", "RelayChain",
                 "RelayForwarding",
                 "RelayAggregates", "RelayAggregator", "RelayPostgres", "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -419,7 +418,8 @@ let package = Package(
             name: "CampaignRelayTests",
             dependencies: [
                 "TestTiers",
-                "RelayLog", "RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain", "RelayAggregates",
+                "RelayLog", "RelayCore", "CampaignProtocol", "CampaignSDKForm", "RelayEventJSON", "RelayIO", "RelaySQLite", "RelayChain",
+                "RelayAggregates",
                 "RelayAggregator", "RelayPostgres", "RelayForwarding", "CampaignEmulator", "RelayTestSupport", "RelayProcessTestSupport",
                 "CampaignRelay",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -450,7 +450,7 @@ if benchmarks {
         // What several benchmarks share: generated events, the SQLite baseline queue.
         .target(
             name: "BenchmarkSupport",
-            dependencies: ["RelayCore", "CampaignProtocol", "RelayEventJSON", "RelayIO", "RelayLog", "RelaySQLite"],
+            dependencies: ["RelayCore", "CampaignProtocol", "CampaignSDKForm", "RelayEventJSON", "RelayIO", "RelayLog", "RelaySQLite"],
             path: "Benchmarks/Sources/BenchmarkSupport",
             swiftSettings: benchmarkSwiftSettings
         ),

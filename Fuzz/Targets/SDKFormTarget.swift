@@ -1,4 +1,5 @@
 import CampaignProtocol
+import CampaignSDKForm
 import RelayCore
 
 /// An SDK registration form body (the first byte picks the platform). One that is accepted goes

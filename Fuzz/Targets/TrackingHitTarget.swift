@@ -1,4 +1,5 @@
 import CampaignProtocol
+import CampaignSDKForm
 import RelayCore
 
 /// The `id` of `GET /r/?id=…`, as received and as percent-decoded from a query. An id that parses

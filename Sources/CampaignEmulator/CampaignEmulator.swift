@@ -1,4 +1,5 @@
 import CampaignProtocol
+import CampaignSDKForm
 public import Hummingbird
 public import Logging
 import NIOConcurrencyHelpers

@@ -1,4 +1,5 @@
 import CampaignProtocol
+import CampaignSDKForm
 public import RelayCore
 
 /// Turns the relay's JSON event format into validated ``Event`` values.

@@ -1,4 +1,5 @@
 import CampaignEmulator
+import CampaignSDKForm
 import RelayCore
 import RelayForwarding
 import RelayTestSupport

@@ -1,4 +1,5 @@
 import CampaignProtocol
+import CampaignSDKForm
 import RelayCore
 import RelayEventJSON
 import RelayTestSupport

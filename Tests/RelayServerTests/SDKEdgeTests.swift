@@ -1,4 +1,5 @@
 import CampaignProtocol
+import CampaignSDKForm
 import Foundation
 import RelayCore
 import RelayForwarding

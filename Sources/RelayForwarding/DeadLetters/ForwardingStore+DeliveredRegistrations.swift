@@ -1,4 +1,5 @@
 import CampaignProtocol
+import CampaignSDKForm
 public import RelayCore
 import RelayLog
 public import RelaySQLite

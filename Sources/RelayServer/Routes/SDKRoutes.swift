@@ -1,4 +1,5 @@
 import CampaignProtocol
+import CampaignSDKForm
 import Hummingbird
 import HummingbirdCore
 import Logging
