@@ -1,4 +1,4 @@
-import RelayAggregates
+public import RelayAggregates
 import RelayCore
 public import RelayLog
 import RelaySQLite
@@ -160,12 +160,15 @@ extension Aggregator {
     }
 
     /// Takes the registrations of `targets` out of the aggregates database of `dataDirectory`, if
-    /// there is one, with no aggregator running (the caller holds the log's lock). It opens and
-    /// writes a file: call it on a thread made for blocking calls.
-    public static func applyErasure(_ targets: [ErasurePlan.Target], dataDirectory: String) throws(AggregatorError) -> AggregateErasure? {
+    /// there is one, in every metric of `table` (the table the relay counts with), with no
+    /// aggregator running (the caller holds the log's lock). It opens and writes a file: call it
+    /// on a thread made for blocking calls.
+    public static func applyErasure(
+        _ targets: [ErasurePlan.Target], dataDirectory: String, table: MetricTable = .standard
+    ) throws(AggregatorError) -> AggregateErasure? {
         let path = databasePath(dataDirectory: dataDirectory)
         guard PosixFileSystem().exists(path) else { return nil }
-        let store = try AggregateStore(path: path, firstSequence: 1, pageCacheBytes: 8 << 20)
+        let store = try AggregateStore(path: path, firstSequence: 1, table: table, pageCacheBytes: 8 << 20)
         defer { store.close() }
         return try store.applyErasure(targets)
     }

@@ -1,4 +1,5 @@
 public import Logging
+public import RelayAggregates
 public import RelayAggregator
 public import RelayCore
 public import RelayForwarding
@@ -45,16 +46,20 @@ public actor PersonalDataErasure {
     /// registrations, for the registration's tenant, says whether it was forwarded (a kind that
     /// delivers) or handed on (a kind that hands events on).
     let sinkKinds: [SinkKind]
+    /// The metrics the relay counts: what an erasure takes a registration out of when no
+    /// aggregator runs (the running one counts with its own).
+    let metrics: MetricTable
 
     /// The fleet step of a process where no fleet aggregator of this relay runs (`erase` without a
-    /// server, `serve` before its services start): ``FleetErasure`` in a session of its own.
-    public static func directFleetStep(location: PostgresLocation, relayID: String, logger: Logger) -> FleetStep {
+    /// server, `serve` before its services start): ``FleetErasure`` in a session of its own, over
+    /// the metrics of `table` (the table the relay counts with).
+    public static func directFleetStep(location: PostgresLocation, relayID: String, table: MetricTable = .standard, logger: Logger) -> FleetStep {
         { targets in
             try await location.connectedSession(logger: logger) { connection, watch in
                 try await FleetSchema.migrate(connection, logger: logger)
                 watch.begin()
                 defer { watch.end() }
-                return try await FleetErasure.apply(targets, relayID: relayID, connection: connection, logger: logger)
+                return try await FleetErasure.apply(targets, relayID: relayID, table: table, connection: connection, logger: logger)
             }
         }
     }
@@ -74,9 +79,11 @@ public actor PersonalDataErasure {
     /// lanes of `sinkKinds` (the relay's own kinds by default; `serve` passes its configuration's).
     public init(
         log: WriteAheadLog, dataDirectory: String, archiveDirectories: [String], store: ForwardingStore, aggregator: Aggregator?,
-        fleet: FleetStep? = nil, fileSystem: any FileSystem = PosixFileSystem(), sinkKinds: [SinkKind] = SinkKind.builtIn, logger: Logger
+        fleet: FleetStep? = nil, fileSystem: any FileSystem = PosixFileSystem(), sinkKinds: [SinkKind] = SinkKind.builtIn,
+        metrics: MetricTable = .standard, logger: Logger
     ) {
         self.fleet = fleet
+        self.metrics = metrics
         self.sinkKinds = sinkKinds.filter(\.carriesRegistrations)
         self.fileSystem = fileSystem
         self.log = log
@@ -276,8 +283,9 @@ public actor PersonalDataErasure {
                 (aggregates, fleetResult) = try await aggregator.applyErasure(targets, whileQuiescent: fleetStep)
             } else {
                 fleetResult = try await fleetStep()
+                let metrics = metrics
                 aggregates = try await io.run { () throws(AggregatorError) -> AggregateErasure? in
-                    try Aggregator.applyErasure(targets, dataDirectory: dataDirectory)
+                    try Aggregator.applyErasure(targets, dataDirectory: dataDirectory, table: metrics)
                 }
             }
         } catch let error as ErasureError {

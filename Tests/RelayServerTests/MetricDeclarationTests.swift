@@ -3,6 +3,7 @@ import RelayAggregates
 import RelayAggregator
 import RelayCore
 import RelayEventJSON
+import RelayIO
 import RelayLog
 import RelayPostgres
 import RelayProcessTestSupport
@@ -117,6 +118,13 @@ struct MetricDeclarationTests {
         // The abandoned aggregator is never closed: as after a kill, it saves nothing more.
         await aggregator.close()
         await log.close()
+        // With no aggregator running (`erase` without a server), the table given is the one uncounted.
+        let offline = try await BlockingExecutor(name: "offline-erasure").run { () throws(AggregatorError) -> AggregateErasure? in
+            try Aggregator.applyErasure([Self.target(12), Self.target(13)], dataDirectory: directory, table: Self.table)
+        }
+        #expect(offline?.registrationsUncounted == 2)
+        let erasedOffline = try #require(try await AggregateQueries(path: path, metrics: Self.table).registrations().first)
+        #expect(erasedOffline["weekendRegistrations"] == 98 && erasedOffline.registrations == 198, "\(erasedOffline)")
 
         // Listed by /v1/deliveries, beside the standard keys.
         let server = try await RunningServer.start { configuration in
@@ -128,11 +136,11 @@ struct MetricDeclarationTests {
         #expect(answer.status == 200)
         #expect(
             answer.body.contains(#""integrationKey":"app","lastEvent":"#)
-                && answer.body.contains(#""platform":"ios","registrations":200,"tenant":"default","weekendRegistrations":99}"#), "\(answer.body)")
+                && answer.body.contains(#""platform":"ios","registrations":198,"tenant":"default","weekendRegistrations":98}"#), "\(answer.body)")
         #expect(answer.body.contains(#""deliveryId":"d","firstEvent":"#) && answer.body.contains(#""opens":1,"tenant":"default","uniqueClicks":0"#))
         // And by the status report and page.
         let status = try await http.get(server.url + "/v1/status")
-        #expect(status.body.contains(#""tenant":"default","weekendRegistrations":99}"#), "\(status.body)")
+        #expect(status.body.contains(#""tenant":"default","weekendRegistrations":98}"#), "\(status.body)")
         let page = try await http.get(server.url + "/status").body
         #expect(page.contains(#"<th class="n">weekend registrations</th>"#) && page.contains(#"number(app.weekendRegistrations)"#))
         await server.stop()

@@ -96,8 +96,11 @@ struct ServerComponents {
         do {
             _ = try await PersonalDataErasure(
                 log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: archives, store: store, aggregator: aggregator,
-                fleet: fleet.map { PersonalDataErasure.directFleetStep(location: $0.location, relayID: log.identity.relayID, logger: logger) },
-                fileSystem: fileSystem, sinkKinds: configuration.sinkKinds, logger: logger
+                fleet: fleet.map {
+                    PersonalDataErasure.directFleetStep(
+                        location: $0.location, relayID: log.identity.relayID, table: configuration.aggregateMetrics, logger: logger)
+                },
+                fileSystem: fileSystem, sinkKinds: configuration.sinkKinds, metrics: configuration.aggregateMetrics, logger: logger
             ).finishPending()
         } catch {
             logger.error(
@@ -106,7 +109,8 @@ struct ServerComponents {
         }
         let erasure = PersonalDataErasure(
             log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: archives, store: store, aggregator: aggregator,
-            fleet: fleet.map { Self.fleetErasure(status: $0.status) }, fileSystem: fileSystem, sinkKinds: configuration.sinkKinds, logger: logger)
+            fleet: fleet.map { Self.fleetErasure(status: $0.status) }, fileSystem: fileSystem, sinkKinds: configuration.sinkKinds,
+            metrics: configuration.aggregateMetrics, logger: logger)
         return ServerComponents(
             configuration: configuration, log: log, metrics: metrics, history: history, store: store, idempotency: idempotency,
             aggregator: aggregator, uploader: uploader, fleet: fleet,
