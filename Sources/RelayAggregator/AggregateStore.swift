@@ -110,19 +110,8 @@ final class AggregateStore: AggregateBackend {
             "bringing the aggregates database to the current schema; this copies every delivery and registration once",
             metadata: ["path": "\(path)", "from": "\(version)", "to": "\(AggregateSchema.version)"])
         let started = SystemClock.monotonicNanoseconds()
-        let summary: AggregateMigration.Summary
-        do throws(AggregatorError) {
-            do { try connection.execute("BEGIN IMMEDIATE") } catch { throw AggregatorError.database(error) }
-            do throws(AggregatorError) {
-                summary = try AggregateMigration.migrate(connection, path: path, from: version, steps: steps)
-                do { try connection.execute("COMMIT") } catch { throw AggregatorError.database(error) }
-            } catch {
-                try? connection.execute("ROLLBACK")
-                throw error
-            }
-        } catch {
-            connection.close()
-            throw error
+        let summary = try inOneTransaction(connection) { () throws(AggregatorError) in
+            try AggregateMigration.migrate(connection, path: path, from: version, steps: steps)
         }
         // VACUUM needs room for a copy of the file; without it the freed pages are reused by later
         // counts instead, which is only a larger file.
@@ -145,11 +134,24 @@ final class AggregateStore: AggregateBackend {
     private static func addMetricColumns(
         _ connection: SQLiteConnection, path: String, from version: Int64, steps: [AggregateMigration.Step], logger: Logger?
     ) throws(AggregatorError) {
+        _ = try inOneTransaction(connection) { () throws(AggregatorError) in
+            try AggregateMigration.migrate(connection, path: path, from: version, steps: steps)
+        }
+        logger?.notice(
+            "added the columns of new metrics to the aggregates database", metadata: ["path": "\(path)", "migrations": "\(steps.map(\.name))"])
+    }
+
+    /// Runs `body` (migration steps) in one immediate transaction of `connection`, rolled back
+    /// when it throws. On failure the connection is closed: the store is not opened.
+    private static func inOneTransaction<Value>(
+        _ connection: SQLiteConnection, _ body: () throws(AggregatorError) -> Value
+    ) throws(AggregatorError) -> Value {
         do throws(AggregatorError) {
             do { try connection.execute("BEGIN IMMEDIATE") } catch { throw AggregatorError.database(error) }
             do throws(AggregatorError) {
-                _ = try AggregateMigration.migrate(connection, path: path, from: version, steps: steps)
+                let value = try body()
                 do { try connection.execute("COMMIT") } catch { throw AggregatorError.database(error) }
+                return value
             } catch {
                 try? connection.execute("ROLLBACK")
                 throw error
@@ -158,8 +160,6 @@ final class AggregateStore: AggregateBackend {
             connection.close()
             throw error
         }
-        logger?.notice(
-            "added the columns of new metrics to the aggregates database", metadata: ["path": "\(path)", "migrations": "\(steps.map(\.name))"])
     }
 
     /// SQLite's primary result codes that say the disk or the moment failed, not the file: full,
