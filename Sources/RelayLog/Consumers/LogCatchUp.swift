@@ -18,7 +18,7 @@ package enum LogCatchUp {
     /// What a catch-up did, and the reader to go on with (at `summary.endPosition`, also after a
     /// failure, so that a caller may try again).
     package struct Outcome<ApplyError: Error> {
-        package var reader: LogReader
+        package var reader: LogFollower.Steps
         package var summary: CatchUpSummary
         package var failure: Failure<ApplyError>?
 
@@ -48,7 +48,8 @@ package enum LogCatchUp {
     /// ``run(log:reader:archiveDirectory:from:batchSize:readAhead:cursor:logger:progress:isolation:prepare:apply:)``
     /// for a consumer that applies the events as read.
     package static func run<ApplyError: Error>(
-        log: WriteAheadLog, reader: LogReader?, archiveDirectory: String? = nil, from position: UInt64, batchSize: Int, readAhead: BlockingExecutor,
+        log: WriteAheadLog, reader: LogFollower.Steps?, archiveDirectory: String? = nil, from position: UInt64, batchSize: Int,
+        readAhead: BlockingExecutor,
         cursor: RetentionCursor?,
         logger: Logger, progress: (@Sendable (CatchUpProgress) -> Void)?, isolation: isolated (any Actor)? = #isolation,
         apply: (ArraySlice<SequencedEvent>, UInt64, UInt64) async throws(ApplyError) -> Void
@@ -68,7 +69,8 @@ package enum LogCatchUp {
     /// the end. A cancelled task stops after the batch under way (the summary's end position says
     /// where).
     package static func run<Prepared: Sendable, ApplyError: Error>(
-        log: WriteAheadLog, reader: LogReader?, archiveDirectory: String? = nil, from position: UInt64, batchSize: Int, readAhead: BlockingExecutor,
+        log: WriteAheadLog, reader: LogFollower.Steps?, archiveDirectory: String? = nil, from position: UInt64, batchSize: Int,
+        readAhead: BlockingExecutor,
         cursor: RetentionCursor?,
         logger: Logger, progress: (@Sendable (CatchUpProgress) -> Void)?, isolation: isolated (any Actor)? = #isolation,
         prepare: @escaping @Sendable ([SequencedEvent]) -> Prepared,
@@ -78,13 +80,13 @@ package enum LogCatchUp {
         let end = await log.durableSequence
         var summary = CatchUpSummary(startPosition: position, endPosition: position)
         var position = position
-        var held: LogReader? = reader ?? log.reader(from: position, archiveDirectory: archiveDirectory)
-        typealias ReadAhead = Task<(LogReader, Result<PreparedBatch<Prepared>, LogError>), Never>
+        var held: LogFollower.Steps? = reader ?? LogFollower.Steps(log: log, from: position, archiveDirectory: archiveDirectory)
+        typealias ReadAhead = Task<(LogFollower.Steps, Result<PreparedBatch<Prepared>, LogError>), Never>
         func readNext() -> ReadAhead? {
             guard let taken = held else { return nil }
             held = nil
             return Task {
-                await readAhead.run(moving: taken) { (owned: inout LogReader) throws(LogError) -> PreparedBatch<Prepared> in
+                await readAhead.run(moving: taken) { (owned: inout LogFollower.Steps) throws(LogError) -> PreparedBatch<Prepared> in
                     let batch = try owned.read(maximumEvents: batchSize, below: end)
                     return PreparedBatch(
                         prepared: prepare(batch.events), events: batch.events.count, firstSequence: batch.events.first?.sequence,
@@ -104,7 +106,7 @@ package enum LogCatchUp {
             await cursor?.commit(to: position, force: true)
             summary.endPosition = position
             summary.seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
-            let reader = held ?? log.reader(from: position, archiveDirectory: archiveDirectory)
+            let reader = held ?? LogFollower.Steps(log: log, from: position, archiveDirectory: archiveDirectory)
             return Outcome(reader: reader, summary: summary, failure: failure)
         }
         var pending = position < end ? readNext() : nil
