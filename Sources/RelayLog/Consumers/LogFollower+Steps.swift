@@ -1,5 +1,5 @@
 package import Logging
-package import RelayCore
+import RelayCore
 
 extension LogFollower {
     /// The follower's reading taken one batch at a time, for a consumer whose own loop decides
