@@ -11,9 +11,9 @@ extension LogFollower {
     /// It is a plain value, owned by one consumer and moved to the thread that reads (it reads
     /// files). Its reads are the store's: damage is passed over and reported in
     /// ``LogReadBatch/damage``, and a reader of an open log decodes through the log's shared
-    /// decoder, which logs each damage once. The store's reader type stays inside RelayLog.
+    /// decoder, which logs each damage once. The store's reader (``FrameReader``) stays inside RelayLog.
     package struct Steps: Sendable {
-        private var reader: LogReader
+        private var reader: any FrameReader
 
         /// The sequence number of the next event a read returns (or the first after it, when
         /// that one is missing from the log).
@@ -27,15 +27,16 @@ extension LogFollower {
         }
 
         /// Steps through the log files themselves (a log this process has not opened).
-        init(reader: LogReader) {
+        init(reader: any FrameReader) {
             self.reader = reader
         }
 
         /// Reads up to `maximumEvents` events whose sequence numbers are below `limit`; fewer (possibly
         /// none) when the log holds no more yet.
         ///
-        /// - Throws: ``LogError`` as ``LogReader/read(maximumEvents:below:)`` does: at a frame whose key
-        ///   is missing (when nothing was read before it), or when a segment cannot be read.
+        /// - Throws: ``LogError`` as ``FrameReader/read(maximumEvents:below:)`` does; for the segment
+        ///   files, at a frame whose key is missing (when nothing was read before it), or when a
+        ///   segment cannot be read.
         package mutating func read(maximumEvents: Int, below limit: UInt64 = .max) throws(LogError) -> LogReadBatch {
             try reader.read(maximumEvents: maximumEvents, below: limit)
         }
