@@ -32,7 +32,7 @@ public actor Aggregator: BlockingActor {
     /// the actor lets one run while the other awaits.
     let turns = TurnQueue()
     /// Where the next catch-up reads from (``LogCatchUp`` hands it back after each).
-    private var reader: LogReader
+    private var reader: LogFollower.Steps?
     private var position: UInt64 {
         didSet { committedPosition.store(position, ordering: .relaxed) }
     }
@@ -121,7 +121,7 @@ public actor Aggregator: BlockingActor {
         self.position = max(state.nextSequence, 1)
         committedPosition.store(max(state.nextSequence, 1), ordering: .relaxed)
         self.archiveDirectory = archiveDirectory
-        self.reader = log.reader(from: max(state.nextSequence, 1), archiveDirectory: archiveDirectory)
+        self.reader = nil
         self.batchSize = batchSize
         self.logger = logger
         self.cursor = keepsCursor ? RetentionCursor(name: Self.cursorName, log: log, logger: logger) : nil

@@ -28,7 +28,8 @@ public enum RangeRecount {
             let first = max(sequences.lowerBound, 1)
             let store = try AggregateStore(path: path, firstSequence: first, pageCacheBytes: Aggregator.defaultPageCacheBytes)
             defer { store.close() }
-            var reader = LogReader(walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: first, keys: keys)
+            var reader = LogSnapshot.steps(
+                walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, keys: keys, from: first)
             defer { reader.close() }
             var summary = CatchUpSummary(startPosition: first, endPosition: first)
             var position = first

@@ -34,7 +34,7 @@ public actor FleetAggregator {
     private let epoch: UInt32
     private let readAhead: BlockingExecutor
     /// Where the next catch-up reads from (``LogCatchUp`` hands it back after each).
-    private var reader: LogReader
+    private var reader: LogFollower.Steps?
     private var position: UInt64
     private let batchSize: Int
     /// `nil` when this aggregator does not keep a log cursor.
@@ -96,7 +96,7 @@ public actor FleetAggregator {
         }
         guard start >= oldest else { throw .logTrimmed(needed: start, oldest: oldest) }
         position = start
-        reader = log.reader(from: start)
+        reader = nil
         if movesLogCursor {
             do {
                 _ = try await log.startPosition(of: Self.cursorName)

@@ -109,9 +109,9 @@ actor RelayBatchReceiver {
         let log = ingestor.log
         let end = await log.durableSequence
         let start = await log.oldestSequence
-        let reader = log.reader(from: start)
+        let reader = LogFollower.Steps(log: log, from: start)
         let (_, result) = await BlockingExecutor(name: "relay-ledger").run(moving: reader) {
-            (owned: inout LogReader) throws(LogError) -> OriginLedger in
+            (owned: inout LogFollower.Steps) throws(LogError) -> OriginLedger in
             var rebuilt = OriginLedger()
             while true {
                 let batch = try owned.read(maximumEvents: 65_536, below: end)

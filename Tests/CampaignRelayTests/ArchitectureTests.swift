@@ -146,6 +146,24 @@ struct ArchitectureTests {
         }
     }
 
+    /// How a consumer outside RelayLog would build a reader of its own, beside the log's one read loop.
+    static let privateReaders = ["LogReader", "reader(from:"]
+
+    @Test("every consumer outside RelayLog reads through the log follower or the snapshot, never a LogReader of its own")
+    func consumersReadThroughTheFollower() throws {
+        let lines = try Self.sourceLines()
+        // The rule must see the readers RelayLog builds, or it would pass on a walk that finds nothing.
+        #expect(lines.contains { Self.module($0.file) == "RelayLog" && $0.text.contains("LogReader(") })
+        #expect(lines.contains { Self.module($0.file) != "RelayLog" && $0.text.contains("LogFollower") })
+        for line in lines where Self.module(line.file) != "RelayLog" {
+            for spelling in Self.privateReaders where line.text.contains(spelling) {
+                Issue.record(
+                    "\(line.file):\(line.number) uses \(spelling): read through LogFollower (an open log) or LogSnapshot (the files), see docs/seams/follow.md"
+                )
+            }
+        }
+    }
+
     /// The most lines a source file may have: a file past it holds more than one concern.
     static let longestSourceFile = 400
 

@@ -608,7 +608,7 @@ private func littleEndian(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(trun
 private func describe(_ error: LogError) -> String { error.description }
 
 /// Every event `reader` returns until the end of the log (or `limit`).
-func readToEnd(_ reader: inout LogReader, below limit: UInt64 = .max) throws -> [SequencedEvent] {
+func readToEnd(_ reader: inout some FrameReader, below limit: UInt64 = .max) throws -> [SequencedEvent] {
     var events: [SequencedEvent] = []
     while true {
         let batch = try reader.read(maximumEvents: 1000, below: limit)

@@ -28,7 +28,7 @@ struct SharedFrameDecoderTests {
     }
 
     /// Every event a reader gives from `position`, in batches of `batchSize`.
-    func drain(_ reader: LogReader, batchSize: Int, below limit: UInt64) throws -> [SequencedEvent] {
+    func drain(_ reader: some FrameReader, batchSize: Int, below limit: UInt64) throws -> [SequencedEvent] {
         var reader = reader
         defer { reader.close() }
         var events: [SequencedEvent] = []

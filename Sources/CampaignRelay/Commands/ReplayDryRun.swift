@@ -70,7 +70,7 @@ struct ReplayDryRun: Encodable {
         // Hits and registrations per tenant, `nil` the default one.
         var hits: [TenantName?: Int] = [:]
         var registrations: [TenantName?: Int] = [:]
-        var reader = LogReader(walDirectory: walDirectory, archiveDirectory: archiveDirectory, from: range.sequences.lowerBound, keys: keys)
+        var reader = LogSnapshot.steps(walDirectory: walDirectory, archiveDirectory: archiveDirectory, keys: keys, from: range.sequences.lowerBound)
         defer { reader.close() }
         while true {
             let batch = try reader.read(maximumEvents: 65_536, below: range.sequences.upperBound)

@@ -37,14 +37,15 @@ struct WALDumpCommand: AsyncParsableCommand {
         let layout = LogLayout(dataDirectory: common.dataDir)
         // The log's files are read on a thread of their own; the reader moves there and back.
         let reading = BlockingExecutor(name: "wal-dump")
-        var reader = LogReader(walDirectory: layout.walDirectory, from: from, keys: try await encryption.keyRing())
-        let close = { (reader: LogReader) async in _ = await reading.run(moving: reader) { (owned: inout LogReader) in owned.close() } }
+        var reader = LogSnapshot.steps(walDirectory: layout.walDirectory, keys: try await encryption.keyRing(), from: from)
+        let close = { (reader: LogFollower.Steps) async in _ = await reading.run(moving: reader) { (owned: inout LogFollower.Steps) in owned.close() }
+        }
         var output = StandardOutput.output()
         var errors = StandardOutput.error()
         var remaining = limit ?? Int.max
         while remaining > 0 {
             let count = min(remaining, 65_536)
-            let (returned, result) = await reading.run(moving: reader) { (owned: inout LogReader) throws(LogError) in
+            let (returned, result) = await reading.run(moving: reader) { (owned: inout LogFollower.Steps) throws(LogError) in
                 try owned.read(maximumEvents: count)
             }
             reader = returned

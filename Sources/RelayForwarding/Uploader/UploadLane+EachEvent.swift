@@ -13,20 +13,20 @@ extension UploadLane {
         let start: UInt64
         let end: UInt64?
         var times: Range<Int64>?
-        var reader: LogReader
+        var reader: LogFollower.Steps
         let log: WriteAheadLog?
         switch source {
         case .cursor(let wal):
             log = wal
             start = try await wal.startPosition(of: cursorName)
             end = target
-            reader = wal.reader(from: start)
+            reader = LogFollower.Steps(log: wal, from: start)
         case .range(let directory, let archive, let sequences, let range, let keys):
             log = nil
             start = sequences.lowerBound
             end = sequences.upperBound
             times = range
-            reader = LogReader(walDirectory: directory, archiveDirectory: archive, from: start, keys: keys, damageLogger: logger)
+            reader = LogSnapshot.steps(walDirectory: directory, archiveDirectory: archive, keys: keys, damageLogger: logger, from: start)
         }
         statistics.position = start
         recordGauges()

@@ -13,7 +13,7 @@ extension UploadLane {
         var position = saved
         statistics.position = position
         recordGauges()
-        var reader = log.reader(from: position)
+        var reader = LogFollower.Steps(log: log, from: position)
         defer { reader.close() }
         // The backlog counts to the log's durable end, which moves while a batch is under way.
         let following = Task { await self.followDurableEnd(of: log, until: target) }
@@ -69,8 +69,7 @@ extension UploadLane {
                     "the \(destinationName) lacks earlier events; sending again from there",
                     metadata: ["expected": "\(expected)", "was-at": "\(position)"])
                 position = max(expected, await log.oldestSequence)
-                reader.close()
-                reader = log.reader(from: position)
+                reader.move(to: position, in: log)
             case .stopped:
                 break  // cancelled: the loop ends, the position stays where the last 200 left it
             }

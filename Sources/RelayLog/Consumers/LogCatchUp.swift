@@ -18,7 +18,7 @@ package enum LogCatchUp {
     /// What a catch-up did, and the reader to go on with (at `summary.endPosition`, also after a
     /// failure, so that a caller may try again).
     package struct Outcome<ApplyError: Error> {
-        package var reader: LogReader
+        package var reader: LogFollower.Steps
         package var summary: CatchUpSummary
         package var failure: Failure<ApplyError>?
 
@@ -33,22 +33,11 @@ package enum LogCatchUp {
         }
     }
 
-    /// A batch read ahead, and turned by the consumer's `prepare` into what it applies.
-    package struct PreparedBatch<Prepared: Sendable>: Sendable {
-        /// What `prepare` made of the batch's events.
-        package var prepared: Prepared
-        /// How many events the batch held.
-        package var events: Int
-        /// The sequence number of its first event (`nil` when it held none).
-        package var firstSequence: UInt64?
-        /// The reader's position after it.
-        package var position: UInt64
-    }
-
     /// ``run(log:reader:archiveDirectory:from:batchSize:readAhead:cursor:logger:progress:isolation:prepare:apply:)``
     /// for a consumer that applies the events as read.
     package static func run<ApplyError: Error>(
-        log: WriteAheadLog, reader: LogReader?, archiveDirectory: String? = nil, from position: UInt64, batchSize: Int, readAhead: BlockingExecutor,
+        log: WriteAheadLog, reader: LogFollower.Steps?, archiveDirectory: String? = nil, from position: UInt64, batchSize: Int,
+        readAhead: BlockingExecutor,
         cursor: RetentionCursor?,
         logger: Logger, progress: (@Sendable (CatchUpProgress) -> Void)?, isolation: isolated (any Actor)? = #isolation,
         apply: (ArraySlice<SequencedEvent>, UInt64, UInt64) async throws(ApplyError) -> Void
@@ -68,7 +57,8 @@ package enum LogCatchUp {
     /// the end. A cancelled task stops after the batch under way (the summary's end position says
     /// where).
     package static func run<Prepared: Sendable, ApplyError: Error>(
-        log: WriteAheadLog, reader: LogReader?, archiveDirectory: String? = nil, from position: UInt64, batchSize: Int, readAhead: BlockingExecutor,
+        log: WriteAheadLog, reader: LogFollower.Steps?, archiveDirectory: String? = nil, from position: UInt64, batchSize: Int,
+        readAhead: BlockingExecutor,
         cursor: RetentionCursor?,
         logger: Logger, progress: (@Sendable (CatchUpProgress) -> Void)?, isolation: isolated (any Actor)? = #isolation,
         prepare: @escaping @Sendable ([SequencedEvent]) -> Prepared,
@@ -78,23 +68,15 @@ package enum LogCatchUp {
         let end = await log.durableSequence
         var summary = CatchUpSummary(startPosition: position, endPosition: position)
         var position = position
-        var held: LogReader? = reader ?? log.reader(from: position, archiveDirectory: archiveDirectory)
-        typealias ReadAhead = Task<(LogReader, Result<PreparedBatch<Prepared>, LogError>), Never>
-        func readNext() -> ReadAhead? {
-            guard let taken = held else { return nil }
-            held = nil
-            return Task {
-                await readAhead.run(moving: taken) { (owned: inout LogReader) throws(LogError) -> PreparedBatch<Prepared> in
-                    let batch = try owned.read(maximumEvents: batchSize, below: end)
-                    return PreparedBatch(
-                        prepared: prepare(batch.events), events: batch.events.count, firstSequence: batch.events.first?.sequence,
-                        position: batch.position)
-                }
-            }
-        }
-        func finish(_ failure: Failure<ApplyError>?, pending: ReadAhead?) async -> Outcome<ApplyError> {
+        // The follower's loop, stopping at the durable end found now; the cursor is kept below,
+        // behind what was applied, and forced at the end.
+        var loop = LogFollower.Loop(
+            log: log, from: position, batchSize: batchSize, mode: .catchUp, cursor: .none, archiveDirectory: archiveDirectory,
+            readAhead: readAhead, resuming: reader, prepare: prepare)
+        loop.end = end
+        func finish(_ failure: Failure<ApplyError>?) async -> Outcome<ApplyError> {
             // The reader comes back from a read-ahead under way, so a later call can resume.
-            if held == nil, let pending { held = await pending.value.0 }
+            var held = await loop.release()
             if failure != nil {
                 // After a failure the reader stands past the batch that failed (and past the one the
                 // read-ahead decoded): a later call must read again from the position.
@@ -104,44 +86,34 @@ package enum LogCatchUp {
             await cursor?.commit(to: position, force: true)
             summary.endPosition = position
             summary.seconds = Double(SystemClock.monotonicNanoseconds() - started) / 1e9
-            let reader = held ?? log.reader(from: position, archiveDirectory: archiveDirectory)
+            let reader = held ?? LogFollower.Steps(log: log, from: position, archiveDirectory: archiveDirectory)
             return Outcome(reader: reader, summary: summary, failure: failure)
         }
-        var pending = position < end ? readNext() : nil
         // A cancelled task (a server shutting down) stops after the batch under way: catching up a
         // backlog of millions of events must not hold SIGTERM for minutes, and the position and
         // cursor are saved below as after any batch.
-        while position < end, !Task.isCancelled, let task = pending {
-            let (returned, result) = await task.value
-            held = returned
-            pending = nil
-            let batch: PreparedBatch<Prepared>
+        while true {
+            let step: LogFollower.Step<Prepared>
             do {
-                batch = try result.get()
+                guard let next = try await loop.next() else { break }
+                step = next
             } catch {
-                return await finish(.log(error), pending: nil)
+                return await finish(.log(error))
             }
-            if batch.position < end, batch.events > 0 { pending = readNext() }
-            // Damaged frames up to the end leave nothing to read: move past them rather than loop.
-            let next = batch.events == 0 ? end : batch.position
-            if batch.events == 0 {
-                summary.skippedSequences += end - position
-            } else if let first = batch.firstSequence, first > position {
-                summary.skippedSequences += first - position
-            }
+            summary.skippedSequences += step.skipped
             do {
-                try await apply(batch.prepared, position, next)
+                try await apply(step.value, step.from, step.to)
             } catch {
-                return await finish(.apply(error), pending: pending)
+                return await finish(.apply(error))
             }
-            summary.events += batch.events
+            summary.events += step.events
             summary.transactions += 1
-            position = next
+            position = step.to
             await cursor?.commit(to: position, force: false)
             progress?(
                 CatchUpProgress(
                     position: position, end: end, events: summary.events, seconds: Double(SystemClock.monotonicNanoseconds() - started) / 1e9))
         }
-        return await finish(nil, pending: pending)
+        return await finish(nil)
     }
 }

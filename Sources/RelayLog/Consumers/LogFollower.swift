@@ -8,8 +8,8 @@ package import RelayIO
 ///
 /// It generalizes ``LogCatchUp`` (which stops at the durable end it found): a follower in
 /// ``Mode/follow`` mode waits for new events and ends only when the log closes or the task is
-/// cancelled. Consumers outside RelayLog still build their loops themselves; moving them onto it
-/// is part 4 of issue 39 (docs/seams/log.md).
+/// cancelled. ``LogCatchUp`` runs the same loop (``Loop``); consumers that choose their own limits
+/// step through the log with ``Steps`` (docs/seams/follow.md).
 package struct LogFollower: AsyncSequence, Sendable {
     /// A batch of events and the positions it covers: every sequence number from `from` up to
     /// `to`, damaged ones included (a consumer that keeps its own position moves it to `to`).
@@ -75,24 +75,18 @@ package struct LogFollower: AsyncSequence, Sendable {
         Iterator(follower: self, position: start)
     }
 
-    /// Reads the follower's batches, one at a time.
+    /// Reads the follower's batches, one at a time (the log's one read loop, ``Loop``).
     package struct Iterator: AsyncIteratorProtocol, Sendable {
-        typealias ReadAhead = Task<(LogReader, Result<LogReadBatch, LogError>), Never>
-
-        let follower: LogFollower
-        /// The next sequence number the consumer has not been given.
-        private(set) var position: UInt64
-        /// Where reading stops for now: the durable end last seen (`nil` before the first batch).
-        private var end: UInt64?
-        /// The position the cursor is to be moved to once the consumer asks for the next batch.
-        private var handled: UInt64?
-        private var reader: LogReader?
-        private var pending: ReadAhead?
+        private var loop: Loop<[SequencedEvent]>
 
         init(follower: LogFollower, position: UInt64) {
-            self.follower = follower
-            self.position = position
+            loop = Loop(
+                log: follower.log, from: position, batchSize: follower.batchSize, mode: follower.mode, cursor: follower.cursor,
+                archiveDirectory: follower.archiveDirectory, readAhead: follower.readAhead, prepare: { $0 })
         }
+
+        /// The next sequence number the consumer has not been given.
+        package var position: UInt64 { loop.position }
 
         package mutating func next(isolation actor: isolated (any Actor)?) async throws(LogError) -> Batch? {
             try await next()
@@ -103,76 +97,13 @@ package struct LogFollower: AsyncSequence, Sendable {
         ///
         /// - Throws: ``LogError`` when the log cannot be read; the cursor stays where it was.
         package mutating func next() async throws(LogError) -> Batch? {
-            if let handled {
-                // The consumer asks for more: it is done with everything below `handled`.
-                await keepCursor(at: handled)
-                self.handled = nil
+            guard let step = try await loop.next() else {
+                // The end: the reader (back from a read-ahead under way, if any) is closed.
+                var released = await loop.release()
+                released?.close()
+                return nil
             }
-            let log = follower.log
-            var limit: UInt64
-            if let end {
-                limit = end
-            } else {
-                limit = await log.durableSequence
-                end = limit
-            }
-            if position >= limit {
-                guard follower.mode == .follow, !Task.isCancelled else { return await finish() }
-                limit = await log.waitForDurable(beyond: position)
-                guard limit > position else { return await finish() }
-                end = limit
-            }
-            guard !Task.isCancelled else { return await finish() }
-            let task = pending ?? read(below: limit)
-            pending = nil
-            let (returned, result) = await task.value
-            reader = returned
-            let batch = try result.get()
-            let next = batch.events.isEmpty ? limit : batch.position
-            if !batch.events.isEmpty, next < limit { pending = read(below: limit) }
-            let first = batch.events.first?.sequence ?? next
-            let skipped = first > position ? first - position : 0
-            let answer = Batch(events: batch.events, from: position, to: next, skipped: skipped)
-            position = next
-            handled = next
-            return answer
-        }
-
-        /// Starts reading the next batch below `limit` on the read-ahead thread.
-        private mutating func read(below limit: UInt64) -> ReadAhead {
-            let taken = reader ?? follower.log.reader(from: position, archiveDirectory: follower.archiveDirectory)
-            reader = nil
-            let size = follower.batchSize
-            return Task { [readAhead = follower.readAhead] in
-                await readAhead.run(moving: taken) { (owned: inout LogReader) throws(LogError) -> LogReadBatch in
-                    try owned.read(maximumEvents: size, below: limit)
-                }
-            }
-        }
-
-        /// Moves the consumer's cursor to `position`, as ``CursorKeeping`` says.
-        private func keepCursor(at position: UInt64) async {
-            switch follower.cursor {
-            case .none:
-                break
-            case .saves(let name):
-                // A failed write keeps segments a little longer; the next batch tries again.
-                try? await follower.log.commitCursor(name, to: position)
-            case .follows(let cursor):
-                await cursor.commit(to: position, force: false)
-            }
-        }
-
-        /// Ends the sequence: the reader (back from a read-ahead under way, if any) is closed.
-        private mutating func finish() async -> Batch? {
-            if let pending {
-                var (returned, _) = await pending.value
-                returned.close()
-                self.pending = nil
-            }
-            reader?.close()
-            reader = nil
-            return nil
+            return Batch(events: step.value, from: step.from, to: step.to, skipped: step.skipped)
         }
     }
 }

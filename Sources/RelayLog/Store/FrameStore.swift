@@ -50,7 +50,7 @@ package protocol FrameStore: Actor {
 
     /// A reader of the stored events from sequence `sequence` (or the first kept after it), with
     /// the archive's spans filling in those the store no longer has.
-    nonisolated func readFrames(from sequence: UInt64, archiveDirectory: String?) -> LogReader
+    nonisolated func readFrames(from sequence: UInt64, archiveDirectory: String?) -> any FrameReader
 
     /// Seals what is stored: frames appended after this returns are kept apart from those before,
     /// which no append writes to again (an erasure rewrites them, ``LogErasure``). It takes effect

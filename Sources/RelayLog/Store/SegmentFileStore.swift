@@ -120,7 +120,7 @@ actor SegmentFileStore: FrameStore, BlockingActor {
         return (archived, nil)
     }
 
-    nonisolated func readFrames(from sequence: UInt64, archiveDirectory: String?) -> LogReader {
+    nonisolated func readFrames(from sequence: UInt64, archiveDirectory: String?) -> any FrameReader {
         LogReader(
             walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: sequence,
             keys: configuration.encryption, sharedDecoder: sharedDecoder, damageLogger: nil, erasures: erasureMask)

@@ -93,7 +93,7 @@ struct TenantLogShares: Sendable {
 
     /// Reads back what `tenants` owe from `reader` up to `end`: each event counted as it encodes
     /// alone. It reads files: call it on a thread made for blocking calls.
-    static func readBack(_ reader: inout LogReader, tenants: Set<TenantName>, end: UInt64) throws(LogError) -> TenantLogShareLedger {
+    static func readBack(_ reader: inout any FrameReader, tenants: Set<TenantName>, end: UInt64) throws(LogError) -> TenantLogShareLedger {
         var earlier = TenantLogShareLedger()
         while true {
             let batch = try reader.read(maximumEvents: 4096, below: end)

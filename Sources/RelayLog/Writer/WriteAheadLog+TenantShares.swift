@@ -29,7 +29,7 @@ extension WriteAheadLog {
         Task {
             let started = ContinuousClock.now
             let (_, result) = await BlockingExecutor(name: "tenant-ledger").run(moving: reader) {
-                (owned: inout LogReader) throws(LogError) -> TenantLogShareLedger in
+                (owned: inout any FrameReader) throws(LogError) -> TenantLogShareLedger in
                 try TenantLogShares.readBack(&owned, tenants: tenants, end: end)
             }
             self.finishTenantReadBack(result, of: tenants, upTo: end, startedAt: started)

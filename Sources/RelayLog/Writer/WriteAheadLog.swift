@@ -11,7 +11,7 @@ import RelayIO
 /// whatever the batch size.
 ///
 /// Opening recovers from any earlier stop on its own (see ``RecoveryReport``). Consumers are
-/// declared when the log opens (``LogConsumerDeclaration``); each reads with a ``LogReader`` the
+/// declared when the log opens (``LogConsumerDeclaration``); each reads with a ``FrameReader`` the
 /// log makes (``reader(from:archiveDirectory:)``) up to ``durableSequence`` and keeps its place
 /// with its named cursor; a segment may leave once every cursor has passed it, as
 /// ``LogConfiguration/retention`` says.
@@ -196,7 +196,7 @@ public actor WriteAheadLog {
     ///
     /// The readers of one log share its decoding (``SharedFrameDecoder``): a frame read by several
     /// consumers is decoded once, and damage they pass over is logged once.
-    public nonisolated func reader(from position: UInt64, archiveDirectory: String? = nil) -> LogReader {
+    public nonisolated func reader(from position: UInt64, archiveDirectory: String? = nil) -> any FrameReader {
         store.readFrames(from: position, archiveDirectory: archiveDirectory)
     }
 

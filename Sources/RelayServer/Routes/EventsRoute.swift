@@ -175,7 +175,7 @@ struct EventsRoute: RouteGroup, Sendable {
     /// The sequence numbers, by index in the request, of the events stored for the request of
     /// `tenant` with `key` (of `count` events) at or after `start`; the log is read on ``logReads``.
     private func storedEvents(of key: String, tenant: TenantName?, count: Int, from start: UInt64) async -> [Int: UInt64] {
-        let reader = ingestor.log.reader(from: start)
+        let reader = LogFollower.Steps(log: ingestor.log, from: start)
         let end = await ingestor.log.durableSequence
         return await logReads.run { () -> [Int: UInt64] in Self.find(key, tenant: tenant, count: count, reader: reader, below: end) }
     }
@@ -183,7 +183,7 @@ struct EventsRoute: RouteGroup, Sendable {
     /// Reads to the end of the log unless every index is found first: a request resumed after one
     /// crash stores its missing events in another append, further on, and a second crash can
     /// leave both parts for the next retry to find.
-    private static func find(_ key: String, tenant: TenantName?, count: Int, reader: LogReader, below end: UInt64) -> [Int: UInt64] {
+    private static func find(_ key: String, tenant: TenantName?, count: Int, reader: LogFollower.Steps, below end: UInt64) -> [Int: UInt64] {
         var reader = reader
         defer { reader.close() }
         var found: [Int: UInt64] = [:]
