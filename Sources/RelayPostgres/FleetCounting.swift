@@ -42,7 +42,7 @@ enum FleetCounting {
             for try await (deliveryAction, count) in try await connection.query(
                 """
                 WITH new AS (
-                    INSERT INTO delivery_messages (delivery_action, message_key) SELECT * FROM unnest(\(deliveryActions(integers))::int8[], \(integerKeys)::int8[])
+                    INSERT INTO delivery_messages (delivery_action, message_key) SELECT * FROM unnest(\(Int8ArrayBind(deliveryActions(integers)))::int8[], \(Int8ArrayBind(integerKeys))::int8[])
                     ON CONFLICT DO NOTHING RETURNING delivery_action
                 )
                 SELECT delivery_action, count(*) FROM new GROUP BY delivery_action
@@ -55,7 +55,7 @@ enum FleetCounting {
             for try await (deliveryAction, count) in try await connection.query(
                 """
                 WITH new AS (
-                    INSERT INTO delivery_message_uuids (delivery_action, message_uuid) SELECT * FROM unnest(\(deliveryActions(uuids))::int8[], \(uuidKeys)::uuid[])
+                    INSERT INTO delivery_message_uuids (delivery_action, message_uuid) SELECT * FROM unnest(\(Int8ArrayBind(deliveryActions(uuids)))::int8[], \(uuidKeys)::uuid[])
                     ON CONFLICT DO NOTHING RETURNING delivery_action
                 )
                 SELECT delivery_action, count(*) FROM new GROUP BY delivery_action
@@ -96,24 +96,27 @@ enum FleetCounting {
     /// Inserts the tokens of `deltas` (the new ones are distinct tokens) and adds each app's values
     /// to this relay's rows of `registration_counts`.
     static func addRegistrationCounts(_ deltas: CountDeltas, relayID: String, connection: PostgresConnection, logger: Logger) async throws {
-        var newTokenApps: [Int] = []
+        var distinct = deltas.distinctTokens(newTokenApps: [])
         if !deltas.tokens.isEmpty {
             let apps = deltas.tokens.map { deltas.registrations[$0.app].app }
             let appIndex = Dictionary(deltas.registrations.enumerated().map { ($1.app, $0) }, uniquingKeysWith: { first, _ in first })
             // In the primary key's order, (tenant, key, platform, token), as every relay inserts
-            // them (CountDeltas sorts them): two relays never wait for each other in a cycle.
-            for try await (tenant, key, platform) in try await connection.query(
+            // them (CountDeltas sorts them): two relays never wait for each other in a cycle. The
+            // new ones are counted per app in the database, which answers a row per app.
+            for try await (tenant, key, platform, count) in try await connection.query(
                 """
-                INSERT INTO registration_tokens (tenant, integration_key, platform, registration_token)
-                SELECT * FROM unnest(\(apps.map(\.tenant))::text[], \(apps.map(\.integrationKey))::text[], \(apps.map(\.platform))::text[],
-                                     \(deltas.tokens.map(\.token))::text[])
-                ON CONFLICT DO NOTHING RETURNING tenant, integration_key, platform
+                WITH new AS (
+                    INSERT INTO registration_tokens (tenant, integration_key, platform, registration_token)
+                    SELECT * FROM unnest(\(apps.map(\.tenant))::text[], \(apps.map(\.integrationKey))::text[], \(apps.map(\.platform))::text[],
+                                         \(deltas.tokens.map(\.token))::text[])
+                    ON CONFLICT DO NOTHING RETURNING tenant, integration_key, platform
+                )
+                SELECT tenant, integration_key, platform, count(*) FROM new GROUP BY tenant, integration_key, platform
                 """, logger: logger
-            ).decode((String, String, String).self) {
-                if let app = appIndex[CountDeltas.App(tenant: tenant, integrationKey: key, platform: platform)] { newTokenApps.append(app) }
+            ).decode((String, String, String, Int64).self) {
+                if let app = appIndex[CountDeltas.App(tenant: tenant, integrationKey: key, platform: platform)] { distinct[app] += count }
             }
         }
-        let distinct = deltas.distinctTokens(newTokenApps: newTokenApps)
         let apps = deltas.registrations.map(\.app)
         let columns = deltas.table.perApp.map(\.column)
         let rows = deltas.registrations.indices.map { deltas.appValues($0, distinctTokens: distinct[$0]) }
