@@ -38,16 +38,18 @@ rate() { python3 -c "import sys; print(int(float(sys.argv[1]) / (float(sys.argv[
 TIMEFORMAT='%U %S'
 ticks=$(getconf CLK_TCK)
 server_cpu() {
-    local pm; pm=$(head -1 "$work/pg/data/postmaster.pid")
-    python3 - "$pm" "$ticks" $(pgrep -P "$pm") <<'PY'
-import sys
+    python3 - "$(head -1 "$work/pg/data/postmaster.pid")" "$ticks" <<'PY'
+import os, sys
 def fields(pid):
     with open("/proc/%s/stat" % pid) as f: return f.read().rsplit(")", 1)[1].split()
 pm, ticks = sys.argv[1], int(sys.argv[2])
-total = sum(int(x) for x in fields(pm)[11:15])  # utime, stime, cutime, cstime
-for child in sys.argv[3:]:
-    try: total += sum(int(x) for x in fields(child)[11:13])
-    except OSError: pass
+total = sum(int(x) for x in fields(pm)[11:15])  # its utime and stime, and its reaped children's
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        stat = fields(pid)
+        if stat[1] == pm: total += int(stat[11]) + int(stat[12])  # a child still running
+    except OSError:
+        pass
 print(total / ticks)
 PY
 }
