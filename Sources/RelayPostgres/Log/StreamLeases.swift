@@ -47,8 +47,12 @@ public actor StreamLeases {
     private let link: PostgresLink
     private let logger: Logger
     private var adoption: Adoption?
-    /// Streams adopted here.
+    /// Streams adopted here (those being handed back included, until their lanes have stopped).
     private(set) var adopted: Set<String> = []
+    /// Streams being handed back: their lanes stop (in a task of their own, however long that
+    /// takes) while the rounds go on renewing every lease, so that no lease runs out meanwhile
+    /// and the lanes' last cursors are saved under it; the lease is released once they stopped.
+    private var handingBack: [String: Task<Void, Never>] = [:]
     private var ownHeld = false
     /// When a round last failed: for a lease after it, this relay adopts nothing, so that after an
     /// outage longer than the lease each relay takes its own stream back before any adopts another's.
@@ -85,7 +89,7 @@ public actor StreamLeases {
             await round()
             try? await Task.sleep(for: lease / 3)
         }
-        for stream in adopted { await handBack(stream) }
+        for stream in adopted.sorted() { await handBack(stream) }
         // Stopping: this stream is left to the others at once, not after the lease runs out.
         fence.lost(stream)
         let own = stream
@@ -162,19 +166,35 @@ public actor StreamLeases {
                 guard let token else {
                     logger.warning("lost the lease of an adopted stream; its lanes stop", metadata: ["stream": "\(other)"])
                     fence.lost(other)
-                    await adoption?.handBack(other)
-                    adopted.remove(other)
+                    startHandBack(other, release: false)
                     continue
                 }
                 fence.granted(other, holder: holder, token: token, sentAt: sent, lease: lease)
-                if ownerAlive {
+                if ownerAlive, handingBack[other] == nil {
                     logger.notice("the relay of an adopted stream is back; handing the stream back", metadata: ["stream": "\(other)"])
-                    await handBack(other)
+                    startHandBack(other, release: true)
                 }
             } catch {
                 logger.warning("could not renew an adopted stream's lease", metadata: ["stream": "\(other)", "error": "\(error)"])
             }
         }
+    }
+
+    /// Stops `other`'s lanes in a task of its own; once they stopped, the stream is no longer
+    /// adopted here and (when `release`) its lease goes.
+    private func startHandBack(_ other: String, release: Bool) {
+        guard handingBack[other] == nil, let adoption else { return }
+        handingBack[other] = Task {
+            await adoption.handBack(other)
+            await self.handedBack(other, release: release)
+        }
+    }
+
+    private func handedBack(_ other: String, release: Bool) async {
+        handingBack[other] = nil
+        adopted.remove(other)
+        fence.lost(other)
+        if release { await self.release(other) }
     }
 
     private func adoptAbandoned() async {
@@ -220,11 +240,14 @@ public actor StreamLeases {
         }
     }
 
+    /// Hands `other` back at once (stopping): waits for its lanes, then releases its lease.
     private func handBack(_ other: String) async {
+        if let under = handingBack[other] {
+            await under.value
+            return
+        }
         await adoption?.handBack(other)
-        fence.lost(other)
-        adopted.remove(other)
-        await release(other)
+        await handedBack(other, release: true)
     }
 
     private func release(_ name: String) async {
