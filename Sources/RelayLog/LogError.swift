@@ -45,6 +45,8 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     /// writable primary answers, a commit was not confirmed): nothing of the commit was
     /// acknowledged, and the store reconnects at its next call.
     case storeUnavailable(String)
+    /// The database keeping the log's frames cannot be opened (at start): nothing was served.
+    case storeNotOpened(String)
 
     public var description: String {
         switch self {
@@ -78,6 +80,8 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
             "the plan of an unfinished erasure, \(path), cannot be read (\(reason)); nothing was changed: restore it from a backup, or, to give that erasure up, move it away and run the same erase again"
         case .storeUnavailable(let reason):
             "the log's database cannot take the commit now, nothing acknowledged: \(reason); the relay reconnects on its own, retry shortly"
+        case .storeNotOpened(let reason):
+            "the log in PostgreSQL cannot be opened: \(reason); check --log-postgres-url (user, hosts, database) and that a writable primary answers"
         }
     }
 }

@@ -119,8 +119,13 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
     @OptionGroup var configFile: ConfigFileOption
 
+    /// Why `--archive-dir` and the log in PostgreSQL do not go together.
+    static let archiveWithPostgresLog =
+        "--archive-dir copies segment files, and the log in PostgreSQL (--log-postgres-url) has none: keep its spans longer with --retain instead"
+
     func validate() throws {
         _ = try BindAddress(bind)
+        if logPostgres.logPostgresUrl != nil, log.retention.archiveDir != nil { throw ValidationError(Self.archiveWithPostgresLog) }
         guard aggregatorCacheMib >= 1 else { throw ValidationError("--aggregator-cache-mib must be at least 1") }
         guard maxBodyBytes >= 1024, maxBatchEvents >= 1 else {
             throw ValidationError("--max-body-bytes must be at least 1024 and --max-batch-events at least 1")

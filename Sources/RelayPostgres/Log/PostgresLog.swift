@@ -30,7 +30,7 @@ public enum PostgresLog {
     ///   - fence: the leases this process holds.
     ///   - readOnly: a stream adopted for forwarding: appends are refused.
     ///   - walDirectory: where the log's files would be; nothing durable is kept there.
-    /// - Throws: ``LogError/storeUnavailable(_:)`` when the database cannot be reached or read.
+    /// - Throws: ``LogError/storeNotOpened(_:)`` when the database cannot be reached or read.
     public static func open(
         location: PostgresLocation, stream: String, newRelayID: String, configuration: LogConfiguration, consumers: [LogConsumerDeclaration],
         fenced: Set<String>, fence: StreamLeaseFence, readOnly: Bool, walDirectory: String, logger: Logger,
@@ -47,7 +47,7 @@ public enum PostgresLog {
             }
         } catch {
             await link.close()
-            throw .storeUnavailable("opening stream \(stream) of the log at \(location): \(error)")
+            throw .storeNotOpened("opening stream \(stream): \(error)")
         }
         let decoder = SharedFrameDecoder(capacity: 0, logger: logger)
         let store = PostgresFrameStore(
