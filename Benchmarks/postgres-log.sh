@@ -306,6 +306,12 @@ print("where a PostgreSQL group commit's %.2f ms goes (batch runs, medians): INS
     med("batch", "pg", lambda r: r["walSyncMs"] / max(r["walSyncs"], 1)), med("batch", "pg", lambda r: r["walSyncs"] / max(r["commits"], 1)),
     med("batch", "pg", lambda r: r["flushLagMs"]), med("batch", "file", lambda r: r["commitSeconds"] * 1e3 / max(r["commits"], 1)),
     med("batch", "file", lambda r: r["walSyncMs"] / max(r["walSyncs"], 1))))
+# One group commit at a time: the share of wrk's span the relay spent committing tells whether the
+# commit (rather than the CPU) bounds a side.
+busy = lambda phase, s: med(phase, s, lambda r: r["commitSeconds"] / (r["answered"] / r["requestsPerSecond"]))
+print("time spent committing (one group commit at a time; sum of relay_wal_fsync_seconds / wrk's span): batches %.0f%% PostgreSQL, %.0f%% file; flat-out hits %.0f%% and %.0f%%, with mean commits of %.2f ms and %.2f ms (the counting then nearly idle: one repeated hit)" % (
+    100 * busy("batch", "pg"), 100 * busy("batch", "file"), 100 * busy("hits", "pg"), 100 * busy("hits", "file"),
+    med("hits", "pg", lambda r: r["commitSeconds"] * 1e3 / max(r["commits"], 1)), med("hits", "file", lambda r: r["commitSeconds"] * 1e3 / max(r["commits"], 1))))
 print("a bare commit of one 3 KB INSERT (pgbench, one client, 3 s, this cluster, before the runs): %s ms with the synchronous standby, %s ms with synchronous_commit = local" % (commit_sync, commit_local))
 print("what the log itself costs PostgreSQL per event (PostgreSQL side minus the file side, whose database only counts): %.1f B of WAL, %.2f µs of the servers' CPU" % (
     med("batch", "pg", lambda r: r["walBytes"] / events(r)) - med("batch", "file", lambda r: r["walBytes"] / events(r)),
