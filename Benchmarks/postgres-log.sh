@@ -180,7 +180,20 @@ sample_flush_lag() {
         sleep 0.5
     done
 }
-stop_relay() { kill -TERM "$pid"; wait "$pid" || true; pids=(); }
+# stop_relay: SIGTERM to the relay; a relay that exited on its own is a failure of the run: its
+# status and the end of its log go to stderr.
+stop_relay() {
+    if ! kill -TERM "$pid" 2>/dev/null; then
+        local status=0
+        wait "$pid" || status=$?
+        pids=()
+        echo "the relay of $db exited on its own (status $status) before the end of its run; the end of its log:" >&2
+        tail -40 "$work/$db.log" >&2
+        exit 1
+    fi
+    wait "$pid" || true
+    pids=()
+}
 # finish SIDE PHASE RUN WRK_FILE KEY=VALUE…: the run's line of results (JSON) into results.jsonl.
 finish() {
     local side=$1 phase=$2 run=$3 wrkfile=$4 logged errors; shift 4
