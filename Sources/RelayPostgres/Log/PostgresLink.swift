@@ -104,10 +104,13 @@ actor PostgresLink {
         failed.close().whenComplete { _ in withExtendedLifetime(failed) {} }
     }
 
-    /// Closes the connection.
+    /// Closes the connection, waiting at most a second for the server's goodbye: a server gone
+    /// without closing (a partition, a killed primary) must not hold up a relay that is stopping.
     func close() async {
         guard let gone = connection else { return }
         connection = nil
-        try? await gone.close()
+        let closing: EventLoopFuture<Void> = gone.close()
+        closing.whenComplete { _ in withExtendedLifetime(gone) {} }
+        _ = try? await Self.firstOf(deadline: .seconds(1), location: location) { try await closing.get() }
     }
 }
