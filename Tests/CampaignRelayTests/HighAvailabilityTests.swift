@@ -211,13 +211,14 @@ struct HighAvailabilityTests {
         // gets them too, and the counts must equal what Campaign got, each once.
         var counted: [String: [String: Int]] = [:]
         var received = Set<Int>()
-        try await eventually("the fleet counts to equal the hits Campaign received", seconds: 180) {
+        try await waitUntil("the fleet counts to equal the hits Campaign received", seconds: 180) {
             received = await fleet.received()
             counted = try await FleetPostgresTests.fleetCounts(fleet.binary, fleet.url).0.totals
             if counted == HitLoad.counts(received) { return true }
             try await Task.sleep(for: .seconds(1))
             return false
         }
+        #expect(counted == HitLoad.counts(received), "stats --postgres-url \(fleet.url): the counts of the log, against the hits Campaign received")
         let (fleetCounts, _) = try await FleetPostgresTests.fleetCounts(fleet.binary, fleet.url)
         #expect(fleetCounts.uniqueCounts == fleetCounts.totals, "every hit has an id of its own: uniques equal totals")
         #expect(acknowledged.isSubset(of: received), "\(acknowledged.subtracting(received).count) acknowledged hits never reached Campaign")
@@ -319,12 +320,14 @@ struct HighAvailabilityTests {
                 return false
             }
             var counted: [String: [String: Int]] = [:]
-            try await eventually("the central's fleet counts to equal the edge's log", seconds: 180) {
+            try await waitUntil("the central's fleet counts to equal the edge's log", seconds: 180) {
                 counted = try await FleetPostgresTests.fleetCounts(binary, postgres.url).0.totals
                 if counted == expected { return true }
                 try await Task.sleep(for: .seconds(1))
                 return false
             }
+            #expect(
+                counted == expected, "stats --postgres-url: the central's counts against the edge's log (a duplicate at the central counts twice)")
             let acknowledged = Set(load.state.withLockedValue { $0.acknowledged.keys })
             let campaignGot = await received()
             #expect(
