@@ -41,6 +41,10 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
     case sealingFailed(FrameEncryptionError)
     /// The plan of an unfinished erasure (``ErasurePlan``) does not decode.
     case unreadableErasurePlan(path: String, reason: String)
+    /// The database keeping the log's frames (``FrameStore``) cannot be written or read now (no
+    /// writable primary answers, a commit was not confirmed): nothing of the commit was
+    /// acknowledged, and the store reconnects at its next call.
+    case storeUnavailable(String)
 
     public var description: String {
         switch self {
@@ -72,6 +76,8 @@ public enum LogError: Error, Sendable, Hashable, CustomStringConvertible {
             "encrypting a commit failed, nothing acknowledged: \(error)"
         case .unreadableErasurePlan(let path, let reason):
             "the plan of an unfinished erasure, \(path), cannot be read (\(reason)); nothing was changed: restore it from a backup, or, to give that erasure up, move it away and run the same erase again"
+        case .storeUnavailable(let reason):
+            "the log's database cannot take the commit now, nothing acknowledged: \(reason); the relay reconnects on its own, retry shortly"
         }
     }
 }

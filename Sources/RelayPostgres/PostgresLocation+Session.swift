@@ -79,10 +79,14 @@ extension PostgresLocation {
         timeout: Duration = .seconds(5), logger: Logger, _ body: @escaping @Sendable (PostgresConnection, OperationWatch) async throws -> Value
     ) async throws -> Value {
         let connection: PostgresConnection
-        do {
-            connection = try await PostgresConnection.connect(configuration: connectionConfiguration, id: 1, logger: logger)
-        } catch {
-            throw FleetError.database("cannot connect to \(self): \(FleetError.reason(error))")
+        if hostConfigurations.count == 1, !requiresWritable {
+            do {
+                connection = try await PostgresConnection.connect(configuration: connectionConfiguration, id: 1, logger: logger)
+            } catch {
+                throw FleetError.database("cannot connect to \(self): \(FleetError.reason(error))")
+            }
+        } else {
+            connection = try await connectWritable(logger: logger)
         }
         let watch = OperationWatch()
         let description = self.description

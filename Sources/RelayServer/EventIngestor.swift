@@ -72,6 +72,7 @@ public final class EventIngestor: Sendable {
         switch error {
         case .logFull, .tenantFull: .unavailable("\(error)", retryAfterSeconds: 30)
         case .overloaded: .unavailable("\(error)", retryAfterSeconds: 1)
+        case .storeUnavailable: .unavailable("\(error)", retryAfterSeconds: 2)
         case .closed: .unavailable("the relay is shutting down; retry shortly", retryAfterSeconds: 1)
         default: .unavailable("could not store the events durably: \(error)", retryAfterSeconds: 5)
         }

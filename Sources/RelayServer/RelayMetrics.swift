@@ -30,6 +30,8 @@ public final class RelayMetrics: Sendable {
     /// Failed attempts to count into PostgreSQL.
     let postgresErrors: Counter
     let lastDurableSequence: Gauge
+    /// Machines an acknowledgement is on (``RelayPostgres/LogDurability``).
+    let logCopies: Gauge
     let segmentsRemoved: [SegmentRemoval.Reason: Counter]
     let segmentBytesRemoved: [SegmentRemoval.Reason: Counter]
     let segmentsArchived: Counter
@@ -103,6 +105,12 @@ public final class RelayMetrics: Sendable {
             descriptor: .named("relay_wal_segments_archived_total", "Segments copied into --archive-dir before they left the log."))
         lastDurableSequence = registry.makeGauge(
             descriptor: .named("relay_wal_last_durable_sequence", "Sequence number of the newest durable event (0: the log is empty)."))
+        logCopies = registry.makeGauge(
+            descriptor: .named(
+                "relay_log_copies",
+                "Machines an acknowledgement is on: 1 for the file log, or PostgreSQL without a synchronous standby streaming; 1 plus the standbys a commit waits for."
+            ))
+        logCopies.set(Int64(1))
         registry.makeGauge(descriptor: .named("relay_build_info", "The relay's version; always 1."), labels: [("version", version)]).set(Int64(1))
         process.register(in: registry)
         // Every kind of destination's series, at 0 until a lane records: the ones the relay does

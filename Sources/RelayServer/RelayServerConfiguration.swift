@@ -41,6 +41,9 @@ public struct RelayServerConfiguration: Sendable {
     /// The fleet's PostgreSQL (`--postgres-url`): this relay's counts go there too, and
     /// `GET /v1/deliveries` answers the fleet's; `nil`: aggregates.sqlite only.
     public var postgres: PostgresLocation?
+    /// The log in PostgreSQL (`--log-postgres-url`) instead of segment files under the data
+    /// directory; `nil`: the file log.
+    public var logPostgres: PostgresLogSettings?
     /// The token other relays present to hand their events to this one (`POST /v1/relay/batches`);
     /// `nil`: the endpoint does not exist.
     public var relayToken: String?

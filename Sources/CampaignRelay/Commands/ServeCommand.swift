@@ -39,8 +39,10 @@ struct ServeCommand: AsyncParsableCommand {
             GET /brand-a/r/?id=..., POST /brand-a/v1/events, GET /brand-a/v1/deliveries.
             A path without a tenant is the default tenant's (the options' hosts).
 
-            Every 200 means the events were fdatasync'ed. When the log is full, the
-            disk fails or the relay is stopping: 503 with Retry-After.
+            Every 200 means the events were fdatasync'ed (with --log-postgres-url:
+            committed in PostgreSQL, on two machines with a synchronous standby; see
+            docs/high-availability.md). When the log is full, the disk fails, no
+            writable primary answers or the relay is stopping: 503 with Retry-After.
             SIGTERM/SIGINT: stop taking events (503, /readyz 503), after
             --shutdown-delay close the listener, finish requests under way, save
             positions, close the log, exit 0. SIGHUP: reload --tls-cert/--tls-key
@@ -72,6 +74,8 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var upstreamRelay: UpstreamRelayOptions
 
     @OptionGroup(title: "Fleet counts") var postgres: PostgresOptions
+
+    @OptionGroup(title: "High availability (the log in PostgreSQL)") var logPostgres: LogPostgresOptions
 
     @Option(
         name: .long,
@@ -162,6 +166,13 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.aggregatorPageCacheBytes = aggregatorCacheMib << 20
         configuration.tls = try tls.files()
         configuration.postgres = try postgres.location()
+        if let settings = try logPostgres.settings() {
+            configuration.logPostgres = settings
+            // Every count goes to the fleet's tables (of the same database unless --postgres-url
+            // names another): aggregates.sqlite would be a copy on the disk this mode may lose.
+            configuration.aggregates = false
+            if configuration.postgres == nil { configuration.postgres = settings.location }
+        }
         if let path = configFile.path {
             // Checked against what serve forwards now: a reload changes tenants, not these.
             let (tracking, marketing, central) = (

@@ -1,14 +1,25 @@
+import RelayCore
+
 /// An actor that sends to one host behind a ``CircuitBreakerStateMachine``: the upload lanes and
 /// the relay lane wait for its permission the same way.
 protocol BreakerGate: Actor {
     /// The breaker of the host.
     var breaker: CircuitBreakerStateMachine { get set }
+    /// Whether this relay may forward now (the stream's lease); `nil`: always.
+    var forwardingPermit: (any ForwardingPermit)? { get }
 }
 
 extension BreakerGate {
-    /// Waits until the breaker lets a request through; `false` when cancelled meanwhile.
+    /// Waits until the breaker lets a request through, and the stream's lease (when the log is
+    /// kept in PostgreSQL) is held; `false` when cancelled meanwhile.
     func waitForPermission() async -> Bool {
         while !Task.isCancelled {
+            if let forwardingPermit, !forwardingPermit.mayForward() {
+                // Another relay forwards this stream now, or the lease ran out while this one was
+                // cut off: wait until it is ours again (the lease round runs every lease / 3).
+                do { try await Task.sleep(for: .milliseconds(100)) } catch { return false }
+                continue
+            }
             switch breaker.permission(now: .now) {
             case .proceed:
                 return true

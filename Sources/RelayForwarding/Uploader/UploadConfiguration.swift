@@ -1,3 +1,4 @@
+public import RelayCore
 public import RelayIO
 
 /// How the uploader forwards events.
@@ -38,6 +39,9 @@ public struct UploadConfiguration: Sendable, Hashable {
     /// ``BlockingExecutor/Priority/background``, so forwarding a backlog never takes a core from
     /// request handling; a command that only uploads has nothing to yield to (the default).
     public var threadPriority: BlockingExecutor.Priority = .normal
+    /// Asked before every request: on a log kept in PostgreSQL, whether this relay holds the
+    /// stream's lease (``RelayCore/ForwardingPermit``); `nil` (the file log): always.
+    public var forwardingPermit: ForwardingPermitReference?
 
     /// The defaults: 8 concurrent requests per host, 30 s timeout (as the SDKs), backoff 100 ms
     /// doubling to 60 s, breaker after 5 failures, at most 4,096 events beyond the durable cursor,

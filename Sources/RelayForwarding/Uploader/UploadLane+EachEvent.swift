@@ -116,7 +116,10 @@ extension UploadLane {
     private func deliverBatch(
         _ events: [SequencedEvent], via pipeline: TrackingHitPipeline, to sink: any EventSink
     ) async -> UploadLaneStateMachine.Completion {
-        guard case .closed = breaker.state else { return .batch(done: [], retry: events, abandoned: Task.isCancelled) }
+        // Not while the breaker is open, nor without the stream's lease: one by one, each waits.
+        guard case .closed = breaker.state, forwardingPermit?.mayForward() ?? true else {
+            return .batch(done: [], retry: events, abandoned: Task.isCancelled)
+        }
         var done: [UInt64] = []
         var retry: [SequencedEvent] = []
         // A registration erased since it was read is not sent (``erasures``).

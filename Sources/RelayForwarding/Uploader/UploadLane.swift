@@ -72,6 +72,8 @@ public actor UploadLane: BlockingActor, BreakerGate {
     let pipeline: TrackingHitPipeline?
     /// What the lane records as it happens (deliveries, retries, its backlog and oldest owed event).
     let metrics: LaneMetrics
+    /// Whether this relay may forward now (``UploadConfiguration/forwardingPermit``).
+    nonisolated var forwardingPermit: (any ForwardingPermit)? { configuration.forwardingPermit?.permit }
     var breaker: CircuitBreakerStateMachine
     var random = SystemRandomNumberGenerator()
     var statistics = LaneStatistics()

@@ -11,16 +11,13 @@ struct ConsumerRegistry: Sendable {
     private(set) var positions: [String: UInt64]
     /// The consumers declared, by name.
     private var declared: [String: LogConsumerDeclaration] = [:]
-    /// The cursor files.
-    private let cursors: CursorStore
-    /// The thread that writes cursors.
-    private let cursorIO: BlockingExecutor
+    /// Where cursors are written.
+    private let cursors: any CursorKeeper
 
     /// The registry of an opened log: the cursors found on disk, none declared yet.
-    init(positions: [String: UInt64], cursors: CursorStore) {
+    init(positions: [String: UInt64], cursors: any CursorKeeper) {
         self.positions = positions
         self.cursors = cursors
-        self.cursorIO = BlockingExecutor(name: "wal-cursors")
     }
 
     /// Every event below it has been passed by every consumer; 0 without consumers (a log nobody
@@ -60,16 +57,11 @@ struct ConsumerRegistry: Sendable {
         declared[consumer.name] = consumer
     }
 
-    /// Writes cursor `name` at `position` durably, on the cursors' thread.
+    /// Writes cursor `name` at `position` durably (``CursorKeeper``).
     ///
-    /// - Throws: ``LogError/fileSystem(_:context:)`` when it cannot be written.
+    /// - Throws: ``LogError`` when it cannot be written.
     func write(_ name: String, position: UInt64) async throws(LogError) {
-        let store = cursors
-        do {
-            try await cursorIO.run { () throws(FileSystemError) in try store.write(name, position: position) }
-        } catch {
-            throw .fileSystem(error, context: "writing cursor \(name)")
-        }
+        try await cursors.write(name, position: position)
     }
 
     /// Cursor `name` was written at `position`.
@@ -77,16 +69,11 @@ struct ConsumerRegistry: Sendable {
         positions[name] = position
     }
 
-    /// Deletes cursor `name`'s file (a missing one is fine), on the cursors' thread.
+    /// Deletes cursor `name` (a missing one is fine).
     ///
-    /// - Throws: ``LogError/fileSystem(_:context:)`` when it cannot be removed.
+    /// - Throws: ``LogError`` when it cannot be removed.
     func removeFile(_ name: String) async throws(LogError) {
-        let (fileSystem, path) = (cursors.fileSystem, cursors.path(name))
-        do {
-            try await cursorIO.run { () throws(FileSystemError) in try fileSystem.remove(path) }
-        } catch {
-            guard error.errno == LogLayout.noSuchFileErrno else { throw .fileSystem(error, context: "removing cursor \(name)") }
-        }
+        try await cursors.remove(name)
     }
 
     /// Forgets `name`: it no longer holds segments back.

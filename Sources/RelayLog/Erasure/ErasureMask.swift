@@ -1,5 +1,5 @@
 import NIOConcurrencyHelpers
-import RelayCore
+package import RelayCore
 import Synchronization
 
 /// The sequence numbers of registrations being erased: every reader of the log hands them out as
@@ -149,7 +149,7 @@ public final class ErasureMask: Sendable {
     }
 
     /// `events` with the masked ones as erased entries.
-    func apply(to events: inout [SequencedEvent]) {
+    package func apply(to events: inout [SequencedEvent]) {
         guard !isEmpty else { return }
         state.withLockedValue { state in
             for index in events.indices where state.masked.contains(events[index].sequence) {

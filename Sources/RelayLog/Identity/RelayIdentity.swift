@@ -23,6 +23,14 @@ public struct RelayIdentity: Sendable, Hashable {
         public var started: String
         /// Why it began.
         public var reason: String
+
+        /// An epoch from its parts.
+        package init(number: UInt32, firstSequence: UInt64, started: String, reason: String) {
+            self.number = number
+            self.firstSequence = firstSequence
+            self.started = started
+            self.reason = reason
+        }
     }
 
     /// The relay id: a random (version 4) UUID, in lower case.
@@ -33,6 +41,14 @@ public struct RelayIdentity: Sendable, Hashable {
     public var directory: FileIdentity
 
     /// The current epoch.
+    /// An identity from its parts: for a log kept elsewhere than a data directory (PostgreSQL's,
+    /// whose stream row holds the relay id), `directory` is zero.
+    package init(relayID: String, epochs: [Epoch], directory: FileIdentity) {
+        self.relayID = relayID
+        self.epochs = epochs
+        self.directory = directory
+    }
+
     public var epoch: Epoch { epochs[epochs.count - 1] }
 
     /// The epoch of the event logged at `sequence`.
@@ -110,6 +126,22 @@ public struct RelayIdentity: Sendable, Hashable {
         return (identity, change)
     }
 
+    /// The identity of `dataDirectory`, made when it has none (``establish(layout:fileSystem:quarantine:nextSequence:now:)``):
+    /// a relay whose log is kept elsewhere (PostgreSQL) still names its stream by its relay id.
+    /// Blocking: call it on a thread made for blocking calls.
+    ///
+    /// - Throws: ``LogError/fileSystem(_:context:)`` when the directory or file cannot be made.
+    package static func establish(dataDirectory: String, fileSystem: any FileSystem = PosixFileSystem()) throws(LogError) -> RelayIdentity {
+        let layout = LogLayout(dataDirectory: dataDirectory)
+        do {
+            try fileSystem.createDirectory(dataDirectory)
+        } catch {
+            throw .fileSystem(error, context: "making the data directory \(dataDirectory)")
+        }
+        let quarantine = Quarantine(directory: layout.quarantineDirectory, fileSystem: fileSystem)
+        return try establish(layout: layout, fileSystem: fileSystem, quarantine: quarantine, nextSequence: 1, now: EventTime.now().rfc3339).0
+    }
+
     /// Reads the identity of `dataDirectory` without making or changing it (`wal verify`); `nil`
     /// when there is none or it is unreadable.
     public static func read(dataDirectory: String, fileSystem: any FileSystem = PosixFileSystem()) -> RelayIdentity? {
@@ -118,7 +150,7 @@ public struct RelayIdentity: Sendable, Hashable {
     }
 
     /// A version 4 UUID from the system's random generator.
-    static func newRelayID() -> String {
+    package static func newRelayID() -> String {
         var generator = SystemRandomNumberGenerator()
         var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
         bytes[6] = bytes[6] & 0x0F | 0x40

@@ -293,4 +293,7 @@ public struct LogReadBatch: Sendable {
     public var damage: [LogDamage] = []
     /// The reader's position after the batch (the next sequence it will return).
     public var position: UInt64 = 0
+
+    /// An empty batch (a reader fills it).
+    package init() {}
 }

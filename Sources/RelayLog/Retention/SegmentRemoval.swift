@@ -23,4 +23,14 @@ public struct SegmentRemoval: Sendable, Hashable {
     public var reason: Reason
     /// Whether it was copied into the archive directory (durably) before it was deleted.
     public var archived: Bool
+
+    /// A removal from its parts (a store other than segment files reports its spans this way).
+    package init(segment: String, firstSequence: UInt64, bytes: Int64, sealedAtNanoseconds: Int64, reason: Reason, archived: Bool) {
+        self.segment = segment
+        self.firstSequence = firstSequence
+        self.bytes = bytes
+        self.sealedAtNanoseconds = sealedAtNanoseconds
+        self.reason = reason
+        self.archived = archived
+    }
 }

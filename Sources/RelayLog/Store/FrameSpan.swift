@@ -12,6 +12,13 @@ package struct FrameSpan: Sendable, Hashable {
 
     /// The span's name as it is stored and reported: its segment file's name.
     package var name: String { SegmentHeader.fileName(firstSequence: firstSequence) }
+
+    /// A span from its parts.
+    package init(firstSequence: UInt64, bytes: Int64, createdAtNanoseconds: Int64) {
+        self.firstSequence = firstSequence
+        self.bytes = bytes
+        self.createdAtNanoseconds = createdAtNanoseconds
+    }
 }
 
 /// A passed span the retention lets go, and why.
@@ -31,6 +38,9 @@ package struct FrameDropReport: Sendable {
     package var removals: [SegmentRemoval] = []
     /// The failure that stopped it.
     package var failure: LogError?
+
+    /// Nothing dropped yet.
+    package init() {}
 
     /// Adds what `other` removed; the first failure is kept.
     mutating func merge(_ other: FrameDropReport) {

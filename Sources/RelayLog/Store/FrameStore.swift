@@ -19,7 +19,10 @@ package import RelayCore
 /// - **drop frames below** (``dropFrames(_:)``): removes whole spans every consumer has passed,
 ///   oldest first; what was dropped stays dropped, even after a later failure.
 /// - **the durable end** (``FrameStoreExtent/durableEnd``, in every answer): every event below it
-///   is durable and readable.
+///   is durable and readable. It moves by a successful append; or, in a failed append's answer,
+///   past events of an earlier commit that failed without a clear answer and that the store then
+///   found durable after all (a database that committed it as its connection broke): the log
+///   keeps them, unacknowledged, and numbers the next group after them.
 ///
 /// Calls come from one ``WriteAheadLog``, one at a time (its state machine never lets an append
 /// and a drop overlap); the store is an actor so that its blocking I/O runs on a thread of its own
@@ -34,11 +37,11 @@ package protocol FrameStore: Actor {
     /// spans of `room` (``FrameRoom/handedOff``) and, when the store needs room for them, more
     /// spans every consumer has passed (below ``FrameRoom/passedBelow``). Never throws: the
     /// outcome says what became durable and what was dropped, each on its own.
-    func append(_ group: FrameGroup, room: FrameRoom) -> FrameAppendOutcome
+    func append(_ group: FrameGroup, room: FrameRoom) async -> FrameAppendOutcome
 
     /// Drops `spans` (chosen from ``extent`` by the retention), oldest first, each only while it
     /// is still the oldest; stops at the first failure. What was dropped stays dropped.
-    func dropFrames(_ spans: [FrameDrop]) -> FrameDropOutcome
+    func dropFrames(_ spans: [FrameDrop]) async -> FrameDropOutcome
 
     /// Whether dropped spans are copied somewhere first (``archive(_:)``), which takes a while.
     nonisolated var keepsArchive: Bool { get }
@@ -52,13 +55,19 @@ package protocol FrameStore: Actor {
     /// the archive's spans filling in those the store no longer has.
     nonisolated func readFrames(from sequence: UInt64, archiveDirectory: String?) -> any FrameReader
 
+    /// The first stored event at or after `sequence` and below `limit` (one frame decoded), or
+    /// `nil`; it may block, so callers run it on a thread made for blocking calls.
+    ///
+    /// - Throws: ``LogError`` when the store cannot be read.
+    nonisolated func firstEvent(from sequence: UInt64, below limit: UInt64) throws(LogError) -> SequencedEvent?
+
     /// Seals what is stored: frames appended after this returns are kept apart from those before,
     /// which no append writes to again (an erasure rewrites them, ``LogErasure``). It takes effect
     /// at the next append; a store whose frames are never rewritten in place does nothing.
     nonisolated func sealActive()
 
     /// Closes the store's files or connections; the log calls nothing after it.
-    func close()
+    func close() async
 }
 
 /// One group commit handed to a ``FrameStore``: the events of each append, in order, and the
@@ -93,6 +102,13 @@ package struct FrameAppendOutcome: Sendable {
     package var dropped: FrameDropReport
     /// The store after the append.
     package var extent: FrameStoreExtent
+
+    /// An outcome from its parts.
+    package init(result: Result<FrameAppend, LogError>, dropped: FrameDropReport, extent: FrameStoreExtent) {
+        self.result = result
+        self.dropped = dropped
+        self.extent = extent
+    }
 }
 
 /// A durable append.
@@ -107,6 +123,15 @@ package struct FrameAppend: Sendable {
     package var synchronizeDuration: Duration
     /// Bytes of each tenant's events, encoded before compression (when the group tallied them).
     package var tenantBytes: [TenantName: Int64]
+
+    /// An append from its parts.
+    package init(durableEnd: UInt64, bytes: Int, frames: Int, synchronizeDuration: Duration, tenantBytes: [TenantName: Int64]) {
+        self.durableEnd = durableEnd
+        self.bytes = bytes
+        self.frames = frames
+        self.synchronizeDuration = synchronizeDuration
+        self.tenantBytes = tenantBytes
+    }
 }
 
 /// What one drop did.
@@ -115,6 +140,12 @@ package struct FrameDropOutcome: Sendable {
     package var report: FrameDropReport
     /// The store after the drop.
     package var extent: FrameStoreExtent
+
+    /// An outcome from its parts.
+    package init(report: FrameDropReport, extent: FrameStoreExtent) {
+        self.report = report
+        self.extent = extent
+    }
 }
 
 /// What a store holds: the durable end, the spans that may be dropped one by one, and the bytes.
@@ -130,4 +161,12 @@ package struct FrameStoreExtent: Sendable {
 
     /// The first sequence number still kept.
     package var oldestSequence: UInt64 { spans.first?.firstSequence ?? durableEnd }
+
+    /// An extent from its parts.
+    package init(durableEnd: UInt64, spans: [FrameSpan], dataBytes: Int64, diskBytes: Int64) {
+        self.durableEnd = durableEnd
+        self.spans = spans
+        self.dataBytes = dataBytes
+        self.diskBytes = diskBytes
+    }
 }

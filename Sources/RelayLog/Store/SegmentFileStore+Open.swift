@@ -3,22 +3,6 @@ import RelayCore
 import RelayIO
 
 extension SegmentFileStore {
-    /// What opening the segment files found: the store, and what the log learns from its files.
-    struct Opened {
-        var store: SegmentFileStore
-        /// Every cursor and its position, as read from `<wal>/cursors/`.
-        var positions: [String: UInt64]
-        /// The cursor files.
-        var cursors: CursorStore
-        var report: RecoveryReport
-        var identity: RelayIdentity
-        var change: RelayIdentity.Change
-        /// The registrations of unfinished erasures.
-        var erasures: ErasureMask
-        /// The store's extent as opened.
-        var extent: FrameStoreExtent
-    }
-
     /// Takes the log's lock, makes the archive directory, reads the cursors, recovers the segments
     /// (torn tails cut back, damage kept in the quarantine), checks the keys against the frames
     /// (``LogKeyCheck``) and establishes the relay identity, all on the writer's thread.
@@ -28,7 +12,7 @@ extension SegmentFileStore {
     static func open(
         layout: LogLayout, configuration: LogConfiguration, fileSystem: any FileSystem, logger: Logger, decodedEventsKept: Int,
         wallClock: @escaping @Sendable () -> Int64
-    ) async throws(LogError) -> Opened {
+    ) async throws(LogError) -> OpenedFrameStore {
         // Opening reads and repairs files: that happens on the writer's thread, like every later write.
         let io = BlockingExecutor(name: "wal-writer")
         let lock = try await lockLog(layout: layout, fileSystem: fileSystem, wait: configuration.lockWait, io: io)
@@ -59,9 +43,9 @@ extension SegmentFileStore {
         let store = SegmentFileStore(
             writer: writer, durableEnd: report.nextSequence, lock: lock, executor: io, walDirectory: layout.walDirectory,
             configuration: configuration, sharedDecoder: SharedFrameDecoder(capacity: decodedEventsKept, logger: logger), erasureMask: erasures)
-        return Opened(
-            store: store, positions: positions, cursors: cursors, report: report, identity: identity, change: change, erasures: erasures,
-            extent: extent(of: writer, durableEnd: report.nextSequence))
+        return OpenedFrameStore(
+            store: store, positions: positions, cursors: FileCursorKeeper(cursors: cursors), report: report, identity: identity, change: change,
+            erasures: erasures, extent: extent(of: writer, durableEnd: report.nextSequence), sharedDecoder: store.sharedDecoder)
     }
 
     /// Reads the cursors, recovers the segments, checks the keys against the frames

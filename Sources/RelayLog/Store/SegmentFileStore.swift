@@ -126,6 +126,10 @@ actor SegmentFileStore: FrameStore, BlockingActor {
             keys: configuration.encryption, sharedDecoder: sharedDecoder, damageLogger: nil, erasures: erasureMask)
     }
 
+    nonisolated func firstEvent(from sequence: UInt64, below limit: UInt64) throws(LogError) -> SequencedEvent? {
+        try LogExtent.firstEvent(walDirectory: walDirectory, fileSystem: fileSystem, from: sequence, below: limit, keys: configuration.encryption)
+    }
+
     nonisolated func sealActive() {
         sealRequested.withLockedValue { $0 = true }
     }

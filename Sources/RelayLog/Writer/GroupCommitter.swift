@@ -50,6 +50,13 @@ struct GroupCommitter: Sendable {
         nextSequence = durableEnd
     }
 
+    /// The store found events of a commit that failed durable after all (a database that
+    /// committed it as the connection broke): they keep their numbers, unacknowledged, and the
+    /// next group is numbered after them.
+    mutating func skip(to durableEnd: UInt64) {
+        nextSequence = max(nextSequence, durableEnd)
+    }
+
     /// The group of `appends` failed: none of them is acknowledged.
     func failed(_ appends: [PendingAppend], with error: LogError) {
         for append in appends { append.complete(.failure(error)) }

@@ -80,6 +80,16 @@ extension WriteAheadLog {
                 logger.error(
                     "group commit failed; nothing in it was acknowledged", metadata: ["error": "\(error)", "events": "\(group.eventCount)"])
                 committer.failed(appends, with: error)
+                if outcome.extent.durableEnd > committer.nextSequence {
+                    // An earlier commit whose answer was lost did land: its events are stored and
+                    // read like any other (never acknowledged, so a client may send them again),
+                    // and no later commit reuses their numbers.
+                    logger.warning(
+                        "events of a commit whose answer was lost are stored after all; they are kept, and numbering goes on after them",
+                        metadata: ["from": "\(committer.nextSequence)", "to": "\(outcome.extent.durableEnd)"])
+                    committer.skip(to: outcome.extent.durableEnd)
+                    wakeDurableWaiters()
+                }
             }
             // Appends that queued meanwhile are this loop's next round, not a wake-up. A seal waiting
             // is done now that ``nextSequence`` counts this commit, before the next one leaves.

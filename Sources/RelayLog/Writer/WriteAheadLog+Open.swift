@@ -22,9 +22,24 @@ extension WriteAheadLog {
             // frame twice), and written ones for consumers at its end, when configured.
             decodedEventsKept: max(configuration.writtenEventsKept, consumers.count > 1 ? SharedFrameDecoder.defaultCapacity : 0),
             wallClock: wallClock)
+        return try await open(
+            opened, walDirectory: layout.walDirectory, configuration: configuration, consumers: consumers, fileSystem: fileSystem, logger: logger,
+            wallClock: wallClock)
+    }
+
+    /// Opens the log over a store already opened (``OpenedFrameStore``): a store of another kind
+    /// than segment files (PostgreSQL's) opens itself, then hands the log what it found here.
+    /// `walDirectory` is where the log's files would be (erasure plans, the archive's neighbours);
+    /// a store that keeps none names a directory nothing reads.
+    ///
+    /// - Throws: ``LogError/invalidCursorName(_:)`` for a consumer's name.
+    package static func open(
+        _ opened: OpenedFrameStore, walDirectory: String, configuration: LogConfiguration, consumers: [LogConsumerDeclaration],
+        fileSystem: any FileSystem = PosixFileSystem(), logger: Logger, wallClock: @escaping @Sendable () -> Int64 = SystemClock.wallNanoseconds
+    ) async throws(LogError) -> WriteAheadLog {
         logOpening(opened, logger: logger)
         let log = WriteAheadLog(
-            opened: opened, layout: layout, configuration: configuration, fileSystem: fileSystem, logger: logger, wallClock: wallClock)
+            opened: opened, walDirectory: walDirectory, configuration: configuration, fileSystem: fileSystem, logger: logger, wallClock: wallClock)
         await log.startFlushLoop()
         do {
             for consumer in consumers { try await log.declare(consumer) }
@@ -37,7 +52,7 @@ extension WriteAheadLog {
     }
 
     /// Logs what opening found: an unfinished erasure, a new relay or epoch, damage, a torn tail.
-    private static func logOpening(_ opened: SegmentFileStore.Opened, logger: Logger) {
+    private static func logOpening(_ opened: OpenedFrameStore, logger: Logger) {
         let (report, identity) = (opened.report, opened.identity)
         if !opened.erasures.isEmpty {
             logger.notice("an erasure was cut short; its registrations are masked until it is finished (serve and erase finish it)")

@@ -85,14 +85,14 @@ public actor WriteAheadLog {
     }
 
     init(
-        opened: SegmentFileStore.Opened, layout: LogLayout, configuration: LogConfiguration, fileSystem: any FileSystem, logger: Logger,
+        opened: OpenedFrameStore, walDirectory: String, configuration: LogConfiguration, fileSystem: any FileSystem, logger: Logger,
         wallClock: @escaping @Sendable () -> Int64
     ) {
         self.store = opened.store
         self.storeExtent = opened.extent
         self.erasureMask = opened.erasures
         self.identity = opened.identity
-        self.walDirectory = layout.walDirectory
+        self.walDirectory = walDirectory
         self.configuration = configuration
         self.logShares = TenantLogShares(configuration.tenantLogShares)
         self.fileSystem = fileSystem
@@ -102,7 +102,7 @@ public actor WriteAheadLog {
         self.wallClock = wallClock
         self.consumerRegistry = ConsumerRegistry(positions: opened.positions, cursors: opened.cursors)
         self.logger = logger
-        self.sharedDecoder = opened.store.sharedDecoder
+        self.sharedDecoder = opened.sharedDecoder
     }
 
     /// The next event's sequence number.
@@ -205,7 +205,7 @@ public actor WriteAheadLog {
     ///
     /// - Throws: ``LogError`` when a segment cannot be read.
     public nonisolated func firstEvent(from sequence: UInt64, below limit: UInt64) throws(LogError) -> SequencedEvent? {
-        try LogExtent.firstEvent(walDirectory: walDirectory, fileSystem: fileSystem, from: sequence, below: limit, keys: configuration.encryption)
+        try store.firstEvent(from: sequence, below: limit)
     }
 
     // MARK: Sealing and closing

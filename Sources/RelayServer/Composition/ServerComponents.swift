@@ -34,6 +34,10 @@ struct ServerComponents {
     let tenants: TenantDirectory
     /// Erases a person's registrations (`POST /v1/privacy/erasures`).
     let erasure: PersonalDataErasure
+    /// The leases of this relay's stream and the streams it adopted (the log in PostgreSQL).
+    let leases: (leases: StreamLeases, adoptions: AdoptedStreams)?
+    /// How many copies an acknowledgement means.
+    let durability: LogDurability
     let logger: Logger
 
     /// Opens the log with every consumer `configuration` declares, then builds the parts around
@@ -42,20 +46,19 @@ struct ServerComponents {
     /// - Throws: the log's ``LogError``, the stores' errors, ``UpstreamTLS/Failure`` for an
     ///   unusable CA file.
     static func assemble(configuration: RelayServerConfiguration, fileSystem: any FileSystem, logger: Logger) async throws -> ServerComponents {
-        let log = try await WriteAheadLog.open(
-            dataDirectory: configuration.dataDirectory, configuration: configuration.logWithWrittenEventsKept, consumers: configuration.logConsumers,
-            fileSystem: fileSystem, logger: logger)
+        let opened = try await ServerLog.open(configuration: configuration, fileSystem: fileSystem, logger: logger)
         do {
-            return try await assemble(around: log, configuration: configuration, fileSystem: fileSystem, logger: logger)
+            return try await assemble(around: opened, configuration: configuration, fileSystem: fileSystem, logger: logger)
         } catch {
-            await log.close()
+            await opened.log.close()
             throw error
         }
     }
 
     private static func assemble(
-        around log: WriteAheadLog, configuration: RelayServerConfiguration, fileSystem: any FileSystem, logger: Logger
+        around opened: ServerLog, configuration: RelayServerConfiguration, fileSystem: any FileSystem, logger: Logger
     ) async throws -> ServerComponents {
+        let log = opened.log
         StartupSummary.log(configuration, to: logger)
         let metrics = RelayMetrics(version: RelayVersion.current, sinkKinds: configuration.sinkKinds)
         let history = StatusHistory()
@@ -69,6 +72,8 @@ struct ServerComponents {
         // Counting and forwarding yield a busy core to request handling.
         var upload = configuration.upload
         upload.threadPriority = .background
+        // On the log in PostgreSQL, lanes send only while this relay holds its stream's lease.
+        upload.forwardingPermit = opened.leases.map { ForwardingPermitReference($0.fence.permit(for: $0.stream)) }
         var aggregator: Aggregator?
         if configuration.aggregates {
             do {
@@ -117,7 +122,17 @@ struct ServerComponents {
             ingestor: EventIngestor(log: log, metrics: metrics),
             tenants: TenantDirectory(
                 integrationKeys: configuration.integrationKeys, tenants: configuration.tenants, relayAdminToken: configuration.adminToken),
-            erasure: erasure, logger: logger
+            erasure: erasure,
+            leases: opened.leases.flatMap { leases in
+                configuration.logPostgres.map { settings in
+                    (
+                        leases,
+                        AdoptedStreams(
+                            configuration: configuration, settings: settings, store: store, metrics: metrics, fence: leases.fence, logger: logger)
+                    )
+                }
+            },
+            durability: opened.durability, logger: logger
         )
     }
 
@@ -156,7 +171,7 @@ struct ServerComponents {
             LogSealRoute(log: log, keyId: configuration.log.encryption?.newest.id, adminToken: configuration.adminToken, tenants: tenants),
             StatusRoutes(
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants, log: log, store: store,
-                history: history, uploader: uploader, aggregator: aggregator, fleet: fleet?.status,
+                history: history, uploader: uploader, aggregator: aggregator, fleet: fleet?.status, durability: durability,
                 counts: aggregateQueries, aggregateMetrics: configuration.aggregateMetrics),
         ]
         if let relayToken = configuration.relayToken {
@@ -169,6 +184,8 @@ struct ServerComponents {
     /// listener stops first (after the shutdown notifier's delay) and the log closes last.
     func services(application: any Service, certificates: (any Service)?) -> [any Service] {
         var services: [any Service] = [LogService(log: log)]
+        // Before the uploader: it stops after it, so the lease goes once no lane sends.
+        if let leases { services.append(StreamLeasesService(leases: leases.leases, adoptions: leases.adoptions)) }
         if let aggregator { services.append(AggregatorService(aggregator: aggregator, logger: logger)) }
         if let uploader { services.append(UploaderService(uploader: uploader, logger: logger)) }
         if let fleet {
@@ -178,7 +195,9 @@ struct ServerComponents {
                     aggregateMetrics: configuration.aggregateMetrics))
         }
         services.append(
-            MetricsSampler(metrics: metrics, history: history, log: log, fleet: fleet?.status, aggregator: aggregator, store: store, tenants: tenants)
+            MetricsSampler(
+                metrics: metrics, history: history, log: log, fleet: fleet?.status, aggregator: aggregator, store: store, tenants: tenants,
+                durability: durability)
         )
         if let certificates { services.append(certificates) }
         services.append(

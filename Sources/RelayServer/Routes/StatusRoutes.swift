@@ -7,6 +7,7 @@ import RelayEventJSON
 import RelayForwarding
 import RelayIO
 import RelayLog
+import RelayPostgres
 
 /// `GET /status` (the page, open to all: it holds no figure) and `GET /v1/status` (its figures,
 /// behind ``AdminAuthentication`` when an admin token is set, like the other admin endpoints), and
@@ -22,6 +23,8 @@ struct StatusRoutes: RouteGroup, Sendable {
     var uploader: Uploader?
     var aggregator: Aggregator?
     var fleet: FleetStatus?
+    /// How many copies an acknowledgement means.
+    var durability: LogDurability
     /// The time of the log's first event, read once per oldest sequence (a frame decode), on a
     /// thread of its own.
     let firstEventTimes = NIOLockedValueBox<(sequence: UInt64, time: EventTime?)?>(nil)
@@ -89,7 +92,8 @@ struct StatusRoutes: RouteGroup, Sendable {
                 quotaUsed: quota.map { Double(dataBytes) / Double(max(1, $0)) }, segments: await log.segmentCount,
                 oldestSequence: oldest, firstEventTime: firstEventTime?.rfc3339,
                 retainSeconds: Double(log.configuration.retention.age.components.seconds), retainBytes: log.configuration.retention.bytes,
-                archiveDirectory: log.configuration.archiveDirectory, segmentsRemoved: statistics.segmentsExpired + statistics.segmentsRemovedForRoom),
+                archiveDirectory: log.configuration.archiveDirectory, segmentsRemoved: statistics.segmentsExpired + statistics.segmentsRemovedForRoom,
+                durability: durability.current),
             destinations: destinations, deadLetters: try? await store.pendingDeadLetterCount(tenant: tenant), counting: counting,
             registrations: registrationCounts, fsync: .init(p50Seconds: fsync.p50, p99Seconds: fsync.p99, commits: fsync.count))
     }

@@ -2,6 +2,7 @@ import RelayAggregator
 import RelayCore
 import RelayForwarding
 import RelayLog
+import RelayPostgres
 import ServiceLifecycle
 
 /// Samples, once a second, what no code path of the server sees change: the log's durable end, the
@@ -20,12 +21,14 @@ struct MetricsSampler: Service {
     let store: ForwardingStore
     /// The tenants served (their dead letters show, 0 when they have none).
     let tenants: TenantDirectory
+    let durability: LogDurability
 
     func run() async throws {
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let durable = await log.durableSequence
                 metrics.lastDurableSequence.set(Int64(durable) - 1)
+                metrics.logCopies.set(Int64(durability.current.copies))
                 if let aggregator { metrics.aggregatorLag.set(Int64(durable) - Int64(aggregator.committedNextSequence)) }
                 if let fleet { metrics.postgresLag.set(Int64(durable) - Int64(fleet.current.nextSequence ?? 1)) }
                 history.record(durable: durable, delivered: metrics.deliveredByLane())

@@ -66,7 +66,8 @@ enum StatusPage {
               <section><h2>Log</h2><div class="big" id="log-size">–</div><div class="muted"><span id="log-quota">no quota</span></div>
                 <div class="muted"><span id="log-segments">–</span>, <span id="log-disk">–</span> on disk</div>
                 <div class="muted">keeps from sequence <span id="log-first">–</span> <span id="log-first-time"></span></div>
-                <div class="muted" id="log-retention"></div></section>
+                <div class="muted" id="log-retention"></div>
+                <div class="muted">an acknowledgement is on <span id="log-copies">–</span> (<span id="log-store">–</span>)</div></section>
               <section><h2>fdatasync, last minute</h2><div class="big"><span id="fsync-p50">–</span> / <span id="fsync-p99">–</span></div>
                 <div class="muted">p50 / p99 of <span id="fsync-commits">0</span> commits</div></section>
               <section><h2>Dead letters</h2><div class="big" id="dead-letters">–</div><div class="muted">events given up on (deadletter list)</div></section>
@@ -148,6 +149,10 @@ enum StatusPage {
                 + (status.log.retainBytes !== undefined && status.log.retainSeconds > 0 ? " within " + bytes(status.log.retainBytes) : "")
                 + (status.log.archiveDirectory ? ", then archived in " + status.log.archiveDirectory : "")
                 + "; " + number(status.log.segmentsRemoved) + " gone since start");
+              text("log-copies", status.log.copies === 1 ? "1 copy" : number(status.log.copies) + " copies");
+              text("log-store", status.log.store === "postgresql"
+                ? "PostgreSQL" + (status.log.synchronousStandbys && status.log.synchronousStandbys.length ? ", synchronous standby " + status.log.synchronousStandbys.join(", ") : ", no synchronous standby")
+                : "this machine's disk");
               text("log-segments", number(status.log.segments) + (status.log.segments === 1 ? " segment" : " segments"));
               text("log-quota", status.log.quotaBytes ? (status.log.quotaUsed * 100).toFixed(1) + " % of " + bytes(status.log.quotaBytes) + " used" : "no quota (--max-wal-bytes)");
               text("fsync-p50", millis(status.fsync.p50Seconds)); text("fsync-p99", millis(status.fsync.p99Seconds));

@@ -1,6 +1,7 @@
 import RelayAggregates
 import RelayAggregator
 import RelayCore
+import RelayPostgres
 
 /// `GET /v1/status`: what the status page shows, in one object (docs/openapi.yaml, `Status`).
 /// Absent members are unknown or not configured (no aggregator, no fdatasync in the last minute).
@@ -30,6 +31,36 @@ struct StatusReport: Encodable {
         var archiveDirectory: String?
         /// Passed segments that left the log since the relay started.
         var segmentsRemoved: Int
+        /// Where the log is (`files` or `postgresql`) and how many machines an acknowledgement is
+        /// on, as the database's settings and its streaming standbys say.
+        var durability: LogDurability.Reading
+
+        enum CodingKeys: String, CodingKey {
+            case dataBytes, diskBytes, quotaBytes, quotaUsed, segments, oldestSequence, firstEventTime, retainSeconds, retainBytes
+            case archiveDirectory, segmentsRemoved
+            case store, copies, synchronousCommit, synchronousStandbyNames, synchronousStandbys, storeError
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(dataBytes, forKey: .dataBytes)
+            try container.encode(diskBytes, forKey: .diskBytes)
+            try container.encodeIfPresent(quotaBytes, forKey: .quotaBytes)
+            try container.encodeIfPresent(quotaUsed, forKey: .quotaUsed)
+            try container.encode(segments, forKey: .segments)
+            try container.encode(oldestSequence, forKey: .oldestSequence)
+            try container.encodeIfPresent(firstEventTime, forKey: .firstEventTime)
+            try container.encode(retainSeconds, forKey: .retainSeconds)
+            try container.encodeIfPresent(retainBytes, forKey: .retainBytes)
+            try container.encodeIfPresent(archiveDirectory, forKey: .archiveDirectory)
+            try container.encode(segmentsRemoved, forKey: .segmentsRemoved)
+            try container.encode(durability.store, forKey: .store)
+            try container.encode(durability.copies, forKey: .copies)
+            try container.encodeIfPresent(durability.synchronousCommit, forKey: .synchronousCommit)
+            try container.encodeIfPresent(durability.synchronousStandbyNames, forKey: .synchronousStandbyNames)
+            try container.encodeIfPresent(durability.synchronousStandbys, forKey: .synchronousStandbys)
+            try container.encodeIfPresent(durability.lastError, forKey: .storeError)
+        }
     }
 
     struct Destination: Encodable {

@@ -1,0 +1,61 @@
+import Logging
+import PostgresNIO
+
+/// The tables of the log kept in PostgreSQL (docs/postgres-log.md): streams, frames, cursors and
+/// forwarding leases, beside the fleet's tables in the same database.
+enum PostgresLogSchema {
+    /// Created once per database, under an advisory lock so that relays starting together do not
+    /// race on `CREATE TABLE IF NOT EXISTS` (which is not safe against itself).
+    static let statements: [String] = [
+        """
+        CREATE TABLE IF NOT EXISTS relay_log_streams (
+            stream text PRIMARY KEY,
+            relay_id text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            alive_until timestamptz,
+            writer bigint NOT NULL DEFAULT 0
+        )
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS relay_log_frames (
+            stream text NOT NULL,
+            first_sequence bigint NOT NULL,
+            event_count integer NOT NULL,
+            span bigint NOT NULL,
+            frame bytea NOT NULL,
+            stored_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (stream, first_sequence)
+        )
+        """,
+        "CREATE INDEX IF NOT EXISTS relay_log_frames_span ON relay_log_frames (stream, span)",
+        """
+        CREATE TABLE IF NOT EXISTS relay_log_cursors (
+            stream text NOT NULL,
+            consumer text NOT NULL,
+            position bigint NOT NULL,
+            PRIMARY KEY (stream, consumer)
+        )
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS relay_log_leases (
+            stream text PRIMARY KEY,
+            holder text NOT NULL,
+            token bigint NOT NULL,
+            expires_at timestamptz NOT NULL
+        )
+        """,
+    ]
+
+    /// The advisory lock key that serialises creating the tables ("crlog" in ASCII).
+    static let lockKey: Int64 = 0x63_72_6C_6F_67
+
+    /// Creates the tables that are missing, in one transaction.
+    static func create(on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+            for statement in statements {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+        }
+    }
+}

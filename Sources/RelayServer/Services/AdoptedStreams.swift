@@ -1,0 +1,102 @@
+import Logging
+import RelayAggregator
+import RelayCore
+import RelayForwarding
+import RelayLog
+import RelayPostgres
+
+/// The streams this relay forwards for relays that stopped (``RelayPostgres/StreamLeases``):
+/// each has its log (read only), an uploader with the same sinks, breaker, dead letters and
+/// erasure masks as this relay's own, and its counting into the fleet's tables.
+///
+/// Relays sharing a log database are expected to share their forwarding configuration (hosts,
+/// tenants): an adopted stream is forwarded as this relay forwards its own.
+actor AdoptedStreams {
+    private struct Running {
+        var log: WriteAheadLog
+        var task: Task<Void, Never>
+    }
+
+    private let configuration: RelayServerConfiguration
+    private let settings: PostgresLogSettings
+    private let store: ForwardingStore
+    private let metrics: RelayMetrics
+    private let fence: StreamLeaseFence
+    private let logger: Logger
+    private var running: [String: Running] = [:]
+
+    init(
+        configuration: RelayServerConfiguration, settings: PostgresLogSettings, store: ForwardingStore, metrics: RelayMetrics,
+        fence: StreamLeaseFence, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.settings = settings
+        self.store = store
+        self.metrics = metrics
+        self.fence = fence
+        self.logger = logger
+    }
+
+    /// The streams forwarded here now.
+    var streams: [String] { running.keys.sorted() }
+
+    /// Starts forwarding and counting `stream` (its lease is this relay's).
+    func adopt(_ stream: String) async {
+        guard running[stream] == nil else { return }
+        var streamLogger = self.logger
+        streamLogger[metadataKey: "adopted-stream"] = "\(stream)"
+        let logger = streamLogger
+        let sinks = configuration.sinkLists
+        var consumers = sinks.consumers
+        if configuration.postgres != nil { consumers.append(FleetAggregator.consumer) }
+        let opened: PostgresLog.Opened
+        do {
+            opened = try await PostgresLog.open(
+                location: settings.location, stream: stream, newRelayID: stream, configuration: configuration.log, consumers: consumers,
+                fenced: Set(sinks.consumers.map(\.name)), fence: fence, readOnly: true,
+                walDirectory: "\(configuration.dataDirectory)/adopted/\(stream)", logger: logger)
+        } catch {
+            logger.error("could not open an adopted stream; the next lease round tries again", metadata: ["error": "\(error)"])
+            return
+        }
+        var upload = configuration.upload
+        upload.threadPriority = .background
+        upload.forwardingPermit = ForwardingPermitReference(fence.permit(for: stream))
+        let uploader: Uploader
+        do {
+            uploader = try Uploader(
+                log: opened.log, sinks: sinks, store: store, configuration: upload, logger: logger, metrics: { [metrics] in metrics.laneMetrics(for: $0) })
+        } catch {
+            logger.error("could not forward an adopted stream", metadata: ["error": "\(error)"])
+            await opened.log.close()
+            return
+        }
+        let fleet = configuration.postgres.map {
+            FleetAggregationService(
+                location: $0, log: opened.log, status: FleetStatus(), metrics: metrics, logger: logger, aggregateMetrics: configuration.aggregateMetrics)
+        }
+        logger.notice("forwarding an adopted stream", metadata: ["events-stored": "\(opened.storedEvents)"])
+        let task = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    do {
+                        try await uploader.run(until: nil)
+                    } catch {
+                        logger.error("forwarding an adopted stream stopped", metadata: ["error": "\(error)"])
+                    }
+                }
+                if let fleet { group.addTask { try? await fleet.run() } }
+            }
+        }
+        running[stream] = Running(log: opened.log, task: task)
+    }
+
+    /// Stops forwarding `stream` and returns once its lanes have no request in flight.
+    func handBack(_ stream: String) async {
+        guard let adopted = running.removeValue(forKey: stream) else { return }
+        adopted.task.cancel()
+        await adopted.task.value
+        await adopted.log.close()
+        logger.notice("stopped forwarding an adopted stream", metadata: ["adopted-stream": "\(stream)"])
+    }
+}
