@@ -57,10 +57,29 @@ final class HighAvailabilityFleet: Sendable {
         for child in children.withLockedValue({ $0 }) { child?.killWithoutWaiting() }
     }
 
-    /// The last lines of every relay's log, for a failure message.
+    /// The last lines of every relay's log, and how it ended, for a failure message.
     func logs() -> String {
-        (0..<Self.relayCount).map { "\(Self.name($0)) (\(root)/\(Self.name($0)).log): \(child($0)?.text.suffix(1500) ?? "not started")" }
-            .joined(separator: "\n")
+        (0..<Self.relayCount).map { relay in
+            let process = child(relay)?.process
+            let state = process.map { $0.isRunning ? "running" : "ended (\($0.terminationReason) \($0.terminationStatus))" } ?? "not started"
+            return "\(Self.name(relay)), \(state), \(root)/\(Self.name(relay)).log: \(child(relay)?.text.suffix(1500) ?? "")"
+        }.joined(separator: "\n")
+    }
+
+    /// A relay that ended by itself (a crash): waiting on would only run out the time.
+    struct RelayEnded: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Throws ``RelayEnded`` when a relay the test has not killed has ended.
+    func ensureRunning() throws {
+        for relay in 0..<Self.relayCount where !load.isGone(relay) {
+            guard let process = child(relay)?.process, !process.isRunning else { continue }
+            throw RelayEnded(
+                description:
+                    "\(Self.name(relay)) ended by itself (\(process.terminationReason) \(process.terminationStatus)): \(child(relay)?.text.suffix(3000) ?? "")"
+            )
+        }
     }
 
     /// Runs the load until ``HitLoad/stopping``: ``clientsPerRelay`` clients per relay, each
@@ -118,11 +137,19 @@ final class HighAvailabilityFleet: Sendable {
     /// Waits until Campaign has every id of `ids`, checking every 250 ms (a full copy of the
     /// receipts is not free).
     func waitForCampaign(_ what: String, _ ids: Set<Int>, seconds: Double = 180) async throws {
-        try await eventually("Campaign to receive \(what) (\(ids.count) hits)", seconds: seconds) {
-            let missing = ids.subtracting(await self.received())
-            if missing.isEmpty { return true }
-            try await Task.sleep(for: .milliseconds(250))
-            return false
+        do {
+            try await eventually("Campaign to receive \(what) (\(ids.count) hits)", seconds: seconds) {
+                try self.ensureRunning()
+                let missing = ids.subtracting(await self.received())
+                if missing.isEmpty { return true }
+                try await Task.sleep(for: .milliseconds(250))
+                return false
+            }
+        } catch {
+            let missing = ids.subtracting(await received())
+            let byStream = Dictionary(grouping: missing, by: HitLoad.relay).mapValues(\.count)
+            Issue.record("missing in Campaign: \(missing.count) hits; by the relay that acknowledged them: \(byStream.sorted { $0.key < $1.key })")
+            throw error
         }
     }
 
@@ -135,6 +162,26 @@ final class HighAvailabilityFleet: Sendable {
             leases[fields[0]] = (fields[1], Int(fields[2]) ?? 0)
         }
         return leases
+    }
+
+    /// The log's tables as `server` has them (leases, heartbeats, cursors, frames; times relative
+    /// to the database's now), for a failure message: whether a stalled stream is unleased, its
+    /// owner's heartbeat stale, or its cursor short of what was stored.
+    static func databaseState(_ server: TestPostgres) async -> String {
+        let queries = [
+            "leases":
+                "SELECT string_agg(stream || ' ' || holder || ' token ' || token || ' expires ' || round(extract(epoch FROM expires_at - now())::numeric, 1) || 's', '; ' ORDER BY stream) FROM relay_log_leases",
+            "heartbeats":
+                "SELECT string_agg(stream || ' alive ' || coalesce(round(extract(epoch FROM alive_until - now())::numeric, 1)::text, 'never') || 's', '; ' ORDER BY stream) FROM relay_log_streams",
+            "cursors": "SELECT string_agg(stream || '/' || consumer || ' ' || position, '; ' ORDER BY stream, consumer) FROM relay_log_cursors",
+            "frames":
+                "SELECT string_agg(stream || ' ' || n || ' frames to ' || last, '; ' ORDER BY stream) FROM (SELECT stream, count(*) AS n, max(first_sequence + event_count) AS last FROM relay_log_frames GROUP BY stream) f",
+        ]
+        var state: [String] = []
+        for (name, sql) in queries.sorted(by: { $0.key < $1.key }) {
+            state.append("\(name): " + ((try? await server.psql(sql)) ?? "(no answer)"))
+        }
+        return "database on port \(server.port): " + state.joined(separator: " | ")
     }
 
     /// The `"log"` object of a relay's `/v1/status`.
