@@ -197,11 +197,15 @@ struct HighAvailabilityTests {
         let frozenSentBefore = Set(await fleet.receipts()[frozen].keys)
         kill(child.process.processIdentifier, SIGCONT)
         let woken = ContinuousClock.now
+        let wokenAt = Date().timeIntervalSince1970
         try await eventually("\(stream) to take its stream back") {
             try fleet.ensureRunning()
             return try await HighAvailabilityFleet.leases(database)[stream]?.holder == owner
         }
         let handBack = ContinuousClock.now - woken
+        // Seen by a poll, so no earlier than the moment it held its lease again: what its Campaign
+        // answered before this was sent before (on the emulator's clock, which is this process's).
+        let takenBackAt = Date().timeIntervalSince1970
         let acknowledgedAtWaking = fleet.load.acknowledged(frozen).count
         try await eventually("\(stream) to take hits again", seconds: 120) {
             try fleet.ensureRunning()
@@ -209,10 +213,19 @@ struct HighAvailabilityTests {
         }
         try await fleet.waitForCampaign("every hit \(stream) acknowledged", fleet.load.acknowledged(frozen))
         let frozenSentAfter = Set(await fleet.receipts()[frozen].keys).subtracting(frozenSentBefore)
-        record.resentAfterWaking = frozenSentAfter.intersection(adopterSent).count
+        let resent = frozenSentAfter.intersection(adopterSent)
+        record.resentAfterWaking = resent.count
+        // When: before it held its lease again (sent without a lease), or after (the handback
+        // lost the adopter's progress).
+        let beforeLease = await campaign.recorder.lastRequests(campaign.recorder.keptRequests).filter { request in
+            guard request.status == 200, request.time >= wokenAt, request.time < takenBackAt,
+                let id = request.uri.firstMatch(of: /id=h([0-9a-f]+),/).flatMap({ Int($0.output.1, radix: 16) })
+            else { return false }
+            return resent.contains(id)
+        }.count
         #expect(
             record.resentAfterWaking <= HighAvailabilityFleet.inFlight,
-            "\(stream), woken after losing its lease, sent \(record.resentAfterWaking) hits the adopter had sent (bound: its \(HighAvailabilityFleet.inFlight) requests in flight)"
+            "\(stream), woken after losing its lease, sent \(record.resentAfterWaking) hits the adopter had sent (\(beforeLease) of them before it held its lease again, the others after the handback); bound: its \(HighAvailabilityFleet.inFlight) requests in flight"
         )
         record.notes.append(
             "\(stream) frozen: adopted after \(adoption), backlog \(backlog.count) forwarded by the adopter, taken back \(handBack) after waking; \(record.resentAfterWaking) adopted hits sent again by \(stream)"
@@ -280,10 +293,14 @@ struct HighAvailabilityTests {
         let campaign = try await RunningEmulator.start()
         let http = TestHTTPClient()
         let load = RelayChainKillTests.Load()
+        // Ports below the ephemeral range: a restart must get its port back while the other
+        // relay keeps connecting to it (portsBelowEphemeralRange(_:)).
         let ports = RelayChainKillTests.Ports()
+        let stable = try portsBelowEphemeralRange(2)
+        ports.central.store(stable[0], ordering: .relaxed)
+        ports.edge.store(stable[1], ordering: .relaxed)
         var children: [LoggedChild] = []
         defer { for child in children { child.killWithoutWaiting() } }
-        // Restarts keep the ports the first starts got.
         func start(_ role: String, _ arguments: [String]) async throws -> LoggedChild {
             let port = role == "central" ? ports.central.load(ordering: .relaxed) : ports.edge.load(ordering: .relaxed)
             let child = try LoggedChild(
