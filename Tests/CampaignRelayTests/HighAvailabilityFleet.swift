@@ -71,13 +71,22 @@ final class HighAvailabilityFleet: Sendable {
         var description: String
     }
 
+    /// A crash's message and the start of its backtrace (the crashed thread's frames follow the
+    /// other threads', so the log's tail alone may miss the cause).
+    static func crash(in log: String) -> String {
+        guard let start = log.range(of: "*** Program crashed") ?? log.range(of: "Fatal error") else { return String(log.suffix(3000)) }
+        let before = log[..<start.lowerBound].split(separator: "\n").suffix(3).joined(separator: "\n")
+        let crashed = log.range(of: "crashed:\n", range: start.upperBound..<log.endIndex).map { String(log[$0.upperBound...].prefix(2500)) } ?? ""
+        return before + "\n" + String(log[start.lowerBound...].prefix(300)) + "\n…\n" + crashed
+    }
+
     /// Throws ``RelayEnded`` when a relay the test has not killed has ended.
     func ensureRunning() throws {
         for relay in 0..<Self.relayCount where !load.isGone(relay) {
             guard let process = child(relay)?.process, !process.isRunning else { continue }
             throw RelayEnded(
                 description:
-                    "\(Self.name(relay)) ended by itself (\(process.terminationReason) \(process.terminationStatus)): \(child(relay)?.text.suffix(3000) ?? "")"
+                    "\(Self.name(relay)) ended by itself (\(process.terminationReason) \(process.terminationStatus)): \(Self.crash(in: child(relay)?.text ?? ""))"
             )
         }
     }
