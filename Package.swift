@@ -147,6 +147,7 @@ let package = Package(
             name: "RelayPostgres",
             dependencies: [
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 "RelayCore",
                 "RelayIO",
                 "RelayLog",

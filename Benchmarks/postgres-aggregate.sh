@@ -32,22 +32,51 @@ for r in 0 1 2; do
 done
 now() { date +%s.%N; }
 rate() { python3 -c "import sys; print(int(float(sys.argv[1]) / (float(sys.argv[3]) - float(sys.argv[2]))))" "$@"; }
+# CPU seconds, to tell where an event's time goes on a machine whose cores are all busy: the relays'
+# (bash's `time` of the subshell that runs them) and the server's (the postmaster's children, the
+# backends that have exited included, and the processes still running).
+TIMEFORMAT='%U %S'
+ticks=$(getconf CLK_TCK)
+server_cpu() {
+    python3 - "$(head -1 "$work/pg/data/postmaster.pid")" "$ticks" <<'PY'
+import os, sys
+def fields(pid):
+    with open("/proc/%s/stat" % pid) as f: return f.read().rsplit(")", 1)[1].split()
+pm, ticks = sys.argv[1], int(sys.argv[2])
+total = sum(int(x) for x in fields(pm)[11:15])  # its utime and stime, and its reaped children's
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        stat = fields(pid)
+        if stat[1] == pm: total += int(stat[11]) + int(stat[12])  # a child still running
+    except OSError:
+        pass
+print(total / ticks)
+PY
+}
+# run_relays CPU_FILE RELAY... ARGS: the aggregators of the relays named (0 1 2) at once; their CPU
+# seconds (user + system) go to CPU_FILE.
+run_relays() {
+    local out=$1 relays=$2; shift 2
+    { time (for r in $relays; do "$relay" aggregate --data-dir "$work/relay$r" --json --log-level error "$@" >/dev/null 2>&4 & done; wait); } 4>&2 2>"$out"
+}
+per_event() { python3 -c "import sys; u, s = map(float, open(sys.argv[1]).read().split()[-2:]); print('%.2f' % ((u + s) * 1e6 / float(sys.argv[2])))" "$@"; }
+server_per_event() { python3 -c "import sys; print('%.2f' % ((float(sys.argv[2]) - float(sys.argv[1])) * 1e6 / float(sys.argv[3])))" "$@"; }
 
 # SQLite, one relay, then three at once (each its own aggregates.sqlite).
 rm -f "$work"/relay*/aggregates.sqlite*
-start=$(now); "$relay" aggregate --data-dir "$work/relay0" --json --log-level error >/dev/null; sqlite_one=$(rate "$events" "$start" "$(now)")
+start=$(now); run_relays "$work/cpu-sqlite-one" 0; sqlite_one=$(rate "$events" "$start" "$(now)")
 rm -f "$work"/relay*/aggregates.sqlite*
-start=$(now)
-for r in 0 1 2; do "$relay" aggregate --data-dir "$work/relay$r" --json --log-level error >/dev/null & done; wait
-sqlite_three=$(rate $((3 * events)) "$start" "$(now)")
+start=$(now); run_relays "$work/cpu-sqlite-three" "0 1 2"; sqlite_three=$(rate $((3 * events)) "$start" "$(now)")
 
 # PostgreSQL, one relay, then three at once, each from an empty database.
 fresh_database
-start=$(now); "$relay" aggregate --postgres-url "$url" --data-dir "$work/relay0" --json --log-level error >/dev/null; pg_one=$(rate "$events" "$start" "$(now)")
+server_before=$(server_cpu)
+start=$(now); run_relays "$work/cpu-pg-one" 0 --postgres-url "$url"; pg_one=$(rate "$events" "$start" "$(now)")
+server_one=$(server_per_event "$server_before" "$(server_cpu)" "$events")
 fresh_database
-start=$(now)
-for r in 0 1 2; do "$relay" aggregate --postgres-url "$url" --data-dir "$work/relay$r" --json --log-level error >/dev/null & done; wait
-pg_three=$(rate $((3 * events)) "$start" "$(now)")
+server_before=$(server_cpu)
+start=$(now); run_relays "$work/cpu-pg-three" "0 1 2" --postgres-url "$url"; pg_three=$(rate $((3 * events)) "$start" "$(now)")
+server_three=$(server_per_event "$server_before" "$(server_cpu)" $((3 * events)))
 
 deliveries=$(sql "SELECT count(*) FROM deliveries")
 messages=$(sql "SELECT count(*) FROM delivery_messages")
@@ -58,6 +87,10 @@ echo "| $events events per relay | SQLite aggregator | PostgreSQL (fleet) | Post
 echo "|---|---|---|---|"
 echo "| one relay | $sqlite_one events/s | $pg_one events/s | $(python3 -c "print('%.2f' % ($pg_one / $sqlite_one))")× |"
 echo "| three relays at once (total) | $sqlite_three events/s | $pg_three events/s | $(python3 -c "print('%.2f' % ($pg_three / $sqlite_three))")× |"
+echo
+echo "CPU per event (µs; user + system): SQLite aggregator $(per_event "$work/cpu-sqlite-one" "$events") one relay, $(per_event "$work/cpu-sqlite-three" $((3 * events))) three;" \
+    "fleet aggregator $(per_event "$work/cpu-pg-one" "$events") and PostgreSQL's server $server_one one relay," \
+    "$(per_event "$work/cpu-pg-three" $((3 * events))) and $server_three three"
 echo
 echo "PostgreSQL bytes: $(python3 -c "print(round($delivery_bytes / max($deliveries, 1)))") per delivery ($deliveries deliveries, rows per relay and their indexes), $(python3 -c "print(round($message_bytes / max($messages, 1), 1))") per unique message ($messages messages, table and primary key)"
 echo

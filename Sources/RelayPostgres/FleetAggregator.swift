@@ -160,15 +160,19 @@ public actor FleetAggregator {
         defer { turns.end() }
         let outcome = await LogCatchUp.run(
             log: log, reader: reader, from: position, batchSize: batchSize, readAhead: readAhead, cursor: cursor, logger: logger,
-            progress: progress
-        ) { (events, from, to) throws(FleetError) in
-            do {
-                try await apply(events, from: from, to: to)
-            } catch {
-                throw FleetError.describe(error)
-            }
-            position = to
-        }
+            progress: progress,
+            // Reduced to counts on the reading thread while PostgreSQL applies the batch before,
+            // as SQLite's aggregator does: the events are let go before they wait, and this actor
+            // only sends.
+            prepare: { [table = backend.table] in CountDeltas($0, table: table, tokenDigest: TokenDigest.hex) },
+            apply: { (deltas, from, to) throws(FleetError) in
+                do {
+                    try await apply(deltas, from: from, to: to)
+                } catch {
+                    throw FleetError.describe(error)
+                }
+                position = to
+            })
         reader = outcome.reader
         return try outcome.summary(orThrow: { .log($0) })
     }
@@ -185,12 +189,12 @@ public actor FleetAggregator {
         }
     }
 
-    /// One transaction: this relay's position moves from `start` to `end` with the counts of
-    /// `events` (``CountDeltas``, applied by ``FleetBackend``).
-    private func apply(_ events: ArraySlice<SequencedEvent>, from start: UInt64, to end: UInt64) async throws {
+    /// One transaction: this relay's position moves from `start` to `end` with `deltas`, the
+    /// counts of its events (applied by ``FleetBackend``).
+    private func apply(_ deltas: CountDeltas, from start: UInt64, to end: UInt64) async throws {
         watch.begin()
         defer { watch.end() }
-        try await backend.apply(CountDeltas(events, table: backend.table, tokenDigest: TokenDigest.hex), from: start, to: end)
+        try await backend.apply(deltas, from: start, to: end)
     }
 
     /// How long it waits after the log's end moves before counting again, as SQLite's

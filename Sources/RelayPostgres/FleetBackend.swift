@@ -93,11 +93,10 @@ package actor FleetBackend: AggregateBackend {
                 }
                 throw FleetError.positionMoved(expected: start, found: UInt64(max(found, 0)))
             }
-            let newMessages = try await FleetCounting.insertMessages(deltas, references: references, connection: connection, logger: logger)
+            let uniques = try await FleetCounting.insertMessages(deltas, references: references, connection: connection, logger: logger)
             if !deltas.deliveries.isEmpty {
                 try await FleetCounting.addDeliveryCounts(
-                    deltas, references: references, uniques: deltas.uniques(new: newMessages), relayID: relayID, connection: connection,
-                    logger: logger)
+                    deltas, references: references, uniques: uniques, relayID: relayID, connection: connection, logger: logger)
             }
             if !deltas.erasedSequences.isEmpty {
                 // Erased registrations met: counted for nothing, and remembered so that an erasure

@@ -5,17 +5,21 @@ import RelayAggregates
 /// The statements of one counting transaction of ``FleetBackend``, their columns from the
 /// ``MetricTable`` of the ``CountDeltas`` they apply.
 enum FleetCounting {
-    /// Inserts the sightings of `deltas` into the tables of distinct messages; returns the new
-    /// ones, by delivery index and set (what ``CountDeltas/uniques(new:)`` takes).
-    static func insertMessages(_ deltas: CountDeltas, references: [Int64], connection: PostgresConnection, logger: Logger) async throws -> [(
-        delivery: Int, action: Int
-    )] {
+    /// Inserts the sightings of `deltas` into the tables of distinct messages; returns the uniques
+    /// each delivery gains (by delivery index, one per set: what ``CountDeltas/uniques(new:)``
+    /// makes of the new sightings).
+    ///
+    /// The database counts the new sightings of each delivery's set itself and answers a row per
+    /// set, not a row per new message: with ids mostly new, a row per message was most of this
+    /// relay's CPU (each one framed, decoded and handed over by the client library).
+    static func insertMessages(_ deltas: CountDeltas, references: [Int64], connection: PostgresConnection, logger: Logger) async throws
+        -> [[Int64]]
+    {
         let deliveryIndex = Dictionary(references.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-        // `RETURNING delivery_action` names the sightings that were new: their delivery and set.
-        var newMessages: [(delivery: Int, action: Int)] = []
-        func recordNew(_ deliveryAction: Int64) {
+        var uniques = deltas.uniques(new: [])
+        func recordNew(_ deliveryAction: Int64, _ count: Int64) {
             let (reference, set) = MessageSetKey.parts(of: deliveryAction)
-            if let delivery = deliveryIndex[reference] { newMessages.append((delivery, set)) }
+            if let delivery = deliveryIndex[reference] { uniques[delivery][set] += count }
         }
         func deliveryActions(_ sightings: [CountDeltas.MessageSighting]) -> [Int64] {
             sightings.map { CountDeltas.deliveryAction(reference: references[$0.delivery], action: $0.action) }
@@ -32,27 +36,35 @@ enum FleetCounting {
                 uuidKeys.append(text)
             }
         }
+        // `RETURNING delivery_action` names the sightings that were new; grouped, how many each
+        // delivery's set gained.
         if !integers.isEmpty {
-            for try await (deliveryAction) in try await connection.query(
+            for try await (deliveryAction, count) in try await connection.query(
                 """
-                INSERT INTO delivery_messages (delivery_action, message_key) SELECT * FROM unnest(\(deliveryActions(integers))::int8[], \(integerKeys)::int8[])
-                ON CONFLICT DO NOTHING RETURNING delivery_action
+                WITH new AS (
+                    INSERT INTO delivery_messages (delivery_action, message_key) SELECT * FROM unnest(\(Int8ArrayBind(deliveryActions(integers)))::int8[], \(Int8ArrayBind(integerKeys))::int8[])
+                    ON CONFLICT DO NOTHING RETURNING delivery_action
+                )
+                SELECT delivery_action, count(*) FROM new GROUP BY delivery_action
                 """, logger: logger
-            ).decode(Int64.self) {
-                recordNew(deliveryAction)
+            ).decode((Int64, Int64).self) {
+                recordNew(deliveryAction, count)
             }
         }
         if !uuids.isEmpty {
-            for try await (deliveryAction) in try await connection.query(
+            for try await (deliveryAction, count) in try await connection.query(
                 """
-                INSERT INTO delivery_message_uuids (delivery_action, message_uuid) SELECT * FROM unnest(\(deliveryActions(uuids))::int8[], \(uuidKeys)::uuid[])
-                ON CONFLICT DO NOTHING RETURNING delivery_action
+                WITH new AS (
+                    INSERT INTO delivery_message_uuids (delivery_action, message_uuid) SELECT * FROM unnest(\(Int8ArrayBind(deliveryActions(uuids)))::int8[], \(uuidKeys)::uuid[])
+                    ON CONFLICT DO NOTHING RETURNING delivery_action
+                )
+                SELECT delivery_action, count(*) FROM new GROUP BY delivery_action
                 """, logger: logger
-            ).decode(Int64.self) {
-                recordNew(deliveryAction)
+            ).decode((Int64, Int64).self) {
+                recordNew(deliveryAction, count)
             }
         }
-        return newMessages
+        return uniques
     }
 
     /// Adds each delivery's values (totals, and `uniques` for its sets) to this relay's rows of
@@ -84,24 +96,27 @@ enum FleetCounting {
     /// Inserts the tokens of `deltas` (the new ones are distinct tokens) and adds each app's values
     /// to this relay's rows of `registration_counts`.
     static func addRegistrationCounts(_ deltas: CountDeltas, relayID: String, connection: PostgresConnection, logger: Logger) async throws {
-        var newTokenApps: [Int] = []
+        var distinct = deltas.distinctTokens(newTokenApps: [])
         if !deltas.tokens.isEmpty {
             let apps = deltas.tokens.map { deltas.registrations[$0.app].app }
             let appIndex = Dictionary(deltas.registrations.enumerated().map { ($1.app, $0) }, uniquingKeysWith: { first, _ in first })
             // In the primary key's order, (tenant, key, platform, token), as every relay inserts
-            // them (CountDeltas sorts them): two relays never wait for each other in a cycle.
-            for try await (tenant, key, platform) in try await connection.query(
+            // them (CountDeltas sorts them): two relays never wait for each other in a cycle. The
+            // new ones are counted per app in the database, which answers a row per app.
+            for try await (tenant, key, platform, count) in try await connection.query(
                 """
-                INSERT INTO registration_tokens (tenant, integration_key, platform, registration_token)
-                SELECT * FROM unnest(\(apps.map(\.tenant))::text[], \(apps.map(\.integrationKey))::text[], \(apps.map(\.platform))::text[],
-                                     \(deltas.tokens.map(\.token))::text[])
-                ON CONFLICT DO NOTHING RETURNING tenant, integration_key, platform
+                WITH new AS (
+                    INSERT INTO registration_tokens (tenant, integration_key, platform, registration_token)
+                    SELECT * FROM unnest(\(apps.map(\.tenant))::text[], \(apps.map(\.integrationKey))::text[], \(apps.map(\.platform))::text[],
+                                         \(deltas.tokens.map(\.token))::text[])
+                    ON CONFLICT DO NOTHING RETURNING tenant, integration_key, platform
+                )
+                SELECT tenant, integration_key, platform, count(*) FROM new GROUP BY tenant, integration_key, platform
                 """, logger: logger
-            ).decode((String, String, String).self) {
-                if let app = appIndex[CountDeltas.App(tenant: tenant, integrationKey: key, platform: platform)] { newTokenApps.append(app) }
+            ).decode((String, String, String, Int64).self) {
+                if let app = appIndex[CountDeltas.App(tenant: tenant, integrationKey: key, platform: platform)] { distinct[app] += count }
             }
         }
-        let distinct = deltas.distinctTokens(newTokenApps: newTokenApps)
         let apps = deltas.registrations.map(\.app)
         let columns = deltas.table.perApp.map(\.column)
         let rows = deltas.registrations.indices.map { deltas.appValues($0, distinctTokens: distinct[$0]) }

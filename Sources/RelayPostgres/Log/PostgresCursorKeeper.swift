@@ -20,7 +20,11 @@ struct PostgresCursorKeeper: CursorKeeper {
         let (stream, value) = (self.stream, Int64(bitPattern: position))
         // A lane's cursor moves under the lease; without it, one may only be made where there is
         // none (declaring a new lane at open, before the first lease round).
-        enum Rule { case free, underLease(holder: String, token: Int64), onlyWhereNone }
+        enum Rule {
+            case free
+            case underLease(holder: String, token: Int64)
+            case onlyWhereNone
+        }
         let rule: Rule
         if fenced.contains(name) {
             rule = fence.current(for: stream).map { .underLease(holder: $0.holder, token: $0.token) } ?? .onlyWhereNone

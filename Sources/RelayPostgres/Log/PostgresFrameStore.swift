@@ -191,7 +191,8 @@ actor PostgresFrameStore: FrameStore {
             spanIDs = Dictionary(uniqueKeysWithValues: found.spans.map { ($0.span.firstSequence, $0.id) })
             nextSpanID = max(nextSpanID, (found.spans.last?.id ?? 0) + 1)
             return .storeUnavailable(
-                "events \(first)..<\(found.durableEnd) of a commit whose answer was lost are in the database after all; they are kept, unacknowledged, and the next commit is numbered after them")
+                "events \(first)..<\(found.durableEnd) of a commit whose answer was lost are in the database after all; they are kept, unacknowledged, and the next commit is numbered after them"
+            )
         } catch {
             return nil
         }

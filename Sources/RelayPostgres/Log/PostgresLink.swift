@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
 
@@ -34,27 +35,57 @@ actor PostgresLink {
         if let connection {
             current = connection
         } else {
-            current = try await location.connectWritable(logger: logger)
-            connection = current
-        }
-        let (logger, deadline) = (self.logger, self.deadline)
-        do {
-            return try await withThrowingTaskGroup(of: Value?.self) { group in
-                group.addTask { try await body(current, logger) }
-                group.addTask {
-                    try await Task.sleep(for: deadline)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let value = first else {
-                    throw FleetError.database("no answer from \(location) within \(deadline)")
-                }
-                return value
+            let fresh = try await location.connectWritable(logger: logger)
+            if let made = connection {
+                // Another call connected while this one did (the actor is reentrant across the
+                // await): one connection is kept, the other closed.
+                fresh.close().whenComplete { _ in withExtendedLifetime(fresh) {} }
+                current = made
+            } else {
+                connection = fresh
+                current = fresh
             }
+        }
+        let (logger, deadline, location) = (self.logger, self.deadline, self.location)
+        do {
+            return try await Self.firstOf(deadline: deadline, location: location) { try await body(current, logger) }
         } catch {
-            drop()
+            drop(current)
             if let error = error as? FleetError { throw error }
             throw FleetError.database(FleetError.reason(error))
+        }
+    }
+
+    /// `work`'s answer, or a failure once `deadline` passes without one. The work runs in a task
+    /// of its own, not a child: PostgresNIO has been seen to leave a query waiting on a connection
+    /// the server stopped answering, and a task group would wait for it for ever. The caller
+    /// drops (closes) the connection, which ends it.
+    private static func firstOf<Value: Sendable>(
+        deadline: Duration, location: PostgresLocation, _ work: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        let answered = NIOLockedValueBox(false)
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+            @Sendable func answer(_ result: Result<Value, any Error>) {
+                let first = answered.withLockedValue { done in
+                    defer { done = true }
+                    return !done
+                }
+                if first { continuation.resume(with: result) }
+            }
+            // The timer goes as soon as the work answers: one would otherwise sleep out its
+            // deadline after every commit.
+            let timer = NIOLockedValueBox<Task<Void, Never>?>(nil)
+            let worker = Task {
+                do { answer(.success(try await work())) } catch { answer(.failure(error)) }
+                timer.withLockedValue { $0?.cancel() }
+            }
+            let sleeper = Task {
+                do { try await Task.sleep(for: deadline) } catch { return }
+                worker.cancel()
+                answer(.failure(FleetError.database("no answer from \(location) within \(deadline)")))
+            }
+            timer.withLockedValue { $0 = sleeper }
+            if answered.withLockedValue({ $0 }) { sleeper.cancel() }
         }
     }
 
@@ -64,14 +95,13 @@ actor PostgresLink {
         if let gone = connection { gone.close().whenComplete { _ in withExtendedLifetime(gone) {} } }
     }
 
-    /// Drops the connection (a later call connects again).
-    func drop() {
-        guard let gone = connection else { return }
-        connection = nil
+    /// Drops `failed` (a later call connects again); a connection another call made since stays.
+    private func drop(_ failed: PostgresConnection) {
+        if connection === failed { connection = nil }
         // Not awaited: a connection that stopped answering may not finish closing either; the
         // handler keeps it alive until it has (PostgresNIO requires a connection closed before
         // it goes away).
-        gone.close().whenComplete { _ in withExtendedLifetime(gone) {} }
+        failed.close().whenComplete { _ in withExtendedLifetime(failed) {} }
     }
 
     /// Closes the connection.

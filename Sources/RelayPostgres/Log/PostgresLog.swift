@@ -34,7 +34,9 @@ public enum PostgresLog {
         fenced: Set<String>, fence: StreamLeaseFence, readOnly: Bool, walDirectory: String, logger: Logger,
         wallClock: @escaping @Sendable () -> Int64 = SystemClock.wallNanoseconds
     ) async throws(LogError) -> Opened {
-        let link = PostgresLink(location: location, deadline: .seconds(10), logger: location.quietLogger)
+        // A commit waits for a synchronous standby; one that has not answered in 5 s is answered
+        // 503 (nothing acknowledged) rather than holding the SDK's request longer.
+        let link = PostgresLink(location: location, deadline: .seconds(5), logger: location.quietLogger)
         let found: PostgresStreamExtent
         do {
             found = try await link.run { connection, logger in
@@ -55,7 +57,8 @@ public enum PostgresLog {
         let cursors = PostgresCursorKeeper(
             stream: stream, link: PostgresLink(location: location, logger: location.quietLogger), fenced: fenced, fence: fence)
         let identity = RelayIdentity(
-            relayID: found.relayID, epochs: [RelayIdentity.Epoch(number: 1, firstSequence: 1, started: found.created, reason: "postgresql stream \(stream)")],
+            relayID: found.relayID,
+            epochs: [RelayIdentity.Epoch(number: 1, firstSequence: 1, started: found.created, reason: "postgresql stream \(stream)")],
             directory: FileIdentity(device: 0, inode: 0))
         let opened = OpenedFrameStore(
             store: store, positions: found.cursors, cursors: cursors, report: report, identity: identity,

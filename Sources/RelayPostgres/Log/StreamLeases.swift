@@ -110,7 +110,8 @@ public actor StreamLeases {
                 ownHeld = true
             } else {
                 if ownHeld {
-                    logger.warning("another relay holds this relay's stream's lease; forwarding waits until it hands it back", metadata: ["stream": "\(stream)"])
+                    logger.warning(
+                        "another relay holds this relay's stream's lease; forwarding waits until it hands it back", metadata: ["stream": "\(stream)"])
                 }
                 fence.lost(stream)
                 ownHeld = false

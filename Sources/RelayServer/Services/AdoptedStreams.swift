@@ -65,7 +65,8 @@ actor AdoptedStreams {
         let uploader: Uploader
         do {
             uploader = try Uploader(
-                log: opened.log, sinks: sinks, store: store, configuration: upload, logger: logger, metrics: { [metrics] in metrics.laneMetrics(for: $0) })
+                log: opened.log, sinks: sinks, store: store, configuration: upload, logger: logger,
+                metrics: { [metrics] in metrics.laneMetrics(for: $0) })
         } catch {
             logger.error("could not forward an adopted stream", metadata: ["error": "\(error)"])
             await opened.log.close()
@@ -73,7 +74,8 @@ actor AdoptedStreams {
         }
         let fleet = configuration.postgres.map {
             FleetAggregationService(
-                location: $0, log: opened.log, status: FleetStatus(), metrics: metrics, logger: logger, aggregateMetrics: configuration.aggregateMetrics)
+                location: $0, log: opened.log, status: FleetStatus(), metrics: metrics, logger: logger,
+                aggregateMetrics: configuration.aggregateMetrics)
         }
         logger.notice("forwarding an adopted stream", metadata: ["events-stored": "\(opened.storedEvents)"])
         let task = Task {
