@@ -80,6 +80,14 @@ final class HighAvailabilityFleet: Sendable {
         return before + "\n" + String(log[start.lowerBound...].prefix(300)) + "\n…\n" + crashed
     }
 
+    /// Throws ``RelayEnded`` when one of `relays` has ended (a crash: waiting on would only run
+    /// out the time).
+    static func ensureRunning(_ relays: [LoggedChild]) throws {
+        for relay in relays where !relay.process.isRunning {
+            throw RelayEnded(description: "\(relay.logPath) ended by itself: \(crash(in: relay.text))")
+        }
+    }
+
     /// Throws ``RelayEnded`` when a relay the test has not killed has ended.
     func ensureRunning() throws {
         for relay in 0..<Self.relayCount where !load.isGone(relay) {
@@ -243,5 +251,23 @@ final class HitLoad: Sendable {
         var counts: [String: [String: Int]] = [:]
         for id in ids { counts[delivery(id), default: [:]][action(id), default: 0] += 1 }
         return counts
+    }
+}
+
+extension HighAvailabilityTests {
+    /// What the runs measured, for the final checks and the printed summary.
+    struct Record {
+        var tokensAtStart: [String: Int] = [:]
+        /// Hits the frozen relay sent after waking that the adopter had sent already.
+        var resentAfterWaking = 0
+        var notes: [String] = []
+        /// Hits Campaign got more than once, in all, after each step.
+        var duplicatesAfter: [(step: String, duplicates: Int)] = []
+
+        /// Notes how many hits Campaign got more than once so far (a step's share is the rise).
+        mutating func countDuplicates(_ fleet: HighAvailabilityFleet, _ step: String) async {
+            let total = await fleet.receipts().reduce(into: [Int: Int]()) { all, emulator in all.merge(emulator, uniquingKeysWith: +) }
+            duplicatesAfter.append((step, total.values.reduce(0) { $0 + $1 - 1 }))
+        }
     }
 }

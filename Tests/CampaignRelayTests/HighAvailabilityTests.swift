@@ -16,14 +16,6 @@ import Testing
 /// relay on PostgreSQL. Each relay's output is in `rN.log` beside its data directory.
 @Suite("High availability: the log on replicated PostgreSQL", .serialized, .timeLimit(.minutes(20)), .tier(.thorough))
 struct HighAvailabilityTests {
-    /// What the runs measured, for the final checks and the printed summary.
-    struct Record {
-        var tokensAtStart: [String: Int] = [:]
-        /// Hits the frozen relay sent after waking that the adopter had sent already.
-        var resentAfterWaking = 0
-        var notes: [String] = []
-    }
-
     @Test(
         "three relays on a replicated log: one dies for good, the primary dies, one is frozen past its lease; every acknowledged hit reaches Campaign, duplicates within the in-flight bound, fleet counts exact"
     )
@@ -43,12 +35,16 @@ struct HighAvailabilityTests {
             var record = Record()
             do {
                 try await warmUp(fleet, cluster, http, &record)
+                await record.countDuplicates(fleet, "warm-up")
                 try await relayDiesForGood(fleet, cluster, &record)
+                await record.countDuplicates(fleet, "a relay killed for good")
                 // The partition before the primary's death: each is then seen on a fleet that has
                 // not been through the other (a relay stalled by the failover would hide whether
                 // it respects a lapsed lease).
                 try await partition(fleet, cluster.primary, &record)
+                await record.countDuplicates(fleet, "the partition and handback")
                 try await primaryDies(fleet, cluster, &record)
+                await record.countDuplicates(fleet, "the primary's death")
                 fleet.load.stopping.store(true, ordering: .relaxed)
                 await load.value
                 try await finalChecks(fleet, cluster, record)
@@ -278,6 +274,9 @@ struct HighAvailabilityTests {
         #expect(scores.allSatisfy { $0.unavailableWithoutRetryAfter == 0 }, "every 503 carries Retry-After")
         for note in record.notes { print("high availability: \(note)") }
         print(
+            "high availability: duplicates in all after each step: \(record.duplicatesAfter.map { "\($0.step) \($0.duplicates)" }.joined(separator: ", "))"
+        )
+        print(
             "high availability: \(acknowledged.count) hits acknowledged (\(attempted.count) sent, \(scores.map(\.unavailable).reduce(0, +)) answered 503, \(scores.map(\.transportFailures).reduce(0, +)) unanswered), \(received.count) reached Campaign (\(received.subtracting(acknowledged).count) logged but unacknowledged), \(duplicates) duplicates (\(sentByTwoRelays) sent by two relays; bound \(bound): \(handovers) handovers + the failover, × \(HighAvailabilityFleet.inFlight) in flight); fleet counts exact"
         )
     }
@@ -326,16 +325,10 @@ struct HighAvailabilityTests {
                 }
             }
             defer { load.stopping.store(true, ordering: .relaxed) }
-            // A relay that ended by itself (a crash) stops the wait at once.
-            func ensureRunning(_ relays: [LoggedChild]) throws {
-                for relay in relays where !relay.process.isRunning {
-                    throw HighAvailabilityFleet.RelayEnded(description: "\(relay.logPath) ended by itself: \(relay.text.suffix(3000))")
-                }
-            }
             for kill in 0..<6 {
                 let before = load.acknowledgedCount
                 try await eventually("500 more events acknowledged by the edge before kill \(kill)", seconds: 240) {
-                    try ensureRunning([edgeRelay, centralRelay])
+                    try HighAvailabilityFleet.ensureRunning([edgeRelay, centralRelay])
                     return load.acknowledgedCount >= before + 500
                 }
                 if kill % 2 == 0 {
@@ -349,7 +342,7 @@ struct HighAvailabilityTests {
             load.stopping.store(true, ordering: .relaxed)
             await clients.value
             try await eventually("the edge to have handed everything on", seconds: 180) {
-                try ensureRunning([edgeRelay, centralRelay])
+                try HighAvailabilityFleet.ensureRunning([edgeRelay, centralRelay])
                 let body = try await http.get(edge() + "/readyz").body
                 return body.contains(#""backlog":0"#) && body.contains(#""reachable":true"#)
             }
@@ -365,7 +358,7 @@ struct HighAvailabilityTests {
             for (delivery, action) in logged.values { expected[delivery, default: [:]][action, default: 0] += 1 }
             func received() async -> Set<Int> { Set(await campaign.emulator.recorder.hits.keys.compactMap { Int($0.messageId, radix: 16) }) }
             try await eventually("Campaign to receive every event of the edge's log (\(logged.count))", seconds: 240) {
-                try ensureRunning([centralRelay])
+                try HighAvailabilityFleet.ensureRunning([centralRelay])
                 if await received().isSuperset(of: logged.keys) { return true }
                 try await Task.sleep(for: .milliseconds(250))
                 return false
