@@ -129,7 +129,7 @@ struct ConfigCheckCommand: AsyncParsableCommand {
             // An inverted pair (--preallocate/--no-preallocate) is one setting, shown by its positive name.
             if entry.isFlag, entry.name.hasPrefix("no-"), catalog.entries[String(entry.name.dropFirst(3))]?.isFlag == true { continue }
             let inverse = entry.isFlag ? catalog.entries["no-" + entry.name] : nil
-            let hidden = entry.name.hasSuffix("token") || entry.name == "postgres-url"
+            let hidden = entry.name.hasSuffix("token") || entry.name.hasSuffix("postgres-url")
             let show = { (value: String) in hidden ? "(hidden)" : value }
             let variable = ConfigurationFile.environmentVariable(entry.name)
             if ConfigurationFile.environmentBacked.contains(entry.name), let value = environment[variable], !value.isEmpty {

@@ -167,6 +167,11 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.tls = try tls.files()
         configuration.postgres = try postgres.location()
         if let settings = try logPostgres.settings() {
+            if configuration.log.archiveDirectory != nil {
+                throw ValidationError(
+                    "--archive-dir copies segment files, and the log in PostgreSQL (--log-postgres-url) has none: keep its spans longer with --retain instead"
+                )
+            }
             configuration.logPostgres = settings
             // Every count goes to the fleet's tables (of the same database unless --postgres-url
             // names another): aggregates.sqlite would be a copy on the disk this mode may lose.

@@ -25,7 +25,7 @@ struct ConfigurationFile: Sendable {
     /// Options that fall back to an environment variable when no flag gives them; the variable
     /// wins over the file.
     static let environmentBacked: Set<String> = [
-        "admin-token", "relay-token", "postgres-url", "tls-cert", "tls-key", "tls-client-ca", "tracking-host", "marketing-host",
+        "admin-token", "relay-token", "postgres-url", "log-postgres-url", "tls-cert", "tls-key", "tls-client-ca", "tracking-host", "marketing-host",
         "upstream-relay", "upstream-token", "upstream-client-cert", "upstream-client-key",
     ]
 

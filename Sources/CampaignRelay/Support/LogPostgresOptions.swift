@@ -9,7 +9,7 @@ struct LogPostgresOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Keep the log in PostgreSQL instead of wal/ under --data-dir: postgres://USER[:PASSWORD]@HOST[:PORT][,HOST2[:PORT2]...]/DB[?sslmode=...&target_session_attrs=read-write]. Every 200 then follows a commit (on two machines with a synchronous standby); while no writable primary answers, ingest answers 503. The counts go to the same database unless --postgres-url names another (env CAMPAIGN_RELAY_LOG_POSTGRES_URL).",
+            "Keep the log in PostgreSQL instead of wal/ under --data-dir: postgres://USER[:PASSWORD]@HOST[:PORT][,HOST2...]/DB, with ?sslmode= as --postgres-url and target_session_attrs= read-write (the default with several hosts: the writable primary among them) or any. Every 200 then follows a commit (on two machines with a synchronous standby); while no writable primary answers, ingest answers 503. The counts go to the same database unless --postgres-url names another (env CAMPAIGN_RELAY_LOG_POSTGRES_URL).",
             valueName: "url"))
     var logPostgresUrl: String?
 

@@ -7,18 +7,24 @@ protocol BreakerGate: Actor {
     var breaker: CircuitBreakerStateMachine { get set }
     /// Whether this relay may forward now (the stream's lease); `nil`: always.
     var forwardingPermit: (any ForwardingPermit)? { get }
+    /// The lease's token the lane started under (``ForwardingPermit``).
+    var startedTenure: Int64? { get }
 }
 
 extension BreakerGate {
     /// Waits until the breaker lets a request through, and the stream's lease (when the log is
-    /// kept in PostgreSQL) is held; `false` when cancelled meanwhile.
+    /// kept in PostgreSQL) is held under the tenure the lane started with; `false` when cancelled
+    /// meanwhile, or when the lease changed hands (the lane then starts again from its cursor).
     func waitForPermission() async -> Bool {
         while !Task.isCancelled {
-            if let forwardingPermit, !forwardingPermit.mayForward() {
-                // Another relay forwards this stream now, or the lease ran out while this one was
-                // cut off: wait until it is ours again (the lease round runs every lease / 3).
-                do { try await Task.sleep(for: .milliseconds(100)) } catch { return false }
-                continue
+            if let forwardingPermit {
+                guard let tenure = forwardingPermit.tenure else {
+                    // Another relay forwards this stream now, or the lease ran out while this one
+                    // was cut off: wait until it is ours again (a lease round every lease / 3).
+                    do { try await Task.sleep(for: .milliseconds(100)) } catch { return false }
+                    continue
+                }
+                guard tenure == startedTenure else { return false }
             }
             switch breaker.permission(now: .now) {
             case .proceed:

@@ -117,7 +117,7 @@ extension UploadLane {
         _ events: [SequencedEvent], via pipeline: TrackingHitPipeline, to sink: any EventSink
     ) async -> UploadLaneStateMachine.Completion {
         // Not while the breaker is open, nor without the stream's lease: one by one, each waits.
-        guard case .closed = breaker.state, forwardingPermit?.mayForward() ?? true else {
+        guard case .closed = breaker.state, forwardingPermit.map({ $0.tenure != nil && $0.tenure == startedTenure }) ?? true else {
             return .batch(done: [], retry: events, abandoned: Task.isCancelled)
         }
         var done: [UInt64] = []

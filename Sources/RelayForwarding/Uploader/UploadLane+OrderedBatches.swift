@@ -71,7 +71,13 @@ extension UploadLane {
                 position = max(expected, await log.oldestSequence)
                 reader.move(to: position, in: log)
             case .stopped:
-                break  // cancelled: the loop ends, the position stays where the last 200 left it
+                // Cancelled, or the stream's lease changed hands: the position stays where the
+                // last 200 left it, and the run ends (``run(until:)`` starts it again from the
+                // cursor after a change of hands), never reading on past the batch not taken.
+                statistics.position = position
+                recordGauges()
+                if position > saved { try await log.commitCursor(cursorName, to: position) }
+                return
             }
             statistics.position = position
             recordGauges()

@@ -74,6 +74,8 @@ public actor UploadLane: BlockingActor, BreakerGate {
     let metrics: LaneMetrics
     /// Whether this relay may forward now (``UploadConfiguration/forwardingPermit``).
     nonisolated var forwardingPermit: (any ForwardingPermit)? { configuration.forwardingPermit?.permit }
+    /// The lease's token this run of the lane started under (``ForwardingPermit``).
+    var startedTenure: Int64?
     var breaker: CircuitBreakerStateMachine
     var random = SystemRandomNumberGenerator()
     var statistics = LaneStatistics()
@@ -181,12 +183,35 @@ public actor UploadLane: BlockingActor, BreakerGate {
     /// - Throws: ``LogError/undeclaredConsumer(_:declared:)`` when the log of a ``Source/cursor(_:)``
     ///   was opened without the lane's consumer; ``LogError`` when the cursor cannot be saved at the end.
     public func run(until target: UInt64?) async throws(LogError) {
-        switch destination {
-        case .eachEvent(let sink): try await runEachEvent(sink, until: target)
-        case .orderedBatches(let sink):
-            guard case .cursor(let log) = source else { return }
-            try await runOrderedBatches(sink, log: log, until: target)
+        while true {
+            startedTenure = forwardingPermit?.tenure
+            do throws(LogError) {
+                switch destination {
+                case .eachEvent(let sink): try await runEachEvent(sink, until: target)
+                case .orderedBatches(let sink):
+                    guard case .cursor(let log) = source else { return }
+                    try await runOrderedBatches(sink, log: log, until: target)
+                }
+            } catch {
+                guard restartsOnNewTenure(until: target) else { throw error }
+                logger.notice("a lane stopped as its stream's lease changed hands", metadata: ["error": "\(error)"])
+            }
+            guard restartsOnNewTenure(until: target), case .cursor(let log) = source else { return }
+            // The lease changed hands: another relay forwarded the stream meanwhile and moved this
+            // lane's cursor in the log's database. Start again from there, not from where this
+            // run had got to, or all it forwarded would go to the host twice.
+            while forwardingPermit?.tenure == nil {
+                do { try await Task.sleep(for: .milliseconds(100)) } catch { return }
+            }
+            try await log.reloadCursor(cursorName)
+            let position = try await log.startPosition(of: cursorName)
+            logger.notice("the stream's lease is this relay's again; the lane starts from its cursor", metadata: ["position": "\(position)"])
         }
+    }
+
+    /// Whether a run that ended goes again: a lane following the log under a lease, not stopped.
+    private func restartsOnNewTenure(until target: UInt64?) -> Bool {
+        forwardingPermit != nil && target == nil && !Task.isCancelled
     }
 
     /// Records the gauges that follow the lane's statistics: its backlog (position, end) and its

@@ -64,6 +64,13 @@ struct ConsumerRegistry: Sendable {
         try await cursors.write(name, position: position)
     }
 
+    /// Cursor `name` as stored now (``CursorKeeper/read(_:)``).
+    ///
+    /// - Throws: ``LogError`` when it cannot be read.
+    func stored(_ name: String) async throws(LogError) -> UInt64? {
+        try await cursors.read(name)
+    }
+
     /// Cursor `name` was written at `position`.
     mutating func moved(_ name: String, to position: UInt64) {
         positions[name] = position

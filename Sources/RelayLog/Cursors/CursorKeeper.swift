@@ -10,6 +10,13 @@ package protocol CursorKeeper: Sendable {
     /// - Throws: ``LogError`` when it cannot be written (the position has not moved).
     func write(_ name: String, position: UInt64) async throws(LogError)
 
+    /// Cursor `name` as stored now, `nil` when there is none: another process may have moved it
+    /// (a relay that adopted the stream). Files are this process's alone: the file keeper reads
+    /// nothing and answers `nil`.
+    ///
+    /// - Throws: ``LogError`` when it cannot be read.
+    func read(_ name: String) async throws(LogError) -> UInt64?
+
     /// Removes cursor `name`; a missing one is fine.
     ///
     /// - Throws: ``LogError`` when it cannot be removed.

@@ -21,6 +21,8 @@ struct FileCursorKeeper: CursorKeeper {
         }
     }
 
+    func read(_ name: String) async throws(LogError) -> UInt64? { nil }
+
     func remove(_ name: String) async throws(LogError) {
         let (fileSystem, path) = (cursors.fileSystem, cursors.path(name))
         do {

@@ -60,6 +60,17 @@ extension WriteAheadLog {
         try? await removeConsumedSegments()
     }
 
+    /// Reads cursor `name` again from where cursors are kept, and moves it there when it is
+    /// further on: another process (a relay that adopted this stream in PostgreSQL) forwarded
+    /// events meanwhile. Files are this process's alone: nothing changes for them.
+    ///
+    /// - Throws: ``LogError`` when it is not declared or cannot be read.
+    public func reloadCursor(_ name: String) async throws(LogError) {
+        try consumerRegistry.checkDeclared(name)
+        guard let stored = try await consumerRegistry.stored(name) else { return }
+        if stored > (consumerRegistry.positions[name] ?? 0) { consumerRegistry.moved(name, to: stored) }
+    }
+
     /// Removes a cursor, so it no longer holds segments back.
     public func removeCursor(_ name: String) async throws(LogError) {
         try CursorStore.validate(name)

@@ -63,16 +63,25 @@ public final class LogDurability: Sendable {
             (commit, names) = (setting, standbys)
         }
         var synchronous: [String] = []
-        for try await name in try await connection.query(
-            "SELECT application_name FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum') ORDER BY application_name", logger: logger
-        ).decode(String.self) {
-            synchronous.append(name)
+        var hidden = 0
+        for try await (name, state) in try await connection.query(
+            "SELECT application_name, sync_state FROM pg_stat_replication ORDER BY application_name", logger: logger
+        ).decode((String, String?).self) {
+            switch state {
+            case "sync", "quorum": synchronous.append(name)
+            case nil: hidden += 1
+            default: break
+            }
         }
         // Only these settings make a commit wait for a standby; `local` and `off` do not.
         let waits = ["on", "remote_write", "remote_apply"].contains(commit)
         return Reading(
             store: "postgresql", copies: 1 + (waits ? min(requiredStandbys(names), synchronous.count) : 0), synchronousCommit: commit,
-            synchronousStandbyNames: names, synchronousStandbys: synchronous)
+            synchronousStandbyNames: names, synchronousStandbys: synchronous,
+            lastError: hidden == 0
+                ? nil
+                : "pg_stat_replication hides the state of \(hidden) standby(s) from this database user, so they are not counted: GRANT pg_read_all_stats TO the relay's user"
+        )
     }
 
     /// The standbys a commit waits for under `synchronous_standby_names`: `N (…)`, `FIRST N (…)`

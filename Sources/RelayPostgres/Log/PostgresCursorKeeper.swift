@@ -71,6 +71,23 @@ struct PostgresCursorKeeper: CursorKeeper {
         }
     }
 
+    func read(_ name: String) async throws(LogError) -> UInt64? {
+        let stream = self.stream
+        do {
+            return try await link.run { connection, logger in
+                var position: UInt64?
+                for try await stored in try await connection.query(
+                    "SELECT position FROM relay_log_cursors WHERE stream = \(stream) AND consumer = \(name)", logger: logger
+                ).decode(Int64.self) {
+                    position = UInt64(bitPattern: stored)
+                }
+                return position
+            }
+        } catch {
+            throw .storeUnavailable("reading cursor \(name) of stream \(stream): \(error)")
+        }
+    }
+
     func remove(_ name: String) async throws(LogError) {
         let stream = self.stream
         do {

@@ -17,6 +17,8 @@ public enum PostgresLog {
         public var log: WriteAheadLog
         /// Events stored in the stream when it opened, below ``RelayLog/WriteAheadLog/durableSequence``.
         public var storedEvents: UInt64
+        /// This process's writer generation of the stream (0 when only reading).
+        public var writer: Int64
     }
 
     /// Opens stream `stream` of the log database at `location` (making its tables and its row
@@ -65,7 +67,8 @@ public enum PostgresLog {
             change: found.isNew ? .created : .unchanged, erasures: ErasureMask(), extent: await store.extent, sharedDecoder: decoder)
         let log = try await WriteAheadLog.open(
             opened, walDirectory: walDirectory, configuration: configuration, consumers: consumers, logger: logger, wallClock: wallClock)
-        return Opened(log: log, storedEvents: found.durableEnd - (found.spans.first?.span.firstSequence ?? found.durableEnd))
+        return Opened(
+            log: log, storedEvents: found.durableEnd - (found.spans.first?.span.firstSequence ?? found.durableEnd), writer: found.writer)
     }
 }
 

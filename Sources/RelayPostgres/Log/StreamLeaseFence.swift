@@ -46,6 +46,6 @@ public final class StreamLeaseFence: Sendable {
     private struct StreamPermit: ForwardingPermit {
         let fence: StreamLeaseFence
         let stream: String
-        func mayForward() -> Bool { fence.holds(stream) }
+        var tenure: Int64? { fence.current(for: stream)?.token }
     }
 }

@@ -1,10 +1,6 @@
 public import Logging
 import PostgresNIO
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Keeps this relay's place among the relays sharing one log database: its heartbeat, the lease
 /// on its own stream's forwarding, the leases of the streams it adopted, and the search for
 /// streams whose relay stopped (docs/high-availability.md).
@@ -24,13 +20,14 @@ import PostgresNIO
 public actor StreamLeases {
     /// What adopting a stream starts and handing it back stops, supplied by the server.
     public struct Adoption: Sendable {
-        /// Starts forwarding (and counting) `stream`, whose lease this relay now holds.
-        public var adopt: @Sendable (String) async -> Void
+        /// Starts forwarding (and counting) `stream`, whose lease this relay now holds; `false`
+        /// when it could not (the lease is then released, and a later round tries again).
+        public var adopt: @Sendable (String) async -> Bool
         /// Stops forwarding `stream` and returns once no request of its lanes is in flight.
         public var handBack: @Sendable (String) async -> Void
 
         /// Hooks from their parts.
-        public init(adopt: @escaping @Sendable (String) async -> Void, handBack: @escaping @Sendable (String) async -> Void) {
+        public init(adopt: @escaping @Sendable (String) async -> Bool, handBack: @escaping @Sendable (String) async -> Void) {
             self.adopt = adopt
             self.handBack = handBack
         }
@@ -44,8 +41,8 @@ public actor StreamLeases {
     public nonisolated let fence: StreamLeaseFence
     /// How many copies an acknowledgement means.
     public nonisolated let durability: LogDurability
-    /// This process among all relays: the name, the process id and a random part, so that a
-    /// relay restarted under the same name never renews its predecessor's lease.
+    /// This process among all relays: the name and a random part, so that a relay restarted
+    /// under the same name never renews its predecessor's lease.
     nonisolated let holder: String
     private let link: PostgresLink
     private let logger: Logger
@@ -57,15 +54,24 @@ public actor StreamLeases {
     /// outage longer than the lease each relay takes its own stream back before any adopts another's.
     private var lastFailure: ContinuousClock.Instant?
 
+    /// This process's writer generation of its stream: another process opening the stream as its
+    /// writer takes a newer one, and this relay then gives up its lease (it appends no more).
+    private var writer: Int64 = 0
+
     /// The leases of `stream`'s relay on the log database at `location`.
     public init(location: PostgresLocation, stream: String, lease: Duration, durability: LogDurability, logger: Logger) {
         self.stream = stream
         self.lease = lease
         self.fence = StreamLeaseFence()
         self.durability = durability
-        self.holder = "\(stream)/\(getpid())/\(UInt32.random(in: 0...UInt32.max))"
+        self.holder = "\(stream)/\(UInt64.random(in: 0...UInt64.max))"
         self.link = PostgresLink(location: location, deadline: max(.seconds(1), lease / 3), logger: location.quietLogger)
         self.logger = logger
+    }
+
+    /// The writer generation the log took when it opened (``PostgresLog/Opened/writer``).
+    public func setWriter(_ generation: Int64) {
+        writer = generation
     }
 
     /// Sets what adopting and handing back do (before ``run()``).
@@ -94,13 +100,25 @@ public actor StreamLeases {
     /// One round (see the type's description).
     public func round() async {
         let sent = ContinuousClock.now
-        let (stream, holder, seconds) = (self.stream, self.holder, Double(lease.components.seconds))
+        let (stream, holder, seconds, writer) = (self.stream, self.holder, Double(lease.components.seconds), self.writer)
         do {
             let (token, reading) = try await link.run { connection, logger in
-                try await connection.query(
-                    "UPDATE relay_log_streams SET alive_until = now() + make_interval(secs => \(seconds)) WHERE stream = \(stream)",
-                    logger: logger)
-                let token = try await Self.acquire(stream, holder: holder, seconds: seconds, on: connection, logger: logger)
+                // Alive, and the lease, only while this process is the stream's writer.
+                var isWriter = false
+                for try await _ in try await connection.query(
+                    """
+                    UPDATE relay_log_streams SET alive_until = now() + make_interval(secs => \(seconds))
+                    WHERE stream = \(stream) AND writer = \(writer) RETURNING 1
+                    """, logger: logger)
+                {
+                    isWriter = true
+                }
+                let token = isWriter ? try await Self.acquire(stream, holder: holder, seconds: seconds, on: connection, logger: logger) : nil
+                if !isWriter {
+                    try await connection.query(
+                        "UPDATE relay_log_leases SET expires_at = now() - interval '1 second' WHERE stream = \(stream) AND holder = \(holder)",
+                        logger: logger)
+                }
                 return (token, try await LogDurability.read(on: connection, logger: logger))
             }
             durability.update { current in current = reading }
@@ -192,9 +210,13 @@ public actor StreamLeases {
         }
         for (name, token) in taken where !adopted.contains(name) {
             fence.granted(name, holder: holder, token: token, sentAt: sent, lease: lease)
-            adopted.insert(name)
             logger.notice("adopted the stream of a relay that stopped; forwarding what it owes", metadata: ["stream": "\(name)"])
-            await adoption.adopt(name)
+            guard await adoption.adopt(name) else {
+                fence.lost(name)
+                await release(name)
+                continue
+            }
+            adopted.insert(name)
         }
     }
 

@@ -167,7 +167,12 @@ struct ServerComponents {
                 aggregator: aggregator,
                 aggregateMetrics: configuration.aggregateMetrics),
             HealthRoutes(ingestor: ingestor, upstream: relayLane, fleet: fleet?.status),
-            PrivacyRoutes(erasure: erasure, dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants),
+            PrivacyRoutes(
+                erasure: erasure, dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants,
+                unavailable: configuration.logPostgres == nil
+                    ? nil
+                    : "erasing registrations is not available on the log in PostgreSQL (--log-postgres-url) in this version: its frames are rows that erasure does not rewrite yet; nothing was done (docs/high-availability.md)"
+            ),
             LogSealRoute(log: log, keyId: configuration.log.encryption?.newest.id, adminToken: configuration.adminToken, tenants: tenants),
             StatusRoutes(
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants, log: log, store: store,

@@ -36,6 +36,7 @@ struct ServerLog {
             location: settings.location, stream: stream, newRelayID: identity.relayID, configuration: configuration.logWithWrittenEventsKept,
             consumers: configuration.logConsumers, fenced: Set(configuration.sinkLists.consumers.map(\.name)), fence: leases.fence,
             readOnly: false, walDirectory: LogLayout(dataDirectory: directory).walDirectory, logger: logger)
+        await leases.setWriter(opened.writer)
         // The first round before anything is served: the heartbeat, this stream's lease, and the
         // copies an acknowledgement means, which the start says.
         await leases.round()
@@ -45,6 +46,7 @@ struct ServerLog {
             "next-sequence": "\(await opened.log.durableSequence)", "copies": "\(reading.copies)",
             "synchronous-standbys": "\((reading.synchronousStandbys ?? []).joined(separator: ","))",
         ]
+        if let problem = reading.lastError { logger.warning("\(problem)", metadata: ["stream": "\(stream)"]) }
         if reading.copies < 2 {
             logger.warning(
                 "the log is in PostgreSQL with no synchronous standby streaming: an acknowledgement is on 1 copy (set synchronous_standby_names, see docs/high-availability.md)",

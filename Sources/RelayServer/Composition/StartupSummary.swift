@@ -23,18 +23,25 @@ struct StartupSummary {
             lines.append(Line(message: "encryption at rest off: the log holds events in the clear", metadata: [:]))
         }
         lines += destinations(of: configuration)
-        if configuration.aggregates {
-            lines.append(Line(message: "counting per delivery into aggregates.sqlite", metadata: ["data-dir": configuration.dataDirectory]))
+        if configuration.logPostgres != nil, let postgres = configuration.postgres {
+            // The log in PostgreSQL: every count goes to the fleet's tables, none to this disk.
+            lines.append(Line(message: "counting into the fleet's PostgreSQL (the log is in PostgreSQL)", metadata: ["database": "\(postgres)"]))
         } else {
-            lines.append(Line(message: "not counting (--no-aggregates): `campaign-relay aggregate` can catch up later", metadata: [:]))
-        }
-        if let postgres = configuration.postgres {
-            lines.append(Line(message: "counting into the fleet's PostgreSQL too", metadata: ["database": "\(postgres)"]))
+            if configuration.aggregates {
+                lines.append(Line(message: "counting per delivery into aggregates.sqlite", metadata: ["data-dir": configuration.dataDirectory]))
+            } else {
+                lines.append(Line(message: "not counting (--no-aggregates): `campaign-relay aggregate` can catch up later", metadata: [:]))
+            }
+            if let postgres = configuration.postgres {
+                lines.append(Line(message: "counting into the fleet's PostgreSQL too", metadata: ["database": "\(postgres)"]))
+            }
         }
         var retention = [
             "retain": text(log.retention.age), "retain-bytes": log.retention.bytes.map(text(bytes:)) ?? "unlimited",
         ]
-        if let archive = log.archiveDirectory {
+        if configuration.logPostgres != nil {
+            lines.append(Line(message: "keeping forwarded spans of the log's PostgreSQL stream, then deleting them", metadata: retention))
+        } else if let archive = log.archiveDirectory {
             retention["archive"] = archive
             lines.append(Line(message: "keeping forwarded segments, then archiving them", metadata: retention))
         } else {

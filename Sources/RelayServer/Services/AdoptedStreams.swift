@@ -40,9 +40,10 @@ actor AdoptedStreams {
     /// The streams forwarded here now.
     var streams: [String] { running.keys.sorted() }
 
-    /// Starts forwarding and counting `stream` (its lease is this relay's).
-    func adopt(_ stream: String) async {
-        guard running[stream] == nil else { return }
+    /// Starts forwarding and counting `stream` (its lease is this relay's); `false` when it could
+    /// not be opened (the next lease round tries again).
+    func adopt(_ stream: String) async -> Bool {
+        guard running[stream] == nil else { return true }
         var streamLogger = self.logger
         streamLogger[metadataKey: "adopted-stream"] = "\(stream)"
         let logger = streamLogger
@@ -57,7 +58,7 @@ actor AdoptedStreams {
                 walDirectory: "\(configuration.dataDirectory)/adopted/\(stream)", logger: logger)
         } catch {
             logger.error("could not open an adopted stream; the next lease round tries again", metadata: ["error": "\(error)"])
-            return
+            return false
         }
         var upload = configuration.upload
         upload.threadPriority = .background
@@ -70,7 +71,7 @@ actor AdoptedStreams {
         } catch {
             logger.error("could not forward an adopted stream", metadata: ["error": "\(error)"])
             await opened.log.close()
-            return
+            return false
         }
         let fleet = configuration.postgres.map {
             FleetAggregationService(
@@ -91,6 +92,7 @@ actor AdoptedStreams {
             }
         }
         running[stream] = Running(log: opened.log, task: task)
+        return true
     }
 
     /// Stops forwarding `stream` and returns once its lanes have no request in flight.
