@@ -14,6 +14,13 @@ final class HighAvailabilityFleet: Sendable {
     static let leaseSeconds = 3
     /// `--concurrency`: requests in flight to a host, per lane; an SDK hit is one request.
     static let inFlight = 4
+    /// `--max-unsynced`: what a lane reads past its saved cursor, the documented bound on what a
+    /// change of hands sends twice (docs/high-availability.md, "Duplicates at a change of hands");
+    /// small, so that the bound means something. A pipelined batch of hits is a quarter of it.
+    static let maxUnsynced = 64
+    /// What a lane may have under way at once and still send after losing its lease: its
+    /// requests in flight and one pipelined batch of hits, sent whole.
+    static var underWay: Int { inFlight + maxUnsynced / 4 }
     /// Concurrent clients per relay.
     static let clientsPerRelay = 2
 
@@ -45,7 +52,7 @@ final class HighAvailabilityFleet: Sendable {
             [
                 "serve", "--bind", "127.0.0.1:0", "--data-dir", dataDirectory(relay), "--log-postgres-url", url, "--relay-name", Self.name(relay),
                 "--lease-seconds", String(Self.leaseSeconds), "--tracking-host", campaign, "--marketing-host", campaign, "--concurrency",
-                String(Self.inFlight), "--backoff-cap", "1",
+                String(Self.inFlight), "--max-unsynced", String(Self.maxUnsynced), "--backoff-cap", "1",
             ], logPath: "\(root)/\(Self.name(relay)).log")
         children.withLockedValue { $0[relay] = child }
         let port = try await child.await(#"address=127\.0\.0\.1:(\d+)"#)
@@ -181,10 +188,13 @@ final class HighAvailabilityFleet: Sendable {
         return leases
     }
 
-    /// The log's tables as `server` has them (leases, heartbeats, cursors, frames; times relative
+    /// The log's tables as the writable server has them (leases, heartbeats, cursors, frames; times relative
     /// to the database's now), for a failure message: whether a stalled stream is unleased, its
     /// owner's heartbeat stale, or its cursor short of what was stored.
-    static func databaseState(_ server: TestPostgres) async -> String {
+    static func databaseState(_ cluster: ReplicatedTestPostgres) async -> String {
+        // The promoted standby once there was a failover; otherwise the primary.
+        let promoted = (try? await cluster.standby.psql("SELECT pg_is_in_recovery()")) == "f"
+        let server = promoted ? cluster.standby : cluster.primary
         let queries = [
             "leases":
                 "SELECT string_agg(stream || ' ' || holder || ' token ' || token || ' expires ' || round(extract(epoch FROM expires_at - now())::numeric, 1) || 's', '; ' ORDER BY stream) FROM relay_log_leases",
