@@ -17,7 +17,7 @@ import Testing
 @Suite("High availability: the log on replicated PostgreSQL", .serialized, .timeLimit(.minutes(20)), .tier(.thorough))
 struct HighAvailabilityTests {
     @Test(
-        "three relays on a replicated log: one dies for good, the primary dies, one is frozen past its lease; every acknowledged hit reaches Campaign, duplicates within the in-flight bound, fleet counts exact"
+        "three relays on a replicated log: one dies for good, the primary dies, one is frozen past its lease; every acknowledged hit reaches Campaign, duplicates within the documented bound, fleet counts exact"
     )
     func failureRuns() async throws {
         let binary = try RelayBinary.path()
