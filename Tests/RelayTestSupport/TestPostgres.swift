@@ -14,7 +14,8 @@ public final class TestPostgres: Sendable {
     public let port: Int
     /// The data directory (with `socket/` and `server.log` beside it in ``root``).
     public let root: String
-    private let binaries: String
+    /// The directory of PostgreSQL's programs (`/usr/lib/postgresql/N/bin`).
+    let binaries: String
     /// Whether the server offers TLS, with the self-signed certificate ``certificate``.
     public let tls: Bool
 
@@ -29,7 +30,8 @@ public final class TestPostgres: Sendable {
         public let description: String
     }
 
-    private static let executor = BlockingExecutor(name: "test-postgres")
+    /// Where every blocking step of every cluster runs (one thread: never the cooperative pool).
+    static let executor = BlockingExecutor(name: "test-postgres")
 
     /// Makes and starts a cluster.
     ///
@@ -43,7 +45,9 @@ public final class TestPostgres: Sendable {
         }
     }
 
-    private init(tls: Bool) throws {
+    /// Chooses the binaries, a directory and a free port; with `initialize`, `initdb` makes the
+    /// data directory (a standby's comes from `pg_basebackup` instead: TestPostgres+Replication.swift).
+    init(tls: Bool, initialize: Bool = true) throws {
         self.tls = tls
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
         guard let version = versions.compactMap(Int.init).max() else {
@@ -54,6 +58,7 @@ public final class TestPostgres: Sendable {
         port = try Self.freePort()
         try FileManager.default.createDirectory(atPath: "\(root)/socket", withIntermediateDirectories: true)
         if getuid() == 0 { try Self.run("/bin/chown", ["-R", "postgres:postgres", root]) }
+        guard initialize else { return }
         try runAsOwner("\(binaries)/initdb", ["-D", "\(root)/data", "-A", "trust", "-U", "postgres", "--no-sync"])
         if tls {
             try Self.run(
@@ -76,7 +81,7 @@ public final class TestPostgres: Sendable {
     }
 
     /// `pg_ctl start`, `stop -m fast`, or `restart -m immediate` (a crash and recovery).
-    private func control(_ action: String) throws {
+    func control(_ action: String) throws {
         var arguments = ["-D", "\(root)/data", "-w", "-t", "60", "-l", "\(root)/server.log"]
         switch action {
         case "start":
@@ -117,7 +122,7 @@ public final class TestPostgres: Sendable {
         await Self.executor.run { try? FileManager.default.removeItem(atPath: self.root) }
     }
 
-    private func runAsOwner(_ program: String, _ arguments: [String]) throws {
+    func runAsOwner(_ program: String, _ arguments: [String]) throws {
         if getuid() == 0 {
             _ = try Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", program] + arguments)
         } else {
@@ -129,7 +134,7 @@ public final class TestPostgres: Sendable {
     /// server `pg_ctl` starts, which keeps descriptors it shares with its parent open for its whole
     /// life). Output goes to a file, not a pipe, for the same reason.
     @discardableResult
-    private static func run(_ program: String, _ arguments: [String]) throws -> String {
+    static func run(_ program: String, _ arguments: [String]) throws -> String {
         let outputPath = "/tmp/campaign-relay-postgres-output-\(UInt64.random(in: 0...UInt64.max))"
         defer { unlink(outputPath) }
         let process: SpawnedProcess
