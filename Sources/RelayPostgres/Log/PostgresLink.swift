@@ -32,9 +32,12 @@ actor PostgresLink {
     @discardableResult
     func run<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> Value) async throws -> Value {
         let current: PostgresConnection
-        if let connection {
+        if let connection, !connection.isClosed {
             current = connection
         } else {
+            // A connection the server closed (a restart, a failover) never answers a query:
+            // waiting for one would cost the whole deadline.
+            if let closed = connection { drop(closed) }
             let fresh = try await location.connectWritable(logger: logger)
             if let made = connection {
                 // Another call connected while this one did (the actor is reentrant across the
