@@ -198,6 +198,24 @@ struct PostgresLogTests {
         }
     }
 
+    /// The server closed the store's connection while the log was idle (a restart, a failover,
+    /// an administrator's pg_terminate_backend): the next append is the first to use it.
+    @Test("an append after the database restarted while the log was idle is stored, on a new connection")
+    func appendAfterRestart() async throws {
+        try await Fixture.withCluster { postgres in
+            let log = try await Fixture.open(postgres, stream: "s1")
+            #expect(try await log.append(Fixture.events(1...10)) == 1..<11)
+            try await postgres.restartImmediately()
+            // PostgresNIO leaves a query on a connection the server closed unanswered, so the link
+            // must not hand it out again: the append would wait out its 5 s deadline and fail.
+            #expect(try await log.append(Fixture.events(11...15)) == 11..<16)
+            #expect(try await log.append(Fixture.events(16...20)) == 16..<21)
+            let read = try await Fixture.read(log, below: await log.durableSequence)
+            #expect(read.events.map { Fixture.id(of: $0.event) } == (Int64(1)...20).map { Optional($0) })
+            await log.close()
+        }
+    }
+
     @Test("a commit that landed though its answer was lost: the next append fails and the log numbers past its events, which readers see once")
     func commitLandedAfterAll() async throws {
         try await Fixture.withCluster { postgres in

@@ -110,6 +110,15 @@ struct StreamLeasesTests {
             #expect(calls.withLockedValue { $0 } == ["adopt a", "handBack a"])
             try await logA.commitCursor("lane", to: 15)
             #expect(try await Self.lanePosition(postgres) == "15")
+            // The same holder under the token of its first lease (a write sent before it lost the
+            // stream): the database refuses it, as the token changed twice since.
+            leasesA.fence.granted("a", holder: leasesA.holder, token: 1, sentAt: .now, lease: .seconds(60))
+            let earlierToken = try await Self.refusedCursor(logA, to: 18)
+            #expect(earlierToken == "cursor lane of stream a not moved: this relay does not hold the stream's lease now")
+            #expect(try await Self.lanePosition(postgres) == "15")
+            await leasesA.round()
+            try await logA.commitCursor("lane", to: 18)
+            #expect(try await Self.lanePosition(postgres) == "18")
             await adopted.close()
             await logA.close()
             await logB.close()
