@@ -198,6 +198,56 @@ struct PostgresLogTests {
         }
     }
 
+    /// libpq's multi-host form against real servers: a port where nothing listens, a server in
+    /// recovery (a standby: `standby.signal`, no primary to follow), and a writable primary.
+    @Test("a multi-host URL: a host that refuses and a standby are passed over for the writable primary; with any, the first that answers is taken")
+    func multiHostOpen() async throws {
+        try await Fixture.withCluster { standby in
+            try await Fixture.withCluster { primary in
+                try await standby.stop()
+                try await Fixture.readers.run { () throws(any Error) in
+                    try Data().write(to: URL(fileURLWithPath: "\(standby.root)/data/standby.signal"))
+                }
+                try await standby.resume()
+                #expect(try await standby.psql("SELECT pg_is_in_recovery()") == "t")
+                let hosts = "127.0.0.1:1,127.0.0.1:\(standby.port),127.0.0.1:\(primary.port)"
+                let location = try PostgresLocation(
+                    url: "postgres://postgres@\(hosts)/postgres?sslmode=disable&target_session_attrs=read-write", option: "--log-postgres-url")
+                let log = try await PostgresLog.open(
+                    location: location, stream: "s1", newRelayID: "relay-s1", configuration: Fixture.configuration, consumers: [], fenced: [],
+                    fence: StreamLeaseFence(), readOnly: false, walDirectory: temporaryDirectory("postgres-log-hosts"), logger: quietLogger
+                ).log
+                #expect(try await log.append(Fixture.events(1...5)) == 1..<6)
+                await log.close()
+                #expect(try await Fixture.rows(primary, stream: "s1").map(\.firstSequence) == [1])
+                #expect(try await standby.psql("SELECT to_regclass('relay_log_frames') IS NULL") == "t")
+
+                // Only hosts that will not do: each is named with its reason.
+                let none = try PostgresLocation(
+                    url: "postgres://postgres@127.0.0.1:1,127.0.0.1:\(standby.port)/postgres?sslmode=disable", option: "--log-postgres-url")
+                let refused = try await #require(throws: LogError.self) {
+                    _ = try await PostgresLog.open(
+                        location: none, stream: "s1", newRelayID: "relay-s1", configuration: Fixture.configuration, consumers: [], fenced: [],
+                        fence: StreamLeaseFence(), readOnly: false, walDirectory: temporaryDirectory("postgres-log-hosts"), logger: quietLogger)
+                }
+                let text = "\(refused)"
+                #expect(text.contains("cannot connect to a writable primary"), "\(text)")
+                #expect(text.contains("127.0.0.1:1: "), "\(text)")
+                #expect(text.contains("127.0.0.1:\(standby.port): a standby (in recovery), not a writable primary"), "\(text)")
+
+                // With any, the standby answers first and is taken: the log cannot make its tables there.
+                let any = try PostgresLocation(
+                    url: "postgres://postgres@\(hosts)/postgres?sslmode=disable&target_session_attrs=any", option: "--log-postgres-url")
+                let readOnly = try await #require(throws: LogError.self) {
+                    _ = try await PostgresLog.open(
+                        location: any, stream: "s1", newRelayID: "relay-s1", configuration: Fixture.configuration, consumers: [], fenced: [],
+                        fence: StreamLeaseFence(), readOnly: false, walDirectory: temporaryDirectory("postgres-log-hosts"), logger: quietLogger)
+                }
+                #expect("\(readOnly)".contains("read-only transaction"), "\(readOnly)")
+            }
+        }
+    }
+
     /// The server closed the store's connection while the log was idle (a restart, a failover,
     /// an administrator's pg_terminate_backend): the next append is the first to use it.
     @Test("an append after the database restarted while the log was idle is stored, on a new connection")
