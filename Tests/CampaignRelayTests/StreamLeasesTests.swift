@@ -35,13 +35,20 @@ struct StreamLeasesTests {
             let calls = NIOLockedValueBox<[String]>([])
             await leasesB.setAdoption(
                 StreamLeases.Adoption(
-                    adopt: { stream in calls.withLockedValue { $0.append("adopt \(stream)") } },
+                    adopt: { stream in
+                        calls.withLockedValue { $0.append("adopt \(stream)") }
+                        return true
+                    },
                     handBack: { stream in calls.withLockedValue { $0.append("handBack \(stream)") } }))
             // The tables and each relay's stream, as each relay's log makes them at start; a's lane
             // moves under a's lease.
             let logA = try await Fixture.open(postgres, stream: "a", consumers: [.cursorFile("lane")], fenced: ["lane"], fence: leasesA.fence)
             let logB = try await Fixture.open(postgres, stream: "b", consumers: [.cursorFile("lane")], fenced: ["lane"], fence: leasesB.fence)
             #expect(try await logA.append(Fixture.events(1...20)) == 1..<21)
+            // Each stream was opened once as its writer (generation 1): each relay marks its own
+            // stream alive and takes its lease only as that writer.
+            await leasesA.setWriter(1)
+            await leasesB.setWriter(1)
 
             for _ in 0..<3 {
                 await leasesA.round()
@@ -96,9 +103,10 @@ struct StreamLeasesTests {
             try await Fixture.waitFor("b to hand a's stream back") {
                 await leasesA.round()
                 await leasesB.round()
-                return calls.withLockedValue { $0 } == ["adopt a", "handBack a"]
+                // The handback runs in a task of its own while b's rounds go on: its lanes stop
+                // (the hook), then b lets the lease go.
+                return calls.withLockedValue { $0 } == ["adopt a", "handBack a"] && !leasesB.fence.holds("a")
             }
-            #expect(!leasesB.fence.holds("a"))
             try await Fixture.waitFor("a to hold its own lease again") {
                 await leasesA.round()
                 return leasesA.fence.holds("a")
