@@ -72,7 +72,7 @@ actor PostgresFrameStore: FrameStore {
         self.codec = FrameRecordCodec(configuration: configuration)
         self.keysCodec = codec
         self.readOnly = readOnly
-        self.spanBytes = max(1 << 20, configuration.segmentBytes)
+        self.spanBytes = max(64 << 10, configuration.segmentBytes)
         self.durableEnd = opened.durableEnd
         self.writer = opened.writer
         self.spans = opened.spans.map(\.span)
