@@ -105,6 +105,10 @@ struct StatusPageTests {
         #expect(
             dom.contains(#"<div class="muted" id="log-retention">passed segments kept 36.0 h within 10.0 GiB; 0 gone since start</div>"#),
             "the retention: \(dom.suffix(4000))")
+        // The file log: an acknowledgement is on this machine's disk alone, and the page says so.
+        #expect(
+            dom.contains(#"an acknowledgement is on <span id="log-copies">1 copy</span> (<span id="log-store">this machine's disk</span>)"#),
+            "the copies: \(dom.suffix(4000))")
         #expect(!dom.contains(#"<form id="login" method="post" action="/status" autocomplete="off">"#), "no login form on loopback")
 
         // A screenshot with the figures, against one of a blank page of the same size.

@@ -58,6 +58,8 @@ struct StatusRegistrationsTests {
         #expect(everyTenant.status == 200)
         #expect(
             everyTenant.body.contains(#","registrations":[\#(brandARow),\#(iosRow),\#(androidRow)],"relayId":"#), "\(everyTenant.body)")
+        // The file log: one copy, this machine's disk.
+        #expect(everyTenant.body.contains(#""copies":1,"#) && everyTenant.body.contains(#""store":"files""#), "\(everyTenant.body)")
         let brandAOnly = try await http.get(server.url + "/brand-a/v1/status")
         #expect(brandAOnly.body.contains(#","registrations":[\#(brandARow)],"relayId":"#), "\(brandAOnly.body)")
         // The page renders them from the report.
