@@ -30,8 +30,11 @@ struct StreamLeasesTests {
     func adoptionAndHandBack() async throws {
         try await Fixture.withCluster { postgres in
             let location = try Fixture.location(postgres)
-            let leasesA = StreamLeases(location: location, stream: "a", lease: .seconds(2), durability: LogDurability(.files), logger: quietLogger)
-            let leasesB = StreamLeases(location: location, stream: "b", lease: .seconds(2), durability: LogDurability(.files), logger: quietLogger)
+            // A long lease, so that a busy machine (a CI run beside a CPU burner) never lets one run
+            // out between a round and the step after it; a stops by its lease being made to run
+            // out, in the database's clock and in its own, rather than by waiting it out.
+            let leasesA = StreamLeases(location: location, stream: "a", lease: .seconds(60), durability: LogDurability(.files), logger: quietLogger)
+            let leasesB = StreamLeases(location: location, stream: "b", lease: .seconds(60), durability: LogDurability(.files), logger: quietLogger)
             let calls = NIOLockedValueBox<[String]>([])
             await leasesB.setAdoption(
                 StreamLeases.Adoption(
@@ -69,13 +72,16 @@ struct StreamLeasesTests {
             try await logA.commitCursor("lane", to: 5)
             #expect(try await Self.lanePosition(postgres) == "5")
 
-            // a stops renewing: once its heartbeat and its lease have run out in the database's
-            // clock, b's next round adopts its stream.
-            try await Fixture.waitFor("a's heartbeat and lease to run out") {
+            // a stops renewing: its heartbeat and its lease run out in the database's clock, and
+            // in its own (the renewal it last sent is a lease old); b's next round adopts its stream.
+            _ = try await postgres.psql(
+                "UPDATE relay_log_streams SET alive_until = now() - interval '1 second' WHERE stream = 'a'; UPDATE relay_log_leases SET expires_at = now() - interval '1 second' WHERE stream = 'a'"
+            )
+            leasesA.fence.granted("a", holder: leasesA.holder, token: 1, sentAt: .now - .seconds(61), lease: .seconds(60))
+            #expect(
                 try await postgres.psql(
                     "SELECT (s.alive_until < now() AND l.expires_at < now())::text FROM relay_log_streams s JOIN relay_log_leases l USING (stream) WHERE stream = 'a'"
-                ) == "true"
-            }
+                ) == "true")
             await leasesB.round()
             #expect(calls.withLockedValue { $0 } == ["adopt a"])
             #expect(leasesB.fence.holds("a"))
