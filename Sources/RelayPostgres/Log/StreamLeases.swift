@@ -229,6 +229,11 @@ public actor StreamLeases {
             return
         }
         for (name, token) in taken where !adopted.contains(name) {
+            // A relay that is stopping adopts nothing: it would hand the stream back at once.
+            guard !Task.isCancelled else {
+                await release(name)
+                continue
+            }
             fence.granted(name, holder: holder, token: token, sentAt: sent, lease: lease)
             logger.notice("adopted the stream of a relay that stopped; forwarding what it owes", metadata: ["stream": "\(name)"])
             guard await adoption.adopt(name) else {

@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import RelayAggregator
 import RelayCore
 import RelayForwarding
@@ -95,11 +96,40 @@ actor AdoptedStreams {
         return true
     }
 
-    /// Stops forwarding `stream` and returns once its lanes have no request in flight.
+    /// How long a handback waits for the stream's lanes and counting to stop before it goes on
+    /// without them (they are cancelled; a relay stopping must not hang on them).
+    static let handBackWait: Duration = .seconds(10)
+
+    /// Stops forwarding `stream` and returns once its lanes have no request in flight, or after
+    /// ``handBackWait`` (logged) if they do not stop.
     func handBack(_ stream: String) async {
         guard let adopted = running.removeValue(forKey: stream) else { return }
         adopted.task.cancel()
-        await adopted.task.value
+        // Awaiting a task's value does not end when the awaiting task is cancelled: the wait and
+        // the deadline race in tasks of their own, and the first answer wins.
+        let answered = NIOLockedValueBox(false)
+        let stopped = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            @Sendable func answer(_ value: Bool) {
+                let first = answered.withLockedValue { done in
+                    defer { done = true }
+                    return !done
+                }
+                if first { continuation.resume(returning: value) }
+            }
+            Task {
+                await adopted.task.value
+                answer(true)
+            }
+            Task {
+                try? await Task.sleep(for: Self.handBackWait)
+                answer(false)
+            }
+        }
+        if !stopped {
+            logger.error(
+                "an adopted stream's lanes did not stop within \(Self.handBackWait); going on without them",
+                metadata: ["adopted-stream": "\(stream)"])
+        }
         await adopted.log.close()
         logger.notice("stopped forwarding an adopted stream", metadata: ["adopted-stream": "\(stream)"])
     }
