@@ -23,10 +23,7 @@ struct PostgresFrameReader: FrameReader {
     private var buffered: [SequencedEvent] = []
     private(set) var position: UInt64
 
-    init(
-        stream: String, location: PostgresLocation, from sequence: UInt64, codec: FrameRecordCodec, erasureMask: ErasureMask,
-        sharedDecoder: SharedFrameDecoder?
-    ) {
+    init(stream: String, location: PostgresLocation, from sequence: UInt64, codec: FrameRecordCodec, erasureMask: ErasureMask) {
         self.stream = stream
         self.location = location
         self.codec = codec

@@ -1,5 +1,4 @@
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
 import RelayCore
@@ -28,8 +27,6 @@ actor PostgresFrameStore: FrameStore {
     nonisolated let stream: String
     /// Where the database is.
     nonisolated let location: PostgresLocation
-    /// Decodes each frame once for all the readers the store makes.
-    nonisolated let sharedDecoder: SharedFrameDecoder
     /// The registrations being erased, which the store's readers hand out as erased entries.
     nonisolated let erasureMask: ErasureMask
     /// Encodes group commits into frame records, and opens them.
@@ -52,19 +49,10 @@ actor PostgresFrameStore: FrameStore {
     private let writer: Int64
     /// Set once another process took the stream's writer generation: appends fail for good.
     private var fencedOut = false
-    /// Statements run since the store opened, by kind (the benchmark counts one INSERT per commit).
-    private nonisolated let counters = NIOLockedValueBox(StatementCounts())
-
-    /// INSERTs and the rest, since the store opened.
-    struct StatementCounts: Sendable {
-        var inserts = 0
-        var rechecks = 0
-        var deletes = 0
-    }
 
     init(
         stream: String, location: PostgresLocation, link: PostgresLink, configuration: LogConfiguration, opened: PostgresStreamExtent,
-        readOnly: Bool, sharedDecoder: SharedFrameDecoder, logger: Logger, wallClock: @escaping @Sendable () -> Int64
+        readOnly: Bool, logger: Logger, wallClock: @escaping @Sendable () -> Int64
     ) {
         self.stream = stream
         self.location = location
@@ -78,7 +66,6 @@ actor PostgresFrameStore: FrameStore {
         self.spans = opened.spans.map(\.span)
         self.spanIDs = Dictionary(uniqueKeysWithValues: opened.spans.map { ($0.span.firstSequence, $0.id) })
         self.nextSpanID = (opened.spans.last?.id ?? 0) + 1
-        self.sharedDecoder = sharedDecoder
         self.erasureMask = ErasureMask()
         self.logger = logger
         self.wallClock = wallClock
@@ -88,9 +75,6 @@ actor PostgresFrameStore: FrameStore {
         let bytes = spans.reduce(Int64(0)) { $0 + $1.bytes }
         return FrameStoreExtent(durableEnd: durableEnd, spans: spans, dataBytes: bytes, diskBytes: bytes)
     }
-
-    /// Statements run since the store opened.
-    nonisolated var statementCounts: StatementCounts { counters.withLockedValue { $0 } }
 
     func append(_ group: FrameGroup, room: FrameRoom) async -> FrameAppendOutcome {
         let dropped = room.handedOff.isEmpty ? FrameDropReport() : await drop(room.handedOff)
@@ -145,7 +129,6 @@ actor PostgresFrameStore: FrameStore {
             logger.warning("a commit to the log's database failed; nothing of it is acknowledged", metadata: ["error": "\(error)"])
             return FrameAppendOutcome(result: .failure(.storeUnavailable("\(error)")), dropped: dropped, extent: extent)
         }
-        counters.withLockedValue { $0.inserts += 1 }
         guard inserted == records.count else {
             fencedOut = true
             logger.error("\(Self.fencedOutError(stream))")
@@ -180,7 +163,6 @@ actor PostgresFrameStore: FrameStore {
     private func landedEnd(after first: UInt64) async -> LogError? {
         let stream = self.stream
         do {
-            counters.withLockedValue { $0.rechecks += 1 }
             let found = try await link.run { connection, logger in
                 try await PostgresStreamExtent.load(stream, newRelayID: "", readOnly: true, on: connection, logger: logger)
             }
@@ -219,7 +201,6 @@ actor PostgresFrameStore: FrameStore {
                 report.failure = .storeUnavailable("dropping span \(id) of stream \(stream): \(error)")
                 break
             }
-            counters.withLockedValue { $0.deletes += 1 }
             let span = spans.removeFirst()
             spanIDs[span.firstSequence] = nil
             report.removals.append(
@@ -236,12 +217,12 @@ actor PostgresFrameStore: FrameStore {
 
     nonisolated func readFrames(from sequence: UInt64, archiveDirectory: String?) -> any FrameReader {
         PostgresFrameReader(
-            stream: stream, location: location, from: sequence, codec: keysCodec, erasureMask: erasureMask, sharedDecoder: sharedDecoder)
+            stream: stream, location: location, from: sequence, codec: keysCodec, erasureMask: erasureMask)
     }
 
     nonisolated func firstEvent(from sequence: UInt64, below limit: UInt64) throws(LogError) -> SequencedEvent? {
         var reader = PostgresFrameReader(
-            stream: stream, location: location, from: sequence, codec: keysCodec, erasureMask: erasureMask, sharedDecoder: nil)
+            stream: stream, location: location, from: sequence, codec: keysCodec, erasureMask: erasureMask)
         defer { reader.close() }
         return try reader.read(maximumEvents: 1, below: limit).events.first
     }

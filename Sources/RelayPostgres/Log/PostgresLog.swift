@@ -52,7 +52,7 @@ public enum PostgresLog {
         let decoder = SharedFrameDecoder(capacity: 0, logger: logger)
         let store = PostgresFrameStore(
             stream: stream, location: location, link: link, configuration: configuration, opened: found, readOnly: readOnly,
-            sharedDecoder: decoder, logger: logger, wallClock: wallClock)
+            logger: logger, wallClock: wallClock)
         var report = RecoveryReport()
         report.nextSequence = found.durableEnd
         report.segments = found.spans.count
