@@ -5,17 +5,16 @@ public import RelayLog
 
 /// `replay --to-aggregates`: counts a range of the log (and of an archive) into a database of its
 /// own, with the aggregator's schema and rules, so it can be set beside `aggregates.sqlite` (or
-/// another relay's counts) and compared. Reads files only: it works beside a running server.
+/// another relay's counts) and compared. Reads only: it works beside a running server.
 public enum RangeRecount {
     /// Counts the events of `sequences` (with event times in `times`, when given) found in
-    /// `walDirectory` and `archiveDirectory` into a new database at `path`.
+    /// `stored` (files, an archive, a stream in PostgreSQL) into a new database at `path`.
     ///
     /// - Throws: ``AggregatorError/files(_:)`` when `path` already exists (nothing is mixed
     ///   into an existing database), ``AggregatorError/log(_:)`` and
     ///   ``AggregatorError/database(_:)`` when reading or counting fails.
     public static func count(
-        walDirectory: String, archiveDirectory: String?, sequences: Range<UInt64>, times: Range<Int64>?, into path: String,
-        keys: LogKeyRing? = nil, batchSize: Int = 50_000, progress: (@Sendable (CatchUpProgress) -> Void)? = nil
+        _ stored: StoredLog, sequences: Range<UInt64>, times: Range<Int64>?, into path: String, batchSize: Int = 50_000, progress: (@Sendable (CatchUpProgress) -> Void)? = nil
     ) async throws(AggregatorError) -> CatchUpSummary {
         try await BlockingExecutor(name: "recount").run { () throws(AggregatorError) -> CatchUpSummary in
             let fileSystem = PosixFileSystem()
@@ -28,8 +27,7 @@ public enum RangeRecount {
             let first = max(sequences.lowerBound, 1)
             let store = try AggregateStore(path: path, firstSequence: first, pageCacheBytes: Aggregator.defaultPageCacheBytes)
             defer { store.close() }
-            var reader = LogSnapshot.steps(
-                walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, keys: keys, from: first)
+            var reader = stored.steps(from: first)
             defer { reader.close() }
             var summary = CatchUpSummary(startPosition: first, endPosition: first)
             var position = first

@@ -9,6 +9,8 @@ public struct LogConfiguration: Sendable, Hashable {
     public var maximumLogBytes: Int64?
     /// zlib level for frame payloads: 1 is fastest (the default), 9 smallest, 0 stores uncompressed.
     public var compressionLevel: Int32
+    /// The zlib level frames are compressed at unless told otherwise: fast, and most of the gain.
+    public static let defaultCompressionLevel: Int32 = 1
     /// The most events that may wait for the next group commit; more fails with
     /// ``LogError/overloaded(pendingEvents:limit:)`` instead of queueing without bound.
     public var maximumPendingEvents: Int
@@ -51,7 +53,7 @@ public struct LogConfiguration: Sendable, Hashable {
     /// 4 million pending events, half a second of waiting for a held lock, passed segments kept
     /// a day within 10 GiB (``LogRetention/standard``), no archive.
     public init(
-        segmentBytes: Int64 = 64 << 20, maximumLogBytes: Int64? = nil, compressionLevel: Int32 = 1,
+        segmentBytes: Int64 = 64 << 20, maximumLogBytes: Int64? = nil, compressionLevel: Int32 = LogConfiguration.defaultCompressionLevel,
         maximumPendingEvents: Int = 4_000_000, preallocateSegments: Bool = true, preallocationStep: Int64 = 4 << 20,
         lockWait: Duration = .milliseconds(500), retention: LogRetention = .standard, archiveDirectory: String? = nil
     ) {

@@ -60,7 +60,7 @@ struct UploaderTests {
         let store = try await ForwardingStore(dataDirectory: directory)
         let host = try CampaignHost(parsing: running.url, role: "test")
         let uploader = try Uploader(
-            source: .range(walDirectory: LogLayout(dataDirectory: directory).walDirectory, archiveDirectory: nil, sequences: 101..<603, times: nil),
+            source: .range(.files(walDirectory: LogLayout(dataDirectory: directory).walDirectory), sequences: 101..<603, times: nil),
             sinks: [SinkList(tenant: nil, sinks: [TrackingHostSink(host: host), MarketingHostSink(host: host)])], store: store,
             configuration: UploadConfiguration(), deduplicates: false, logger: quietLogger
         )

@@ -27,6 +27,10 @@ struct ReplayCommand: AsyncParsableCommand {
             sends nothing. --to-aggregates counts the range into a new aggregates database (the \
             schema of aggregates.sqlite) instead of sending it, for comparison.
 
+            --postgres-url URL reads the log a relay kept in PostgreSQL (serve --log-postgres-url): \
+            the stream of --relay-name (default: the relay id of --data-dir), byte for byte as from \
+            its files; --data-dir then only keeps the replay's dead letters.
+
             --from-archive DIR reads the segments of an archive (--archive-dir, `wal archive`) \
             where the log no longer has them; segment files copied from another relay are read \
             the same way (give a --data-dir of their own, so this relay's log is not mixed in; \
@@ -66,6 +70,7 @@ struct ReplayCommand: AsyncParsableCommand {
         help: ArgumentHelp("Send nothing: count the range into this new SQLite file (aggregates' schema) and print the counts.", valueName: "file"))
     var toAggregates: String?
 
+    @OptionGroup var storedLog: StoredLogOptions
     @OptionGroup var upstream: UpstreamOptions
     @OptionGroup var encryption: EncryptionOptions
     @OptionGroup var common: CommonOptions
@@ -94,6 +99,9 @@ struct ReplayCommand: AsyncParsableCommand {
         if let to { _ = try Bound(to, option: "--to") }
         if dryRun, toAggregates != nil { throw ValidationError("--dry-run and --to-aggregates are two ways of not sending: give one") }
         if let fromArchive, fromArchive.isEmpty { throw ValidationError("--from-archive must not be empty") }
+        if fromArchive != nil, storedLog.url != nil {
+            throw ValidationError("--from-archive reads segment files; a log in PostgreSQL (--postgres-url) keeps no archive: give one of them")
+        }
     }
 
     func run() async throws {
@@ -117,13 +125,13 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         let walDirectory = LogLayout(dataDirectory: common.dataDir).walDirectory
         let keys = try await encryption.keyRing()
-        let range = ReplayRange(sequences: sequences, times: times, withArchive: fromArchive != nil)
         let reads = BlockingExecutor(name: "replay-range")
-        if fromArchive == nil {
+        let stream = try await storedLog.stream(dataDirectory: common.dataDir, keys: keys)
+        if fromArchive == nil, stream == nil {
             try common.requireDataDirectory()
         } else {
-            // Segment files from another relay need no log here: only a place for the replay's
-            // dead letters.
+            // Segment files from another relay, or a stream in PostgreSQL, need no log here: only
+            // a place for the replay's dead letters.
             let dataDirectory = common.dataDir
             do {
                 try await reads.run { () throws(FileSystemError) in try PosixFileSystem().createDirectory(dataDirectory) }
@@ -133,9 +141,9 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         let archiveDirectory = fromArchive
         if let archiveDirectory { try await ArchiveDirectoryCheck.requireExisting(archiveDirectory) }
-        let extent = try await reads.run { () throws(LogError) in
-            try LogExtent.read(walDirectory: walDirectory, archiveDirectory: archiveDirectory, keys: keys)
-        }
+        let stored = stream ?? .files(walDirectory: walDirectory, archiveDirectory: archiveDirectory, keys: keys)
+        let range = ReplayRange(sequences: sequences, times: times, in: stored)
+        let extent = try await reads.run { () throws(LogError) in try stored.extent() }
         let missing: [String]
         do {
             missing = try range.missing(in: extent)
@@ -147,8 +155,7 @@ struct ReplayCommand: AsyncParsableCommand {
         let counting = { @Sendable () async throws -> ReplayDryRun in
             try await reads.run { () throws(LogError) in
                 try ReplayDryRun.count(
-                    walDirectory: walDirectory, archiveDirectory: archiveDirectory, range: range, trackingURL: trackingURL,
-                    marketingURL: marketingURL, tenants: destinations, missing: missing, keys: keys)
+                    stored, range: range, trackingURL: trackingURL, marketingURL: marketingURL, tenants: destinations, missing: missing)
             }
         }
         if dryRun {
@@ -163,8 +170,7 @@ struct ReplayCommand: AsyncParsableCommand {
             return
         }
         if let toAggregates {
-            return try await recount(
-                into: toAggregates, range: range, walDirectory: walDirectory, archiveDirectory: archiveDirectory, missing: missing, keys: keys)
+            return try await recount(into: toAggregates, range: range, stored: stored, missing: missing)
         }
         // Read first, so the summary can say which tenants' events had no host to go to.
         let counts = try await counting()
@@ -173,11 +179,11 @@ struct ReplayCommand: AsyncParsableCommand {
         // The same lanes as `upload`, tracking hits through the pipeline included; a replay keeps
         // no cursor and resends registrations even when unchanged.
         let uploader = try Uploader(
-            source: .range(walDirectory: walDirectory, archiveDirectory: archiveDirectory, sequences: sequences, times: times, keys: keys),
+            source: .range(stored, sequences: sequences, times: times),
             sinks: UpstreamOptions.sinkLists(tracking: tracking, marketing: marketing, tenants: destinations),
             store: store, configuration: configuration, deduplicates: false, logger: logger
         )
-        let allLanes = await uploader.lanes
+        let allLanes = uploader.lanes
         let started = SystemClock.monotonicNanoseconds()
         let box = ProgressBox()
         let showProgress = !common.json
@@ -228,13 +234,9 @@ struct ReplayCommand: AsyncParsableCommand {
 
     /// `--to-aggregates`: counts the range into a new database and prints its counts as `stats`
     /// does (`--json`: the same object as `stats --json`).
-    private func recount(
-        into path: String, range: ReplayRange, walDirectory: String, archiveDirectory: String?, missing: [String], keys: LogKeyRing?
-    ) async throws {
+    private func recount(into path: String, range: ReplayRange, stored: StoredLog, missing: [String]) async throws {
         let progress = ProgressLine.aggregationReporter(enabled: !common.json)
-        let summary = try await RangeRecount.count(
-            walDirectory: walDirectory, archiveDirectory: archiveDirectory, sequences: range.sequences, times: range.times, into: path,
-            keys: keys, progress: progress)
+        let summary = try await RangeRecount.count(stored, sequences: range.sequences, times: range.times, into: path, progress: progress)
         let queries = try await AggregateQueries(path: path)
         let snapshot = try await queries.report(deliveryId: nil, limit: nil, everything: true)
         await queries.close()

@@ -58,19 +58,19 @@ struct ReplayDryRun: Encodable {
     /// without a host of that kind).
     var unsent: Int { tenants.reduce(0) { $0 + $1.unsent } }
 
-    /// Counts the range in the log at `walDirectory` (with the archive's segments, if any), each
+    /// Counts the range in `stored` (files with an archive's segments, or a stream in PostgreSQL), each
     /// event toward its tenant's hosts: `trackingURL` and `marketingURL` for the default tenant's,
     /// `tenants`' own for theirs.
     static func count(
-        walDirectory: String, archiveDirectory: String?, range: ReplayRange, trackingURL: String?, marketingURL: String?,
-        tenants declared: [TenantDestinations], missing: [String], keys: LogKeyRing?
+        _ stored: StoredLog, range: ReplayRange, trackingURL: String?, marketingURL: String?,
+        tenants declared: [TenantDestinations], missing: [String]
     ) throws(LogError) -> ReplayDryRun {
         var deliveries: [String: DeliveryCount] = [:]
         var apps: [String: AppCount] = [:]
         // Hits and registrations per tenant, `nil` the default one.
         var hits: [TenantName?: Int] = [:]
         var registrations: [TenantName?: Int] = [:]
-        var reader = LogSnapshot.steps(walDirectory: walDirectory, archiveDirectory: archiveDirectory, keys: keys, from: range.sequences.lowerBound)
+        var reader = stored.steps(from: range.sequences.lowerBound)
         defer { reader.close() }
         while true {
             let batch = try reader.read(maximumEvents: 65_536, below: range.sequences.upperBound)

@@ -7,13 +7,21 @@ struct ReplayRange: Sendable {
     var sequences: Range<UInt64>
     /// Event times asked for, when the range is by time.
     var times: Range<Int64>?
-    /// Whether an archive is read beside the log (`--from-archive`).
-    var withArchive = false
+    /// What the events are read from, for messages (``StoredLog/source``).
+    var source = "the log"
+    /// Whether ``source`` names more than one place (an archive beside the log).
+    var plural = false
 
-    /// What the events are read from, for messages.
-    var source: String { withArchive ? "the log and the archive" : "the log" }
+    /// The range of `sequences` and `times` in `stored`.
+    init(sequences: Range<UInt64>, times: Range<Int64>?, in stored: StoredLog) {
+        self.sequences = sequences
+        self.times = times
+        self.source = stored.source
+        self.plural = stored.plural
+    }
+
     /// "the log keeps …", "the log and the archive keep …".
-    func keeps(_ extent: LogExtent) -> String { "\(source) \(withArchive ? "keep" : "keeps") \(extent.description)" }
+    func keeps(_ extent: LogExtent) -> String { "\(source) \(plural ? "keep" : "keeps") \(extent.description)" }
 
     /// Why nothing can be replayed: the whole range is outside the log.
     struct Gone: Error, CustomStringConvertible {
@@ -26,7 +34,7 @@ struct ReplayRange: Sendable {
     /// - Throws: ``Gone`` when none of the range is in the log.
     func missing(in extent: LogExtent) throws(Gone) -> [String] {
         guard let first = extent.firstSequence, let last = extent.lastSequence else {
-            throw Gone(description: "\(source) \(withArchive ? "hold" : "holds") no event: there is nothing to replay")
+            throw Gone(description: "\(source) \(plural ? "hold" : "holds") no event: there is nothing to replay")
         }
         let kept = keeps(extent)
         let asked =
@@ -52,7 +60,7 @@ struct ReplayRange: Sendable {
         }
         if let times, !extent.startsAtOne, let firstTime = extent.firstEventTime, times.lowerBound < firstTime.nanosecondsSinceEpoch {
             missing.append(
-                "events before \(firstTime.rfc3339) may have been in segments deleted already (\(source) \(withArchive ? "start" : "starts") at sequence \(first), not 1)"
+                "events before \(firstTime.rfc3339) may have been in segments deleted already (\(source) \(plural ? "start" : "starts") at sequence \(first), not 1)"
             )
         }
         return missing

@@ -1,4 +1,4 @@
-public import RelayCore
+import RelayCore
 
 /// A registration's personal data in the relay's JSON event format, replaced by keyed hashes for
 /// showing (``DeadLetter``): the push token, the user key, the device's IMEI, name and model, each

@@ -21,12 +21,12 @@ extension UploadLane {
             start = try await wal.startPosition(of: cursorName)
             end = target
             reader = LogFollower.Steps(log: wal, from: start)
-        case .range(let directory, let archive, let sequences, let range, let keys):
+        case .range(let stored, let sequences, let range):
             log = nil
             start = sequences.lowerBound
             end = sequences.upperBound
             times = range
-            reader = LogSnapshot.steps(walDirectory: directory, archiveDirectory: archive, keys: keys, damageLogger: logger, from: start)
+            reader = stored.steps(from: start, damageLogger: logger)
         }
         statistics.position = start
         recordGauges()

@@ -27,10 +27,9 @@ public actor UploadLane: BlockingActor, BreakerGate {
         /// The normal uploader: from its durable cursor in the open log, following new events. The
         /// log was opened with the lane's sink's ``Sink/consumer``.
         case cursor(WriteAheadLog)
-        /// A replay: the events of `sequences` (and, when given, with event times in `times`) of the
-        /// log in `walDirectory`, with the segments of `archiveDirectory` filling in those it no
-        /// longer has, independent of any cursor.
-        case range(walDirectory: String, archiveDirectory: String?, sequences: Range<UInt64>, times: Range<Int64>?, keys: LogKeyRing? = nil)
+        /// A replay: the events of `sequences` (and, when given, with event times in `times`) of a
+        /// log kept in files (with an archive's segments) or in PostgreSQL, independent of any cursor.
+        case range(StoredLog, sequences: Range<UInt64>, times: Range<Int64>?)
     }
 
     /// What the lane sends to, and in which shape.

@@ -13,6 +13,9 @@ public struct LogExtent: Sendable, Hashable {
     /// The event time of the first event kept.
     public var firstEventTime: EventTime?
 
+    /// An empty log's extent; a store sets the fields as it finds them.
+    public init() {}
+
     /// Whether the log still holds sequence 1 (nothing was ever deleted), or is empty.
     public var startsAtOne: Bool { (firstSequence ?? 1) == 1 }
 

@@ -1,4 +1,4 @@
-public import RelayCore
+import RelayCore
 
 /// A read-only view of a log's files for the commands that do not open the log (`wal dump`,
 /// `wal verify`, `replay`, `stats --rebuild`): it takes no lock, repairs nothing and deletes

@@ -35,6 +35,14 @@ package struct FrameRecordCodec: Sendable {
         sealer = configuration.encryption.map { FrameSealer(key: $0.newest) }
     }
 
+    /// A codec that only reads: it opens frames sealed with `keys` (and, with them, would seal
+    /// new ones with the newest).
+    package init(keys: LogKeyRing?) {
+        self.keys = keys
+        compressionLevel = LogConfiguration.defaultCompressionLevel
+        sealer = keys.map { FrameSealer(key: $0.newest) }
+    }
+
     /// The frames of `group`, numbered from its first sequence, and each tenant's bytes before
     /// compression when the group tallies them.
     ///

@@ -93,7 +93,7 @@ public actor StreamLeases {
         // Stopping: this stream is left to the others at once, not after the lease runs out.
         fence.lost(stream)
         let own = stream
-        try? await link.run { connection, logger in
+        _ = try? await link.run { connection, logger in
             try await connection.query(
                 "UPDATE relay_log_streams SET alive_until = now() - interval '1 second' WHERE stream = \(own)", logger: logger)
         }

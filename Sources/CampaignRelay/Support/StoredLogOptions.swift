@@ -1,0 +1,64 @@
+import ArgumentParser
+import RelayLog
+import RelayPostgres
+
+/// `--postgres-url` and `--relay-name` of the commands that read a log without opening it
+/// (`replay`, `wal dump`): a relay's stream of the log kept in PostgreSQL (serve's
+/// `--log-postgres-url`) instead of the segment files under `--data-dir`.
+struct StoredLogOptions: ParsableArguments {
+    @Option(
+        name: [.customLong("postgres-url"), .customLong("log-postgres-url")],
+        help: ArgumentHelp(
+            "Read the log kept in PostgreSQL (serve's --log-postgres-url; --log-postgres-url is the same option) instead of wal/ under --data-dir: the stream of --relay-name (env CAMPAIGN_RELAY_LOG_POSTGRES_URL).",
+            valueName: "url"))
+    var postgresUrl: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The stream to read from the log database: the --relay-name the relay was served under. Default: the relay id of --data-dir.",
+            valueName: "name"))
+    var relayName: String?
+
+    /// The URL given by option or environment, if any.
+    var url: String? { postgresUrl ?? UpstreamOptions.environment("CAMPAIGN_RELAY_LOG_POSTGRES_URL") }
+
+    func validate() throws {
+        if url == nil, relayName != nil {
+            throw ValidationError("--relay-name names a stream of the log in PostgreSQL: give --postgres-url too")
+        }
+        if let relayName, (try? CursorStore.validate(relayName)) == nil {
+            throw ValidationError("--relay-name \(relayName): use 1 to 96 letters, digits, '-' or '_'")
+        }
+    }
+
+    /// The stream in PostgreSQL, when a URL is given; `nil` for the files under `dataDirectory`.
+    ///
+    /// - Throws: ``RuntimeFailure`` for a URL that cannot be used, a database that cannot be read,
+    ///   or a stream it does not hold.
+    func stream(dataDirectory: String, keys: LogKeyRing?) async throws -> StoredLog? {
+        guard let url else { return nil }
+        let location: PostgresLocation
+        do {
+            location = try PostgresLocation(url: url, option: "--postgres-url")
+        } catch {
+            throw RuntimeFailure(error.description)
+        }
+        let name: String
+        if let relayName {
+            name = relayName
+        } else if let identity = RelayIdentity.read(dataDirectory: dataDirectory) {
+            name = identity.relayID
+        } else {
+            let held = (try? await PostgresStoredStream.streams(in: location)) ?? []
+            throw RuntimeFailure(
+                "which stream? \(dataDirectory) names no relay: give --relay-name"
+                    + (held.isEmpty ? "" : " (the log database holds \(held.map { "'\($0)'" }.joined(separator: ", ")))"))
+        }
+        do {
+            return try await PostgresStoredStream.open(location: location, stream: name, keys: keys)
+        } catch {
+            throw RuntimeFailure(error.description)
+        }
+    }
+}

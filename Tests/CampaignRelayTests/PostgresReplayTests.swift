@@ -1,0 +1,118 @@
+import CampaignEmulator
+import Foundation
+import RelayProcessTestSupport
+import RelayTestSupport
+import TestTiers
+import Testing
+
+/// `replay --postgres-url`: a relay's stream of the log kept in PostgreSQL is replayed as its
+/// files would be, byte for byte, and its dry run and recount agree with the files'.
+@Suite("Replay of a log kept in PostgreSQL", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
+struct PostgresReplayTests {
+    /// Hits of three deliveries and registrations of two apps, every one with its own time.
+    static let lines: [String] = (1...60).map { index in
+        if index % 4 == 0 {
+            return
+                #"{"kind":"register","platform":"\#(index % 8 == 0 ? "ios" : "android")","integrationKey":"app","registrationToken":"token\#(index)","userKey":"user\#(index)","additionalParams":{"k":"v\#(index)"}}"#
+        }
+        let action = ["open", "click", "impression"][index % 3]
+        return #"{"kind":"track","action":"\#(action)","messageId":"\#(index)","deliveryId":"d\#(index % 3)","time":"2026-11-21T10:\#(index < 10 ? "0" : "")\#(index):00Z"}"#
+    }
+
+    /// Each request Campaign received: method, target, header fields and body, sorted (the lanes
+    /// send concurrently, so their order is not the log's).
+    static func received(_ emulator: RunningEmulator) async -> [String] {
+        await emulator.emulator.recorder.lastRequests(10_000).map { request in
+            "\(request.method) \(request.uri)\n\(request.headers.map { $0.joined(separator: ": ") }.joined(separator: "\n"))\n\n\(request.body)"
+        }.sorted()
+    }
+
+    /// `stats --json`'s object with the registrations' first and last times left out.
+    static func withoutRegistrationTimes(_ json: String) throws -> String {
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        let registrations = try #require(object["registrations"] as? [[String: Any]])
+        object["registrations"] = registrations.map { $0.filter { $0.key != "firstEvent" && $0.key != "lastEvent" } }
+        return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    @Test(
+        "a stream served on PostgreSQL with a key file replays byte for byte as the same events from files; the dry run and --to-aggregates print the same; an unknown stream is named with those held"
+    )
+    func replayFromPostgres() async throws {
+        let binary = try RelayBinary.path()
+        let postgres = try await TestPostgres.start()
+        var faults = EmulatorFaults()
+        faults.knownIntegrationKeys = ["app"]
+        let campaign = try await RunningEmulator.start(faults: faults)
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("pg-replay-\(UUID().uuidString)").path
+        let (served, files, replayed) = (base + "-served", base + "-files", base + "-replayed")
+        let keys = base + "-keys"
+        defer {
+            for path in [served, files, replayed, keys, base + "-pg.sqlite", base + "-files.sqlite"] {
+                try? FileManager.default.removeItem(atPath: path)
+            }
+        }
+        let key = Data(TestKeys.bytes("k1")).base64EncodedString()
+        #expect(FileManager.default.createFile(atPath: keys, contents: Data("k1:\(key)\n".utf8), attributes: [.posixPermissions: 0o600]))
+
+        // The stream: served on PostgreSQL, forwarding nowhere, then stopped.
+        let server = try ChildProcess(
+            binary,
+            [
+                "serve", "--bind", "127.0.0.1:0", "--data-dir", served, "--log-format", "json", "--log-postgres-url", postgres.url,
+                "--relay-name", "edge-a", "--encryption-key-file", keys,
+            ])
+        defer { server.stopWithoutWaiting() }
+        let url = "http://127.0.0.1:\(try await server.await(#""address":"127\.0\.0\.1:(\d+)""#))"
+        let http = TestHTTPClient()
+        #expect(try await http.post(url + "/v1/events", "[" + Self.lines.joined(separator: ",") + "]").status == 200)
+        await http.shutdown()
+        await server.stop()
+        // The frames are in the table, sealed: no token in the clear.
+        #expect(try await postgres.psql("SELECT sum(event_count) FROM relay_log_frames WHERE stream = 'edge-a'").contains("60"))
+        #expect(try await postgres.psql("SELECT count(*) FROM relay_log_frames WHERE position('token4' IN encode(frame, 'escape')) > 0").contains("0"))
+
+        // The same events in files.
+        let ingest = try await RelayBinary.run(
+            binary, ["ingest", "-", "--data-dir", files, "--encryption-key-file", keys], input: Data((Self.lines.joined(separator: "\n") + "\n").utf8))
+        try #require(ingest.status == 0, "\(ingest.stderr)")
+
+        let hosts = ["--tracking-host", campaign.url, "--marketing-host", campaign.url, "--encryption-key-file", keys, "--json"]
+        let fromPostgres = try await RelayBinary.run(
+            binary, ["replay", "--from", "1", "--postgres-url", postgres.url, "--relay-name", "edge-a", "--data-dir", replayed] + hosts)
+        #expect(fromPostgres.status == 0, "\(fromPostgres.stdout)\(fromPostgres.stderr)")
+        let sentFromPostgres = await Self.received(campaign)
+        #expect(sentFromPostgres.count == 60)
+        await campaign.emulator.recorder.reset()
+        let fromFiles = try await RelayBinary.run(binary, ["replay", "--from", "1", "--data-dir", files] + hosts)
+        #expect(fromFiles.status == 0, "\(fromFiles.stdout)\(fromFiles.stderr)")
+        let sentFromFiles = await Self.received(campaign)
+        #expect(sentFromPostgres == sentFromFiles)
+
+        // A part of the stream, as a dry run and as a recount: the same words as from files.
+        let part = ["--from", "7", "--to", "41", "--encryption-key-file", keys, "--json"]
+        let dryPostgres = try await RelayBinary.run(
+            binary, ["replay", "--dry-run", "--postgres-url", postgres.url, "--relay-name", "edge-a", "--data-dir", replayed] + part)
+        let dryFiles = try await RelayBinary.run(binary, ["replay", "--dry-run", "--data-dir", files] + part)
+        #expect(dryPostgres.status == 0 && dryFiles.status == 0, "\(dryPostgres.stderr)\(dryFiles.stderr)")
+        #expect(dryPostgres.stdout == dryFiles.stdout)
+        #expect(dryPostgres.stdout.contains(#""marketing":{"events":9}"#) && dryPostgres.stdout.contains(#""tracking":{"events":26}"#))
+        let countPostgres = try await RelayBinary.run(
+            binary,
+            ["replay", "--to-aggregates", base + "-pg.sqlite", "--postgres-url", postgres.url, "--relay-name", "edge-a", "--data-dir", replayed]
+                + part)
+        let countFiles = try await RelayBinary.run(binary, ["replay", "--to-aggregates", base + "-files.sqlite", "--data-dir", files] + part)
+        #expect(countPostgres.status == 0 && countFiles.status == 0, "\(countPostgres.stderr)\(countFiles.stderr)")
+        // Registrations carry the time each was ingested, which differs between the two logs.
+        #expect(try Self.withoutRegistrationTimes(countPostgres.stdout) == Self.withoutRegistrationTimes(countFiles.stdout))
+        #expect(countPostgres.stdout.contains(#""clicks":9,"deliveryId":"d1""#), "\(countPostgres.stdout)")
+
+        // A stream the database does not hold: exit 1, naming those it holds.
+        let unknown = try await RelayBinary.run(
+            binary, ["replay", "--from", "1", "--postgres-url", postgres.url, "--relay-name", "edge-b", "--data-dir", replayed] + hosts)
+        #expect(unknown.status == 1)
+        #expect(unknown.stderr.contains("has no stream 'edge-b' (it holds 'edge-a')"), "\(unknown.stderr)")
+        await campaign.stop()
+        await postgres.destroy()
+    }
+}
