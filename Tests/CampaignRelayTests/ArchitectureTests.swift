@@ -158,7 +158,7 @@ struct ArchitectureTests {
         for line in lines where Self.module(line.file) != "RelayLog" {
             for spelling in Self.privateReaders where line.text.contains(spelling) {
                 Issue.record(
-                    "\(line.file):\(line.number) uses \(spelling): read through LogFollower (an open log) or LogSnapshot (the files), see docs/seams/follow.md"
+                    "\(line.file):\(line.number) uses \(spelling): read through LogFollower (an open log) or StoredLog (a log not opened: files or a stream in PostgreSQL), see docs/seams/follow.md"
                 )
             }
         }

@@ -36,7 +36,7 @@ struct PostgresReplayTests {
     }
 
     @Test(
-        "a stream served on PostgreSQL with a key file replays byte for byte as the same events from files; the dry run and --to-aggregates print the same; an unknown stream is named with those held"
+        "a stream served on PostgreSQL with a key file replays byte for byte as the same events from files; the dry run, --to-aggregates and wal dump print the same; an unknown stream is named with those held"
     )
     func replayFromPostgres() async throws {
         let binary = try RelayBinary.path()
@@ -106,6 +106,16 @@ struct PostgresReplayTests {
         // Registrations carry the time each was ingested, which differs between the two logs.
         #expect(try Self.withoutRegistrationTimes(countPostgres.stdout) == Self.withoutRegistrationTimes(countFiles.stdout))
         #expect(countPostgres.stdout.contains(#""clicks":9,"deliveryId":"d1""#), "\(countPostgres.stdout)")
+
+        // wal dump prints the stream as it prints the files (registrations aside: each carries
+        // the time it was ingested).
+        let dumpPostgres = try await RelayBinary.run(
+            binary, ["wal", "dump", "--postgres-url", postgres.url, "--relay-name", "edge-a", "--encryption-key-file", keys, "--data-dir", replayed])
+        let dumpFiles = try await RelayBinary.run(binary, ["wal", "dump", "--encryption-key-file", keys, "--data-dir", files])
+        #expect(dumpPostgres.status == 0 && dumpFiles.status == 0, "\(dumpPostgres.stderr)\(dumpFiles.stderr)")
+        let dumped = dumpPostgres.stdout.split(separator: "\n")
+        #expect(dumped.count == 60 && dumped.filter { $0.contains("token") }.count == 15)
+        #expect(dumped.filter { !$0.contains("token") } == dumpFiles.stdout.split(separator: "\n").filter { !$0.contains("token") })
 
         // A stream the database does not hold: exit 1, naming those it holds.
         let unknown = try await RelayBinary.run(

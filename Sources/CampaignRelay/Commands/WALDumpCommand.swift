@@ -12,7 +12,8 @@ struct WALDumpCommand: AsyncParsableCommand {
         discussion: """
             Fields are those of the ingest format, with every value as it was ingested; the output \
             can be fed back to ingest (the "seq" field aside). Damaged frames are skipped and \
-            reported on standard error.
+            reported on standard error. With --postgres-url, the stream of --relay-name in the \
+            log database (serve --log-postgres-url) is printed instead of --data-dir's files.
             """
     )
 
@@ -21,6 +22,8 @@ struct WALDumpCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("Print at most this many events.", valueName: "n"))
     var limit: Int?
+
+    @OptionGroup var storedLog: StoredLogOptions
 
     @OptionGroup var encryption: EncryptionOptions
 
@@ -33,11 +36,14 @@ struct WALDumpCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try common.requireLog()
-        let layout = LogLayout(dataDirectory: common.dataDir)
-        // The log's files are read on a thread of their own; the reader moves there and back.
+        let keys = try await encryption.keyRing()
+        let stream = try await storedLog.stream(dataDirectory: common.dataDir, keys: keys)
+        if stream == nil { try common.requireLog() }
+        let stored = stream ?? .files(walDirectory: LogLayout(dataDirectory: common.dataDir).walDirectory, keys: keys)
+        // The log is read on a thread of its own (its files, or PostgreSQL's answers waited for);
+        // the reader moves there and back.
         let reading = BlockingExecutor(name: "wal-dump")
-        var reader = LogSnapshot.steps(walDirectory: layout.walDirectory, keys: try await encryption.keyRing(), from: from)
+        var reader = stored.steps(from: from)
         let close = { (reader: LogFollower.Steps) async in _ = await reading.run(moving: reader) { (owned: inout LogFollower.Steps) in owned.close() }
         }
         var output = StandardOutput.output()

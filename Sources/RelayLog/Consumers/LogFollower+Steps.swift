@@ -6,7 +6,7 @@ extension LogFollower {
     /// when to read and up to where: the upload lanes (their state machines choose the limit,
     /// and a lane sent back by a central relay moves to an earlier position), the server's
     /// read-backs of what it just appended (bounded by the durable end they found), and the
-    /// offline commands (through ``LogSnapshot/steps(walDirectory:archiveDirectory:fileSystem:keys:damageLogger:from:)``).
+    /// offline commands (through ``StoredLog/steps(from:damageLogger:)``, files or a stream in PostgreSQL).
     ///
     /// It is a plain value, owned by one consumer and moved to the thread that reads (it reads
     /// files). Its reads are the store's: damage is passed over and reported in
@@ -52,21 +52,5 @@ extension LogFollower {
         package mutating func close() {
             reader.close()
         }
-    }
-}
-
-extension LogSnapshot {
-    /// Steps through the log files in `walDirectory` (with `archiveDirectory`'s segments) from
-    /// `position`, without taking a snapshot's extent first: for a command that reads up to a
-    /// limit of its own, or until the files hold no more. It takes no lock and changes nothing;
-    /// with a `damageLogger`, each damage passed over is logged there too. `keys` open encrypted frames.
-    package static func steps(
-        walDirectory: String, archiveDirectory: String? = nil, fileSystem: any FileSystem = PosixFileSystem(), keys: LogKeyRing? = nil,
-        damageLogger: Logger? = nil, from position: UInt64
-    ) -> LogFollower.Steps {
-        LogFollower.Steps(
-            reader: LogReader(
-                walDirectory: walDirectory, archiveDirectory: archiveDirectory, fileSystem: fileSystem, from: position, keys: keys,
-                damageLogger: damageLogger))
     }
 }
