@@ -5,7 +5,7 @@ import RelayTestSupport
 import TestTiers
 import Testing
 
-/// `replay --postgres-url`: a relay's stream of the log kept in PostgreSQL is replayed as its
+/// `replay --log-postgres-url`: a relay's stream of the log kept in PostgreSQL is replayed as its
 /// files would be, byte for byte, and its dry run and recount agree with the files'.
 @Suite("Replay of a log kept in PostgreSQL", .serialized, .timeLimit(.minutes(10)), .tier(.fast))
 struct PostgresReplayTests {
@@ -79,7 +79,7 @@ struct PostgresReplayTests {
 
         let hosts = ["--tracking-host", campaign.url, "--marketing-host", campaign.url, "--encryption-key-file", keys, "--json"]
         let fromPostgres = try await RelayBinary.run(
-            binary, ["replay", "--from", "1", "--postgres-url", postgres.url, "--relay-name", "edge-a", "--data-dir", replayed] + hosts)
+            binary, ["replay", "--from", "1", "--log-postgres-url", postgres.url, "--relay-name", "edge-a", "--data-dir", replayed] + hosts)
         #expect(fromPostgres.status == 0, "\(fromPostgres.stdout)\(fromPostgres.stderr)")
         let sentFromPostgres = await Self.received(campaign)
         #expect(sentFromPostgres.count == 60)
@@ -92,14 +92,14 @@ struct PostgresReplayTests {
         // A part of the stream, as a dry run and as a recount: the same words as from files.
         let part = ["--from", "7", "--to", "41", "--encryption-key-file", keys, "--json"]
         let dryPostgres = try await RelayBinary.run(
-            binary, ["replay", "--dry-run", "--postgres-url", postgres.url, "--relay-name", "edge-a", "--data-dir", replayed] + part)
+            binary, ["replay", "--dry-run", "--log-postgres-url", postgres.url, "--relay-name", "edge-a", "--data-dir", replayed] + part)
         let dryFiles = try await RelayBinary.run(binary, ["replay", "--dry-run", "--data-dir", files] + part)
         #expect(dryPostgres.status == 0 && dryFiles.status == 0, "\(dryPostgres.stderr)\(dryFiles.stderr)")
         #expect(dryPostgres.stdout == dryFiles.stdout)
         #expect(dryPostgres.stdout.contains(#""marketing":{"events":9}"#) && dryPostgres.stdout.contains(#""tracking":{"events":26}"#))
         let countPostgres = try await RelayBinary.run(
             binary,
-            ["replay", "--to-aggregates", base + "-pg.sqlite", "--postgres-url", postgres.url, "--relay-name", "edge-a", "--data-dir", replayed]
+            ["replay", "--to-aggregates", base + "-pg.sqlite", "--log-postgres-url", postgres.url, "--relay-name", "edge-a", "--data-dir", replayed]
                 + part)
         let countFiles = try await RelayBinary.run(binary, ["replay", "--to-aggregates", base + "-files.sqlite", "--data-dir", files] + part)
         #expect(countPostgres.status == 0 && countFiles.status == 0, "\(countPostgres.stderr)\(countFiles.stderr)")
@@ -110,7 +110,7 @@ struct PostgresReplayTests {
         // wal dump prints the stream as it prints the files (registrations aside: each carries
         // the time it was ingested).
         let dumpPostgres = try await RelayBinary.run(
-            binary, ["wal", "dump", "--postgres-url", postgres.url, "--relay-name", "edge-a", "--encryption-key-file", keys, "--data-dir", replayed])
+            binary, ["wal", "dump", "--log-postgres-url", postgres.url, "--relay-name", "edge-a", "--encryption-key-file", keys, "--data-dir", replayed])
         let dumpFiles = try await RelayBinary.run(binary, ["wal", "dump", "--encryption-key-file", keys, "--data-dir", files])
         #expect(dumpPostgres.status == 0 && dumpFiles.status == 0, "\(dumpPostgres.stderr)\(dumpFiles.stderr)")
         let dumped = dumpPostgres.stdout.split(separator: "\n")
@@ -119,7 +119,7 @@ struct PostgresReplayTests {
 
         // A stream the database does not hold: exit 1, naming those it holds.
         let unknown = try await RelayBinary.run(
-            binary, ["replay", "--from", "1", "--postgres-url", postgres.url, "--relay-name", "edge-b", "--data-dir", replayed] + hosts)
+            binary, ["replay", "--from", "1", "--log-postgres-url", postgres.url, "--relay-name", "edge-b", "--data-dir", replayed] + hosts)
         #expect(unknown.status == 1)
         #expect(unknown.stderr.contains("has no stream 'edge-b' (it holds 'edge-a')"), "\(unknown.stderr)")
         await campaign.stop()

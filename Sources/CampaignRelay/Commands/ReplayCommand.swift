@@ -27,7 +27,7 @@ struct ReplayCommand: AsyncParsableCommand {
             sends nothing. --to-aggregates counts the range into a new aggregates database (the \
             schema of aggregates.sqlite) instead of sending it, for comparison.
 
-            --postgres-url URL reads the log a relay kept in PostgreSQL (serve --log-postgres-url): \
+            --log-postgres-url URL reads the log a relay kept in PostgreSQL (serve --log-postgres-url): \
             the stream of --relay-name (default: the relay id of --data-dir), byte for byte as from \
             its files; --data-dir then only keeps the replay's dead letters.
 
@@ -100,7 +100,7 @@ struct ReplayCommand: AsyncParsableCommand {
         if dryRun, toAggregates != nil { throw ValidationError("--dry-run and --to-aggregates are two ways of not sending: give one") }
         if let fromArchive, fromArchive.isEmpty { throw ValidationError("--from-archive must not be empty") }
         if fromArchive != nil, storedLog.url != nil {
-            throw ValidationError("--from-archive reads segment files; a log in PostgreSQL (--postgres-url) keeps no archive: give one of them")
+            throw ValidationError("--from-archive reads segment files; a log in PostgreSQL (--log-postgres-url) keeps no archive: give one of them")
         }
     }
 

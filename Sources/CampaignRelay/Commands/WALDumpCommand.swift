@@ -12,7 +12,7 @@ struct WALDumpCommand: AsyncParsableCommand {
         discussion: """
             Fields are those of the ingest format, with every value as it was ingested; the output \
             can be fed back to ingest (the "seq" field aside). Damaged frames are skipped and \
-            reported on standard error. With --postgres-url, the stream of --relay-name in the \
+            reported on standard error. With --log-postgres-url, the stream of --relay-name in the \
             log database (serve --log-postgres-url) is printed instead of --data-dir's files.
             """
     )

@@ -49,7 +49,7 @@ struct RelayConfigFileOption: ParsableArguments {
     static let commands: [Command] = [
         Command(["erase"], EraseCommand.self, ["data-dir", "encryption-key-file", "admin-token", "postgres-url"], readsItself: ["archive-dir"]),
         Command(["wal", "verify"], WALVerifyCommand.self, ["data-dir", "encryption-key-file"]),
-        Command(["wal", "dump"], WALDumpCommand.self, ["data-dir", "encryption-key-file"]),
+        Command(["wal", "dump"], WALDumpCommand.self, ["data-dir", "encryption-key-file", "log-postgres-url", "relay-name"]),
         Command(["wal", "archive"], WALArchiveCommand.self, ["data-dir"]),
         Command(["wal", "rekey"], WALRekeyCommand.self, ["data-dir", "encryption-key-file", "archive-dir", "admin-token"]),
         Command(["deadletter", "list"], DeadLetterListCommand.self, ["data-dir", "encryption-key-file"]),

@@ -2,16 +2,17 @@ import ArgumentParser
 import RelayLog
 import RelayPostgres
 
-/// `--postgres-url` and `--relay-name` of the commands that read a log without opening it
-/// (`replay`, `wal dump`): a relay's stream of the log kept in PostgreSQL (serve's
-/// `--log-postgres-url`) instead of the segment files under `--data-dir`.
+/// `--log-postgres-url` and `--relay-name` of the commands that read a log without opening it
+/// (`replay`, `wal dump`): a relay's stream of the log kept in PostgreSQL instead of the segment
+/// files under `--data-dir`. The spelling is serve's, so that a configuration file's
+/// `log-postgres-url` means the log's database here too (its `postgres-url` is the counts').
 struct StoredLogOptions: ParsableArguments {
     @Option(
-        name: [.customLong("postgres-url"), .customLong("log-postgres-url")],
+        name: .long,
         help: ArgumentHelp(
-            "Read the log kept in PostgreSQL (serve's --log-postgres-url; --log-postgres-url is the same option) instead of wal/ under --data-dir: the stream of --relay-name (env CAMPAIGN_RELAY_LOG_POSTGRES_URL).",
+            "Read the log kept in PostgreSQL (serve's --log-postgres-url) instead of wal/ under --data-dir: the stream of --relay-name (env CAMPAIGN_RELAY_LOG_POSTGRES_URL).",
             valueName: "url"))
-    var postgresUrl: String?
+    var logPostgresUrl: String?
 
     @Option(
         name: .long,
@@ -21,11 +22,11 @@ struct StoredLogOptions: ParsableArguments {
     var relayName: String?
 
     /// The URL given by option or environment, if any.
-    var url: String? { postgresUrl ?? UpstreamOptions.environment("CAMPAIGN_RELAY_LOG_POSTGRES_URL") }
+    var url: String? { logPostgresUrl ?? UpstreamOptions.environment("CAMPAIGN_RELAY_LOG_POSTGRES_URL") }
 
     func validate() throws {
         if url == nil, relayName != nil {
-            throw ValidationError("--relay-name names a stream of the log in PostgreSQL: give --postgres-url too")
+            throw ValidationError("--relay-name names a stream of the log in PostgreSQL: give --log-postgres-url too")
         }
         if let relayName, (try? CursorStore.validate(relayName)) == nil {
             throw ValidationError("--relay-name \(relayName): use 1 to 96 letters, digits, '-' or '_'")
@@ -40,7 +41,7 @@ struct StoredLogOptions: ParsableArguments {
         guard let url else { return nil }
         let location: PostgresLocation
         do {
-            location = try PostgresLocation(url: url, option: "--postgres-url")
+            location = try PostgresLocation(url: url, option: "--log-postgres-url")
         } catch {
             throw RuntimeFailure(error.description)
         }

@@ -4,7 +4,7 @@ import RelayCore
 public import RelayLog
 
 /// A relay's stream of the log kept in PostgreSQL, read by a command that has not opened it
-/// (`replay --postgres-url`, `wal dump --postgres-url`): the rows of `relay_log_frames`, read as
+/// (`replay --log-postgres-url`, `wal dump --log-postgres-url`): the rows of `relay_log_frames`, read as
 /// ``PostgresFrameStore``'s own readers read them. It takes no lease, writes nothing and works
 /// beside the relays appending to the database.
 public enum PostgresStoredStream {
