@@ -31,9 +31,13 @@ public actor PersonalDataErasure {
     /// The open log: the server's own, or one `erase` opened (then no server runs).
     let log: WriteAheadLog
     let dataDirectory: String
-    /// `<data-dir>/wal`.
+    /// Where plans are kept: `<data-dir>/wal` (beside the segments, under their rewrite lock), or
+    /// the stream's ``PostgresLogErasure/planDirectory``.
     let walDirectory: String
     let archiveDirectories: [String]
+    /// The log's stream in PostgreSQL, when the log is kept there (`--log-postgres-url`): its rows
+    /// are found and rewritten instead of segment files (the plan stays in `walDirectory`).
+    let stream: PostgresLogErasure?
     let store: ForwardingStore
     /// The server's running aggregator; `nil` when none runs (the database, if any, is changed directly).
     let aggregator: Aggregator?
@@ -77,8 +81,10 @@ public actor PersonalDataErasure {
     /// the database directly when there is none. The segments, plans and audit log are read and
     /// written through `fileSystem` (the log's). What was sent on is read from the cursors of the
     /// lanes of `sinkKinds` (the relay's own kinds by default; `serve` passes its configuration's).
+    /// With `stream`, the log's frames are the rows of that stream in PostgreSQL.
     public init(
-        log: WriteAheadLog, dataDirectory: String, archiveDirectories: [String], store: ForwardingStore, aggregator: Aggregator?,
+        log: WriteAheadLog, dataDirectory: String, archiveDirectories: [String], stream: PostgresLogErasure? = nil, store: ForwardingStore,
+        aggregator: Aggregator?,
         fleet: FleetStep? = nil, fileSystem: any FileSystem = PosixFileSystem(), sinkKinds: [SinkKind] = SinkKind.builtIn,
         metrics: MetricTable = .standard, logger: Logger
     ) {
@@ -88,8 +94,9 @@ public actor PersonalDataErasure {
         self.fileSystem = fileSystem
         self.log = log
         self.dataDirectory = dataDirectory
-        self.walDirectory = LogLayout(dataDirectory: dataDirectory).walDirectory
+        self.walDirectory = stream?.planDirectory ?? LogLayout(dataDirectory: dataDirectory).walDirectory
         self.archiveDirectories = archiveDirectories
+        self.stream = stream
         self.store = store
         self.aggregator = aggregator
         self.logger = logger
@@ -111,9 +118,25 @@ public actor PersonalDataErasure {
         let walDirectory = walDirectory
         let directories = [walDirectory] + archiveDirectories
         let fileSystem = fileSystem
+        let stream = stream
         // Each directory's matches are counted too: a dry run reports them as the entries it
         // would erase there (an archive holds copies of the log's registrations).
         let (matches, perDirectory) = try await io.run { () throws(ErasureError) -> ([LogErasure.Match], [LogErasure.Rewrite]) in
+            if let stream {
+                do throws(LogError) {
+                    let found = try stream.find(selector, below: boundary, keys: keys)
+                    var counted = LogErasure.Rewrite(directory: stream.place)
+                    counted.entriesErased = found.count
+                    if !dryRun {
+                        do throws(FileSystemError) { try fileSystem.createDirectory(walDirectory) } catch {
+                            throw .fileSystem(error, context: "creating \(walDirectory) for the erasure's plan")
+                        }
+                    }
+                    return (found, [counted])
+                } catch {
+                    throw .log(error)
+                }
+            }
             var found: [UInt64: LogErasure.Match] = [:]
             var perDirectory: [LogErasure.Rewrite] = []
             for directory in directories {
@@ -306,7 +329,11 @@ public actor PersonalDataErasure {
         let set = Set(sequences)
         let walDirectory = walDirectory
         let fileSystem = fileSystem
+        let stream = stream
         let rewrites = try await io.run { () throws(ErasureError) -> [LogErasure.Rewrite] in
+            if let stream {
+                do throws(LogError) { return [try stream.erase(set, keys: keys, compressionLevel: level)] } catch { throw .log(error) }
+            }
             var rewrites: [LogErasure.Rewrite] = []
             for directory in [walDirectory] + plan.archiveDirectories {
                 do throws(LogError) {

@@ -46,13 +46,7 @@ public enum LogErasure {
         var matches: [Match] = []
         for name in try segments(in: directory, below: boundary, fileSystem: fileSystem) {
             _ = try SegmentRewriter.rewrite(name: name, directory: directory, fileSystem: fileSystem) { (header, offset, stored) throws(LogError) in
-                guard header.firstSequence < boundary else { return nil }
-                let events = try decode(header, stored: stored, keys: keys, segment: name, offset: offset)
-                for (index, event) in events.enumerated() {
-                    let sequence = header.firstSequence + UInt64(index)
-                    guard sequence < boundary, case .registration(let registration) = event, selector.matches(registration) else { continue }
-                    matches.append(Match(sequence: sequence, registration: registration))
-                }
+                matches += try Self.matches(selector, header: header, stored: stored, below: boundary, keys: keys, place: name, offset: offset)
                 return nil
             }
         }
@@ -81,31 +75,13 @@ public enum LogErasure {
             var erased = 0
             let outcome = try SegmentRewriteLock.holding(walDirectory: walDirectory, fileSystem: fileSystem) { () throws(LogError) in
                 try SegmentRewriter.rewrite(name: name, directory: directory, fileSystem: fileSystem) { (header, offset, stored) throws(LogError) in
-                    let frame = header.firstSequence..<(header.firstSequence + UInt64(header.eventCount))
-                    guard sequences.contains(where: frame.contains) else { return nil }
-                    var events = try decode(header, stored: stored, keys: keys, segment: name, offset: offset)
-                    var changed = 0
-                    for index in events.indices where sequences.contains(header.firstSequence + UInt64(index)) {
-                        guard case .registration = events[index] else { continue }
-                        events[index] = .erased(ErasedEntry(erasing: events[index]))
-                        changed += 1
-                    }
-                    guard changed > 0 else { return nil }
-                    let sealer: FrameSealer?
-                    if header.isEncrypted {
-                        guard let keys else { return nil }
-                        sealer = FrameSealer(key: keys.newest)
-                    } else {
-                        sealer = nil
-                    }
-                    erased += changed
-                    do throws(FrameEncryptionError) {
-                        // A frame stored uncompressed (--compression-level 0) stays so.
-                        let level = header.codec == .stored ? 0 : compressionLevel
-                        return try Frame.encode(events, firstSequence: header.firstSequence, compressionLevel: level, sealer: sealer)
-                    } catch {
-                        throw .sealingFailed(error)
-                    }
+                    guard
+                        let rewritten = try Self.rewritten(
+                            header: header, stored: stored, erasing: sequences, keys: keys, compressionLevel: compressionLevel, place: name,
+                            offset: offset)
+                    else { return nil }
+                    erased += rewritten.erased
+                    return rewritten.bytes
                 }
             }
             if let outcome, outcome.rewritten {
@@ -114,6 +90,84 @@ public enum LogErasure {
             }
         }
         return report
+    }
+
+    /// The registrations of a frame (its `header` and `stored` payload) below `boundary` that
+    /// `selector` matches.
+    ///
+    /// - Throws: ``LogError/unreadableFrame(_:segment:offset:)`` when its key is not in `keys`.
+    static func matches(
+        _ selector: ErasureSelector, header: FrameHeader, stored: [UInt8], below boundary: UInt64, keys: LogKeyRing?, place: String, offset: Int64
+    ) throws(LogError) -> [Match] {
+        guard header.firstSequence < boundary else { return [] }
+        var matches: [Match] = []
+        let events = try decode(header, stored: stored, keys: keys, segment: place, offset: offset)
+        for (index, event) in events.enumerated() {
+            let sequence = header.firstSequence + UInt64(index)
+            guard sequence < boundary, case .registration(let registration) = event, selector.matches(registration) else { continue }
+            matches.append(Match(sequence: sequence, registration: registration))
+        }
+        return matches
+    }
+
+    /// A frame (its `header` and `stored` payload) with the registrations of `sequences` replaced
+    /// by erased entries, compressed anew (a frame stored uncompressed stays so) and, when it
+    /// was sealed, sealed anew with the newest key; `nil` when none of them is in it.
+    ///
+    /// - Throws: ``LogError/unreadableFrame(_:segment:offset:)`` when its key is not in `keys`,
+    ///   ``LogError/sealingFailed(_:)``.
+    static func rewritten(
+        header: FrameHeader, stored: [UInt8], erasing sequences: Set<UInt64>, keys: LogKeyRing?, compressionLevel: Int32, place: String,
+        offset: Int64
+    ) throws(LogError) -> (bytes: [UInt8], erased: Int)? {
+        let frame = header.firstSequence..<(header.firstSequence + UInt64(header.eventCount))
+        guard sequences.contains(where: frame.contains) else { return nil }
+        var events = try decode(header, stored: stored, keys: keys, segment: place, offset: offset)
+        var changed = 0
+        for index in events.indices where sequences.contains(header.firstSequence + UInt64(index)) {
+            guard case .registration = events[index] else { continue }
+            events[index] = .erased(ErasedEntry(erasing: events[index]))
+            changed += 1
+        }
+        guard changed > 0 else { return nil }
+        let sealer: FrameSealer?
+        if header.isEncrypted {
+            guard let keys else { return nil }
+            sealer = FrameSealer(key: keys.newest)
+        } else {
+            sealer = nil
+        }
+        do throws(FrameEncryptionError) {
+            let level = header.codec == .stored ? 0 : compressionLevel
+            return (try Frame.encode(events, firstSequence: header.firstSequence, compressionLevel: level, sealer: sealer), changed)
+        } catch {
+            throw .sealingFailed(error)
+        }
+    }
+
+    /// The registrations `selector` matches in a frame kept as a record (a row of a stream in
+    /// PostgreSQL, named `place`), below `boundary`; none in a damaged record.
+    ///
+    /// - Throws: ``LogError/unreadableFrame(_:segment:offset:)`` when its key is not in `keys`.
+    package static func matches(
+        _ selector: ErasureSelector, in record: FrameRecord, below boundary: UInt64, keys: LogKeyRing?, place: String
+    ) throws(LogError) -> [Match] {
+        guard let (header, stored) = record.checkedFrame else { return [] }
+        return try matches(selector, header: header, stored: stored, below: boundary, keys: keys, place: place, offset: 0)
+    }
+
+    /// A frame kept as a record with the registrations of `sequences` erased (``rewritten(header:stored:erasing:keys:compressionLevel:place:offset:)``);
+    /// `nil` when none of them is in it, or the record is damaged.
+    ///
+    /// - Throws: as ``rewritten(header:stored:erasing:keys:compressionLevel:place:offset:)``.
+    package static func rewritten(
+        _ record: FrameRecord, erasing sequences: Set<UInt64>, keys: LogKeyRing?, compressionLevel: Int32, place: String
+    ) throws(LogError) -> (record: FrameRecord, erased: Int)? {
+        guard let (header, stored) = record.checkedFrame,
+            let rewritten = try rewritten(
+                header: header, stored: stored, erasing: sequences, keys: keys, compressionLevel: compressionLevel, place: place, offset: 0)
+        else { return nil }
+        return (FrameRecord(firstSequence: record.firstSequence, eventCount: record.eventCount, bytes: rewritten.bytes), rewritten.erased)
     }
 
     /// The segment files of `directory` that may hold events below `boundary`.

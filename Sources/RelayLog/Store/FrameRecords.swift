@@ -19,6 +19,20 @@ package struct FrameRecord: Sendable, Equatable {
     }
 }
 
+extension FrameRecord {
+    /// Its frame's header and stored payload, when the header parses, matches the record's
+    /// columns and size, and the payload's CRC holds; `nil` for a damaged record.
+    var checkedFrame: (header: FrameHeader, stored: [UInt8])? {
+        guard bytes.count >= FrameHeader.size,
+            case .success(let header) = bytes.withUnsafeBufferPointer({ FrameHeader.decode(UnsafeBufferPointer(rebasing: $0[0..<FrameHeader.size])) }),
+            header.frameSize == bytes.count, header.firstSequence == firstSequence, Int(header.eventCount) == eventCount
+        else { return nil }
+        let stored = Array(bytes[FrameHeader.size...])
+        guard Zlib.crc32(stored) == header.payloadCRC else { return nil }
+        return (header, stored)
+    }
+}
+
 /// Encodes a group commit into frame records and decodes a record back into its events, with the
 /// log's compression and encryption: the frame format of the segment files, one record per frame.
 package struct FrameRecordCodec: Sendable {

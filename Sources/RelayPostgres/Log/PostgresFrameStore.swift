@@ -52,7 +52,7 @@ actor PostgresFrameStore: FrameStore {
 
     init(
         stream: String, location: PostgresLocation, link: PostgresLink, configuration: LogConfiguration, opened: PostgresStreamExtent,
-        readOnly: Bool, logger: Logger, wallClock: @escaping @Sendable () -> Int64
+        readOnly: Bool, erasureMask: ErasureMask, logger: Logger, wallClock: @escaping @Sendable () -> Int64
     ) {
         self.stream = stream
         self.location = location
@@ -66,7 +66,7 @@ actor PostgresFrameStore: FrameStore {
         self.spans = opened.spans.map(\.span)
         self.spanIDs = Dictionary(uniqueKeysWithValues: opened.spans.map { ($0.span.firstSequence, $0.id) })
         self.nextSpanID = (opened.spans.last?.id ?? 0) + 1
-        self.erasureMask = ErasureMask()
+        self.erasureMask = erasureMask
         self.logger = logger
         self.wallClock = wallClock
     }

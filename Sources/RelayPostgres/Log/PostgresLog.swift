@@ -1,6 +1,7 @@
 public import Logging
 import NIOCore
 import PostgresNIO
+import RelayIO
 public import RelayCore
 public import RelayLog
 
@@ -30,10 +31,12 @@ public enum PostgresLog {
     ///   - fence: the leases this process holds.
     ///   - readOnly: a stream adopted for forwarding: appends are refused.
     ///   - walDirectory: where the log's files would be; nothing durable is kept there.
+    ///   - erasurePlans: where this relay keeps its unfinished erasures' plans
+    ///     (``PostgresLogErasure/planDirectory``): their registrations are masked until finished.
     /// - Throws: ``LogError/storeNotOpened(_:)`` when the database cannot be reached or read.
     public static func open(
         location: PostgresLocation, stream: String, newRelayID: String, configuration: LogConfiguration, consumers: [LogConsumerDeclaration],
-        fenced: Set<String>, fence: StreamLeaseFence, readOnly: Bool, walDirectory: String, logger: Logger,
+        fenced: Set<String>, fence: StreamLeaseFence, readOnly: Bool, walDirectory: String, erasurePlans: String? = nil, logger: Logger,
         wallClock: @escaping @Sendable () -> Int64 = SystemClock.wallNanoseconds
     ) async throws(LogError) -> Opened {
         // A commit waits for a synchronous standby; one that has not answered in 5 s is answered
@@ -50,9 +53,14 @@ public enum PostgresLog {
             throw .storeNotOpened("opening stream \(stream): \(error)")
         }
         let decoder = SharedFrameDecoder(capacity: 0, logger: logger)
+        // The registrations of an erasure a stop cut short (its plan is in this data directory)
+        // stay masked in every reader of the stream here until it is finished. An adopted stream's
+        // plans are its own relay's: none here.
+        var erasures = ErasureMask()
+        if let erasurePlans { erasures = await BlockingExecutor(name: "erasure-plans").run { ErasureMask.pending(walDirectory: erasurePlans) } }
         let store = PostgresFrameStore(
             stream: stream, location: location, link: link, configuration: configuration, opened: found, readOnly: readOnly,
-            logger: logger, wallClock: wallClock)
+            erasureMask: erasures, logger: logger, wallClock: wallClock)
         var report = RecoveryReport()
         report.nextSequence = found.durableEnd
         report.segments = found.spans.count
@@ -64,7 +72,7 @@ public enum PostgresLog {
             directory: FileIdentity(device: 0, inode: 0))
         let opened = OpenedFrameStore(
             store: store, positions: found.cursors, cursors: cursors, report: report, identity: identity,
-            change: found.isNew ? .created : .unchanged, erasures: ErasureMask(), extent: await store.extent, sharedDecoder: decoder)
+            change: found.isNew ? .created : .unchanged, erasures: erasures, extent: await store.extent, sharedDecoder: decoder)
         let log = try await WriteAheadLog.open(
             opened, walDirectory: walDirectory, configuration: configuration, consumers: consumers, logger: logger, wallClock: wallClock)
         return Opened(

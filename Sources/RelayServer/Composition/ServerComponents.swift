@@ -95,12 +95,17 @@ struct ServerComponents {
         // The fleet's PostgreSQL: its own consumer of the log, with its position in the database.
         let fleet = configuration.postgres.map { (location: $0, status: FleetStatus()) }
         let archives = configuration.log.archiveDirectory.map { [$0] } ?? []
+        // On the log in PostgreSQL, an erasure rewrites this relay's stream's rows.
+        let logStream = configuration.logPostgres.flatMap { settings in
+            opened.leases.map { PostgresLogErasure(stream: $0.stream, location: settings.location, dataDirectory: configuration.dataDirectory) }
+        }
         // An erasure a stop cut short is finished before anything reads the log or serves (no
         // counter runs yet: the fleet's counts are changed in a session of its own). Should that
         // fail (PostgreSQL down), its registrations stay masked and the next erase finishes it.
         do {
             _ = try await PersonalDataErasure(
-                log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: archives, store: store, aggregator: aggregator,
+                log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: archives, stream: logStream, store: store,
+                aggregator: aggregator,
                 fleet: fleet.map {
                     PersonalDataErasure.directFleetStep(
                         location: $0.location, relayID: log.identity.relayID, table: configuration.aggregateMetrics, logger: logger)
@@ -113,7 +118,8 @@ struct ServerComponents {
                 metadata: ["error": "\(error)"])
         }
         let erasure = PersonalDataErasure(
-            log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: archives, store: store, aggregator: aggregator,
+            log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: archives, stream: logStream, store: store,
+                aggregator: aggregator,
             fleet: fleet.map { Self.fleetErasure(status: $0.status) }, fileSystem: fileSystem, sinkKinds: configuration.sinkKinds,
             metrics: configuration.aggregateMetrics, logger: logger)
         return ServerComponents(
@@ -168,11 +174,7 @@ struct ServerComponents {
                 aggregateMetrics: configuration.aggregateMetrics),
             HealthRoutes(ingestor: ingestor, upstream: relayLane, fleet: fleet?.status),
             PrivacyRoutes(
-                erasure: erasure, dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants,
-                unavailable: configuration.logPostgres == nil
-                    ? nil
-                    : "erasing registrations is not available on the log in PostgreSQL (--log-postgres-url) in this version: its frames are rows that erasure does not rewrite yet; nothing was done (docs/high-availability.md)"
-            ),
+                erasure: erasure, dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants),
             LogSealRoute(log: log, keyId: configuration.log.encryption?.newest.id, adminToken: configuration.adminToken, tenants: tenants),
             StatusRoutes(
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants, log: log, store: store,

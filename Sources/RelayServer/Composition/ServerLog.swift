@@ -35,7 +35,8 @@ struct ServerLog {
         let opened = try await PostgresLog.open(
             location: settings.location, stream: stream, newRelayID: identity.relayID, configuration: configuration.logWithWrittenEventsKept,
             consumers: configuration.logConsumers, fenced: Set(configuration.sinkLists.consumers.map(\.name)), fence: leases.fence,
-            readOnly: false, walDirectory: LogLayout(dataDirectory: directory).walDirectory, logger: logger)
+            readOnly: false, walDirectory: LogLayout(dataDirectory: directory).walDirectory,
+            erasurePlans: PostgresLogErasure.planDirectory(dataDirectory: directory), logger: logger)
         await leases.setWriter(opened.writer)
         // The first round before anything is served: the heartbeat, this stream's lease, and the
         // copies an acknowledgement means, which the start says.

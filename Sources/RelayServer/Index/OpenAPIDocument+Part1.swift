@@ -341,17 +341,17 @@ extension OpenAPIDocument {
                   content:
                     application/json:
                       schema: { $ref: '#/components/schemas/Error' }
-                '501':
-                  description: |
-                    Erasure is not available on the log in PostgreSQL (serve --log-postgres-url) in this
-                    version; nothing was done.
-                  content:
-                    application/json:
-                      schema: { $ref: '#/components/schemas/Error' }
                 '503':
                   description: |
                     The erasure failed (the message says where). What was done stays done; once its plan was
                     written the relay finishes it at its next start (or the next erasure does).
                   content:
+                    application/json:
+                      schema: { $ref: '#/components/schemas/Error' }
+            get:
+              tags: [privacy]
+              operationId: listErasures
+              summary: The erasures done, oldest first (the audit log, `<data-dir>/erasures.jsonl`).
+              description: The same object as `campaign-relay erase --list --json`. It holds no personal data.
         """#
 }

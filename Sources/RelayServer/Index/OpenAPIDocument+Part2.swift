@@ -3,13 +3,6 @@
 extension OpenAPIDocument {
     /// Lines 351 to 700 of docs/openapi.yaml.
     static let part2 = #"""
-                    application/json:
-                      schema: { $ref: '#/components/schemas/Error' }
-            get:
-              tags: [privacy]
-              operationId: listErasures
-              summary: The erasures done, oldest first (the audit log, `<data-dir>/erasures.jsonl`).
-              description: The same object as `campaign-relay erase --list --json`. It holds no personal data.
               security: [{}, { adminToken: [] }]
               responses:
                 '200':
@@ -353,5 +346,12 @@ extension OpenAPIDocument {
                   schema: { type: integer, minimum: 0 }
               responses:
                 '200':
+                  description: The counts (this relay's, or with --postgres-url the fleet's).
+                  content:
+                    application/json:
+                      schema:
+                        oneOf:
+                          - $ref: '#/components/schemas/AggregatesReport'
+                          - $ref: '#/components/schemas/FleetReport'
         """#
 }

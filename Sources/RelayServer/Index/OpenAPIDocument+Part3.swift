@@ -3,13 +3,6 @@
 extension OpenAPIDocument {
     /// Lines 701 to 1050 of docs/openapi.yaml.
     static let part3 = #"""
-                  description: The counts (this relay's, or with --postgres-url the fleet's).
-                  content:
-                    application/json:
-                      schema:
-                        oneOf:
-                          - $ref: '#/components/schemas/AggregatesReport'
-                          - $ref: '#/components/schemas/FleetReport'
                 '400': { $ref: '#/components/responses/JSONError' }
                 '401': { $ref: '#/components/responses/Unauthorized' }
                 '403': { $ref: '#/components/responses/OtherTenantsToken' }
@@ -353,5 +346,12 @@ extension OpenAPIDocument {
                 lastEvent: { type: string, format: date-time }
             AggregatesReport:
               type: object
+              required: [aggregatedThrough, deliveries, registrations, origins, sequences]
+              properties:
+                aggregatedThrough: { type: integer, minimum: 0, description: Every event up to this sequence is counted. }
+                deliveries:
+                  type: array
+                  items: { $ref: '#/components/schemas/DeliveryCounts' }
+                registrations:
         """#
 }

@@ -12,8 +12,6 @@ struct PrivacyRoutes: RouteGroup, Sendable {
     let dataDirectory: String
     let adminToken: String?
     let tenants: TenantDirectory
-    /// Why erasing cannot be done on this relay's log, if it cannot (the log in PostgreSQL).
-    var unavailable: String?
 
     /// Where the audit log is read.
     static let auditIO = BlockingExecutor(name: "erasure-audit")
@@ -27,7 +25,6 @@ struct PrivacyRoutes: RouteGroup, Sendable {
             guard let body = try? await request.body.collect(upTo: Self.maximumBodyBytes) else {
                 return Responses.tooLarge(Self.maximumBodyBytes, json: true)
             }
-            if let unavailable { return Responses.error(.notImplemented, unavailable) }
             let parsed: (ErasureSelector, Bool)
             switch ErasureRequest.parse(Array(buffer: body)) {
             case .success(let request): parsed = request
