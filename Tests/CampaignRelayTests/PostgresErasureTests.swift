@@ -77,6 +77,11 @@ struct PostgresErasureTests {
         #expect(listed.status == 200 && listed.body.components(separatedBy: #""id":"#).count - 1 == 1, "\(listed.body)")
         await server.stop()
 
+        // erase with no serve running opens no log of its own on this data directory.
+        let offline = try await RelayBinary.run(binary, ["erase", "--data-dir", directory, "--user-key", "pdcanarybobuser"])
+        #expect(offline.status == 1 && offline.stderr.contains("erases through its running serve"), "\(offline.stdout)\(offline.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/wal"))
+
         // From outside: her sequences are erased entries, everything else as it was.
         let dump = try await RelayBinary.run(binary, ["wal", "dump", "--log-postgres-url", postgres.url, "--relay-name", "edge-a"])
         #expect(dump.status == 0, "\(dump.stderr)")

@@ -104,6 +104,14 @@ struct EraseCommand: AsyncParsableCommand {
         if let server = ServerRecord.running(dataDirectory: common.dataDir) {
             report = try await handOff(to: server)
         } else {
+            // A relay whose log is in PostgreSQL keeps no wal/ here: opening one would erase
+            // nothing and say so, as if it were done.
+            var status = stat()
+            guard stat(common.dataDir + "/wal", &status) == 0 else {
+                throw RuntimeFailure(
+                    "no log in \(common.dataDir) (no wal/ directory), and no serve runs on it: nothing was erased. A relay that keeps its log in PostgreSQL (serve --log-postgres-url) erases through its running serve: start it, then run erase again with its --data-dir and --admin-token"
+                )
+            }
             // The archives serve copies segments into by the file, unless --archive-dir names others.
             let archives = archiveDirectories.isEmpty ? try await configFile.archiveDirectories() : archiveDirectories
             for archive in archives { try await ArchiveDirectoryCheck.requireExisting(archive) }
