@@ -36,7 +36,7 @@ struct PostgresReplayTests {
     }
 
     @Test(
-        "a stream served on PostgreSQL with a key file replays byte for byte as the same events from files; the dry run, --to-aggregates and wal dump print the same; an unknown stream is named with those held"
+        "a stream served on PostgreSQL with a key file replays byte for byte as the same events from files; the dry run, --to-aggregates and wal dump print the same; wal rekey seals its rows with a new key; an unknown stream is named with those held"
     )
     func replayFromPostgres() async throws {
         let binary = try RelayBinary.path()
@@ -116,6 +116,28 @@ struct PostgresReplayTests {
         let dumped = dumpPostgres.stdout.split(separator: "\n")
         #expect(dumped.count == 60 && dumped.filter { $0.contains("token") }.count == 15)
         #expect(dumped.filter { !$0.contains("token") } == dumpFiles.stdout.split(separator: "\n").filter { !$0.contains("token") })
+
+        // wal rekey seals every row with the newest key of a new key file: the stream then reads
+        // with that key alone, which it could not before; a second run finds nothing to do.
+        let onlyNew = base + "-keys-new"
+        let both = base + "-keys-both"
+        defer { for path in [onlyNew, both] { try? FileManager.default.removeItem(atPath: path) } }
+        let newKey = Data(TestKeys.bytes("k2")).base64EncodedString()
+        #expect(FileManager.default.createFile(atPath: onlyNew, contents: Data("k2:\(newKey)\n".utf8), attributes: [.posixPermissions: 0o600]))
+        #expect(
+            FileManager.default.createFile(
+                atPath: both, contents: Data("k1:\(key)\nk2:\(newKey)\n".utf8), attributes: [.posixPermissions: 0o600]))
+        let stream = ["--log-postgres-url", postgres.url, "--relay-name", "edge-a", "--data-dir", replayed]
+        let refused = try await RelayBinary.run(binary, ["wal", "dump", "--encryption-key-file", onlyNew] + stream)
+        #expect(refused.status == 1, "\(refused.stdout)\(refused.stderr)")
+        let rows = try await postgres.psql("SELECT count(*) FROM relay_log_frames WHERE stream = 'edge-a'").trimmingCharacters(in: .whitespacesAndNewlines)
+        let rekeyed = try await RelayBinary.run(binary, ["wal", "rekey", "--encryption-key-file", both, "--json"] + stream)
+        #expect(rekeyed.status == 0, "\(rekeyed.stdout)\(rekeyed.stderr)")
+        #expect(rekeyed.stdout.contains(#""framesResealed":\#(rows)"#) && rekeyed.stdout.contains(#""keyId":"k2""#), "\(rows) rows: \(rekeyed.stdout)")
+        let readable = try await RelayBinary.run(binary, ["wal", "dump", "--encryption-key-file", onlyNew] + stream)
+        #expect(readable.status == 0 && readable.stdout.split(separator: "\n").count == 60, "\(readable.stderr)")
+        let again = try await RelayBinary.run(binary, ["wal", "rekey", "--encryption-key-file", both, "--json"] + stream)
+        #expect(again.stdout.contains(#""segmentsRewritten":0"#) && again.stdout.contains(#""segmentsCurrent":\#(rows)"#), "\(again.stdout)")
 
         // A stream the database does not hold: exit 1, naming those it holds.
         let unknown = try await RelayBinary.run(

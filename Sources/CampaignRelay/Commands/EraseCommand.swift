@@ -106,8 +106,7 @@ struct EraseCommand: AsyncParsableCommand {
         } else {
             // A relay whose log is in PostgreSQL keeps no wal/ here: opening one would erase
             // nothing and say so, as if it were done.
-            var status = stat()
-            guard stat(common.dataDir + "/wal", &status) == 0 else {
+            guard common.holdsLog else {
                 throw RuntimeFailure(
                     "no log in \(common.dataDir) (no wal/ directory), and no serve runs on it: nothing was erased. A relay that keeps its log in PostgreSQL (serve --log-postgres-url) erases through its running serve: start it, then run erase again with its --data-dir and --admin-token"
                 )

@@ -5,6 +5,7 @@ import RelayEventJSON
 import RelayForwarding
 import RelayIO
 import RelayLog
+import RelayPostgres
 import RelayServer
 
 /// `campaign-relay wal rekey`: rewrites the log's segments, and archives, under the newest key.
@@ -26,6 +27,11 @@ struct WALRekeyCommand: AsyncParsableCommand {
             --json` shows framesByKeyId), the older keys may leave the key file. The dead letters \
             of forwarding.sqlite are sealed with the newest key too. Exit status 0, or \
             1 with the segment that could not be rewritten (those before it are done).
+
+            With --log-postgres-url, the rows of the stream of --relay-name in the log database \
+            (serve --log-postgres-url) are sealed again instead, 256 per transaction (run it \
+            again after an interruption); restart the relays appending to it with the new key \
+            file first, since frames they append meanwhile are sealed with their own key.
             """
     )
 
@@ -40,6 +46,8 @@ struct WALRekeyCommand: AsyncParsableCommand {
             valueName: "token"))
     var adminToken: String?
 
+    @OptionGroup var storedLog: StoredLogOptions
+
     @OptionGroup var encryption: EncryptionOptions
 
     @OptionGroup var common: CommonOptions
@@ -51,11 +59,29 @@ struct WALRekeyCommand: AsyncParsableCommand {
             throw ValidationError("--encryption-key-file is required: the file whose newest (last) key the segments are sealed with")
         }
         if archiveDirectories.contains(where: \.isEmpty) { throw ValidationError("--archive-dir must not be empty") }
+        if storedLog.url != nil, !archiveDirectories.isEmpty {
+            throw ValidationError("--archive-dir names segment files; a log in PostgreSQL (--log-postgres-url) keeps no archive: give one of them")
+        }
     }
 
     func run() async throws {
-        try common.requireLog()
         guard let keys = try await encryption.keyRing() else { return }
+        if let (location, stream) = try await storedLog.named(dataDirectory: common.dataDir) {
+            let json = common.json
+            let report = try await BlockingExecutor(name: "wal-rekey").run { () throws(RuntimeFailure) -> LogRekey.Report in
+                var progress = ProgressLine(enabled: !json)
+                defer { progress.finish() }
+                do {
+                    return try PostgresLogRekey.rekey(stream: stream, location: location, keys: keys) { so in
+                        progress.update("rekeying stream \(stream): \(so.segmentsRewritten) rows rewritten, \(so.segmentsCurrent) already under \(so.keyId)")
+                    }
+                } catch {
+                    throw RuntimeFailure("rekeying stream \(stream) in \(location): \(error)")
+                }
+            }
+            return try await finish(reports: [report], keys: keys)
+        }
+        try common.requireLog()
         for archive in archiveDirectories { try await ArchiveDirectoryCheck.requireExisting(archive) }
         let layout = LogLayout(dataDirectory: common.dataDir)
         let walDirectory = layout.walDirectory
@@ -96,6 +122,12 @@ struct WALRekeyCommand: AsyncParsableCommand {
             }
             return reports
         }
+        try await finish(reports: reports, keys: keys)
+    }
+
+    /// Seals the dead letters with the newest key too, and prints what was done.
+    private func finish(reports: [LogRekey.Report], keys: LogKeyRing) async throws {
+        let json = common.json
         var deadLetters = ForwardingStore.Reseal(letters: 0, journalCleared: true)
         if PosixFileSystem().exists(ForwardingStore.path(dataDirectory: common.dataDir)) {
             do {
@@ -112,7 +144,13 @@ struct WALRekeyCommand: AsyncParsableCommand {
                     RekeyOutput(directories: reports, deadLettersResealed: deadLetters.letters, deadLetterJournalCleared: deadLetters.journalCleared))
             )
         } else {
-            for report in reports {
+            for report in reports where report.directory.hasPrefix("stream ") {
+                var line =
+                    "\(report.directory): \(counted(report.segmentsRewritten, "row")) rewritten under key \(report.keyId) (\(counted(report.framesEncrypted, "frame")) encrypted, \(report.framesResealed) sealed again), \(report.segmentsCurrent) already under it"
+                if report.damagedRangesKept > 0 { line += ", \(counted(report.damagedRangesKept, "damaged row")) left as they were" }
+                output.line(line)
+            }
+            for report in reports where !report.directory.hasPrefix("stream ") {
                 var line =
                     "\(report.directory): \(counted(report.segmentsRewritten, "segment")) rewritten under key \(report.keyId) (\(counted(report.framesEncrypted, "frame")) encrypted, \(report.framesResealed) sealed again), \(report.segmentsCurrent) already under it"
                 if report.segmentsGone > 0 { line += ", \(report.segmentsGone) deleted by retention meanwhile" }

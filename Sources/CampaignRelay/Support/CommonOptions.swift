@@ -32,12 +32,17 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
+    /// Whether `--data-dir` holds a log in files (a `wal/` directory).
+    var holdsLog: Bool {
+        var status = stat()
+        return stat(dataDir + "/wal", &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+    }
+
     /// Fails with what to do when `--data-dir` does not exist, or holds no log (`wal/`): the
     /// commands that read or rewrite the log's segments (`wal …`).
     func requireLog() throws {
         try requireDataDirectory()
-        var status = stat()
-        guard stat(dataDir + "/wal", &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
+        guard holdsLog else {
             throw RuntimeFailure(
                 "no log in \(dataDir): it has no wal/ directory, so nothing was stored there yet; give --data-dir the directory `serve` or `ingest` use, or --config with the relay's configuration file"
             )

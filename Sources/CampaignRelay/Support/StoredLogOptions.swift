@@ -38,6 +38,18 @@ struct StoredLogOptions: ParsableArguments {
     /// - Throws: ``RuntimeFailure`` for a URL that cannot be used, a database that cannot be read,
     ///   or a stream it does not hold.
     func stream(dataDirectory: String, keys: LogKeyRing?) async throws -> StoredLog? {
+        guard let (location, name) = try await named(dataDirectory: dataDirectory) else { return nil }
+        do {
+            return try await PostgresStoredStream.open(location: location, stream: name, keys: keys)
+        } catch {
+            throw RuntimeFailure(error.description)
+        }
+    }
+
+    /// The database and the stream's name, when a URL is given (the stream is not looked for).
+    ///
+    /// - Throws: ``RuntimeFailure`` for a URL that cannot be used, or no name to go by.
+    func named(dataDirectory: String) async throws -> (location: PostgresLocation, stream: String)? {
         guard let url else { return nil }
         let location: PostgresLocation
         do {
@@ -56,10 +68,6 @@ struct StoredLogOptions: ParsableArguments {
                 "which stream? \(dataDirectory) names no relay: give --relay-name"
                     + (held.isEmpty ? "" : " (the log database holds \(held.map { "'\($0)'" }.joined(separator: ", ")))"))
         }
-        do {
-            return try await PostgresStoredStream.open(location: location, stream: name, keys: keys)
-        } catch {
-            throw RuntimeFailure(error.description)
-        }
+        return (location, name)
     }
 }

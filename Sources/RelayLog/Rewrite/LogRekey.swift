@@ -95,29 +95,14 @@ public enum LogRekey {
     {
         let sealer = FrameSealer(key: keys.newest)
         var encrypted = 0
-        var resealed = 0
+        var sealedAgain = 0
         let outcome = try SegmentRewriter.rewrite(name: name, directory: directory, fileSystem: fileSystem) {
             (header, offset, stored) throws(LogError) -> [UInt8]? in
-            if header.isEncrypted, FrameEnvelope.keyID(of: stored) == sealer.key.id { return nil }
-            let inner: [UInt8]
-            if header.isEncrypted {
-                do throws(FrameEncryptionError) {
-                    inner = try stored.withUnsafeBufferPointer { buffer throws(FrameEncryptionError) in
-                        try FrameEnvelope.open(buffer, header: header, keys: keys)
-                    }
-                } catch {
-                    throw .unreadableFrame(error, segment: name, offset: offset)
-                }
-                resealed += 1
-            } else {
-                inner = stored
-                encrypted += 1
+            guard let sealed = try resealed(header: header, stored: stored, keys: keys, sealer: sealer, place: name, offset: offset) else {
+                return nil
             }
-            do throws(FrameEncryptionError) {
-                return try Frame.seal(inner, header: header, sealer: sealer)
-            } catch {
-                throw .sealingFailed(error)
-            }
+            if sealed.wasEncrypted { sealedAgain += 1 } else { encrypted += 1 }
+            return sealed.bytes
         }
         guard let outcome else {
             report.segmentsGone += 1
@@ -129,8 +114,50 @@ public enum LogRekey {
         }
         report.segmentsRewritten += 1
         report.framesEncrypted += encrypted
-        report.framesResealed += resealed
+        report.framesResealed += sealedAgain
         report.damagedRangesKept += outcome.damagedRanges
         report.bytesWritten += outcome.bytes
+    }
+
+    /// A frame (its `header` and `stored` payload) sealed with `sealer`'s key: opened first when it
+    /// was sealed with an older key of `keys`; `nil` when it is sealed with that key already.
+    ///
+    /// - Throws: ``LogError/unreadableFrame(_:segment:offset:)`` when its key is not in `keys`,
+    ///   ``LogError/sealingFailed(_:)``.
+    static func resealed(
+        header: FrameHeader, stored: [UInt8], keys: LogKeyRing, sealer: FrameSealer, place: String, offset: Int64
+    ) throws(LogError) -> (bytes: [UInt8], wasEncrypted: Bool)? {
+        if header.isEncrypted, FrameEnvelope.keyID(of: stored) == sealer.key.id { return nil }
+        let inner: [UInt8]
+        if header.isEncrypted {
+            do throws(FrameEncryptionError) {
+                inner = try stored.withUnsafeBufferPointer { buffer throws(FrameEncryptionError) in
+                    try FrameEnvelope.open(buffer, header: header, keys: keys)
+                }
+            } catch {
+                throw .unreadableFrame(error, segment: place, offset: offset)
+            }
+        } else {
+            inner = stored
+        }
+        do throws(FrameEncryptionError) {
+            return (try Frame.seal(inner, header: header, sealer: sealer), header.isEncrypted)
+        } catch {
+            throw .sealingFailed(error)
+        }
+    }
+
+    /// A frame kept as a record (a row of a stream in PostgreSQL, named `place`) sealed with the
+    /// newest key of `keys`; `nil` when it is sealed with it already, or damaged (left as it is,
+    /// as a segment's damaged ranges are copied as they were).
+    ///
+    /// - Throws: as ``resealed(header:stored:keys:sealer:place:offset:)``.
+    package static func resealed(_ record: FrameRecord, keys: LogKeyRing, place: String) throws(LogError) -> (
+        record: FrameRecord, wasEncrypted: Bool
+    )? {
+        guard let (header, stored) = record.checkedFrame,
+            let sealed = try resealed(header: header, stored: stored, keys: keys, sealer: FrameSealer(key: keys.newest), place: place, offset: 0)
+        else { return nil }
+        return (FrameRecord(firstSequence: record.firstSequence, eventCount: record.eventCount, bytes: sealed.bytes), sealed.wasEncrypted)
     }
 }

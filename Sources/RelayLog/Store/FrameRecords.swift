@@ -22,7 +22,7 @@ package struct FrameRecord: Sendable, Equatable {
 extension FrameRecord {
     /// Its frame's header and stored payload, when the header parses, matches the record's
     /// columns and size, and the payload's CRC holds; `nil` for a damaged record.
-    var checkedFrame: (header: FrameHeader, stored: [UInt8])? {
+    package var checkedFrame: (header: FrameHeader, stored: [UInt8])? {
         guard bytes.count >= FrameHeader.size,
             case .success(let header) = bytes.withUnsafeBufferPointer({ FrameHeader.decode(UnsafeBufferPointer(rebasing: $0[0..<FrameHeader.size])) }),
             header.frameSize == bytes.count, header.firstSequence == firstSequence, Int(header.eventCount) == eventCount
