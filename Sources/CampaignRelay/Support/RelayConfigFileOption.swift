@@ -51,7 +51,8 @@ struct RelayConfigFileOption: ParsableArguments {
         Command(["wal", "verify"], WALVerifyCommand.self, ["data-dir", "encryption-key-file"]),
         Command(["wal", "dump"], WALDumpCommand.self, ["data-dir", "encryption-key-file", "log-postgres-url", "relay-name"]),
         Command(["wal", "archive"], WALArchiveCommand.self, ["data-dir"]),
-        Command(["wal", "rekey"], WALRekeyCommand.self, ["data-dir", "encryption-key-file", "archive-dir", "admin-token"]),
+        Command(
+            ["wal", "rekey"], WALRekeyCommand.self, ["data-dir", "encryption-key-file", "archive-dir", "admin-token", "log-postgres-url", "relay-name"]),
         Command(["deadletter", "list"], DeadLetterListCommand.self, ["data-dir", "encryption-key-file"]),
         Command(["deadletter", "retry"], DeadLetterRetryCommand.self, ["data-dir", "encryption-key-file", "archive-dir", "retain", "retain-bytes"]),
     ]
