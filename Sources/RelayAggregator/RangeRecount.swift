@@ -14,7 +14,8 @@ public enum RangeRecount {
     ///   into an existing database), ``AggregatorError/log(_:)`` and
     ///   ``AggregatorError/database(_:)`` when reading or counting fails.
     public static func count(
-        _ stored: StoredLog, sequences: Range<UInt64>, times: Range<Int64>?, into path: String, batchSize: Int = 50_000, progress: (@Sendable (CatchUpProgress) -> Void)? = nil
+        _ stored: StoredLog, sequences: Range<UInt64>, times: Range<Int64>?, into path: String, batchSize: Int = 50_000,
+        progress: (@Sendable (CatchUpProgress) -> Void)? = nil
     ) async throws(AggregatorError) -> CatchUpSummary {
         try await BlockingExecutor(name: "recount").run { () throws(AggregatorError) -> CatchUpSummary in
             let fileSystem = PosixFileSystem()

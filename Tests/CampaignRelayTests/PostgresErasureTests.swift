@@ -22,7 +22,8 @@ struct PostgresErasureTests {
         case 5, 17, 33: return registration("ada", index)
         case let other where other % 4 == 0: return registration("bob", other)
         default:
-            return #"{"kind":"track","action":"open","messageId":"\#(index)","deliveryId":"d1","time":"2026-11-21T10:\#(index < 10 ? "0" : "")\#(index):00Z"}"#
+            return
+                #"{"kind":"track","action":"open","messageId":"\#(index)","deliveryId":"d1","time":"2026-11-21T10:\#(index < 10 ? "0" : "")\#(index):00Z"}"#
         }
     }
 

@@ -16,7 +16,8 @@ struct PostgresReplayTests {
                 #"{"kind":"register","platform":"\#(index % 8 == 0 ? "ios" : "android")","integrationKey":"app","registrationToken":"token\#(index)","userKey":"user\#(index)","additionalParams":{"k":"v\#(index)"}}"#
         }
         let action = ["open", "click", "impression"][index % 3]
-        return #"{"kind":"track","action":"\#(action)","messageId":"\#(index)","deliveryId":"d\#(index % 3)","time":"2026-11-21T10:\#(index < 10 ? "0" : "")\#(index):00Z"}"#
+        return
+            #"{"kind":"track","action":"\#(action)","messageId":"\#(index)","deliveryId":"d\#(index % 3)","time":"2026-11-21T10:\#(index < 10 ? "0" : "")\#(index):00Z"}"#
     }
 
     /// Each request Campaign received: method, target, header fields and body, sorted (the lanes
@@ -70,11 +71,13 @@ struct PostgresReplayTests {
         await server.stop()
         // The frames are in the table, sealed: no token in the clear.
         #expect(try await postgres.psql("SELECT sum(event_count) FROM relay_log_frames WHERE stream = 'edge-a'").contains("60"))
-        #expect(try await postgres.psql("SELECT count(*) FROM relay_log_frames WHERE position('token4' IN encode(frame, 'escape')) > 0").contains("0"))
+        #expect(
+            try await postgres.psql("SELECT count(*) FROM relay_log_frames WHERE position('token4' IN encode(frame, 'escape')) > 0").contains("0"))
 
         // The same events in files.
         let ingest = try await RelayBinary.run(
-            binary, ["ingest", "-", "--data-dir", files, "--encryption-key-file", keys], input: Data((Self.lines.joined(separator: "\n") + "\n").utf8))
+            binary, ["ingest", "-", "--data-dir", files, "--encryption-key-file", keys], input: Data((Self.lines.joined(separator: "\n") + "\n").utf8)
+        )
         try #require(ingest.status == 0, "\(ingest.stderr)")
 
         let hosts = ["--tracking-host", campaign.url, "--marketing-host", campaign.url, "--encryption-key-file", keys, "--json"]
@@ -110,7 +113,8 @@ struct PostgresReplayTests {
         // wal dump prints the stream as it prints the files (registrations aside: each carries
         // the time it was ingested).
         let dumpPostgres = try await RelayBinary.run(
-            binary, ["wal", "dump", "--log-postgres-url", postgres.url, "--relay-name", "edge-a", "--encryption-key-file", keys, "--data-dir", replayed])
+            binary,
+            ["wal", "dump", "--log-postgres-url", postgres.url, "--relay-name", "edge-a", "--encryption-key-file", keys, "--data-dir", replayed])
         let dumpFiles = try await RelayBinary.run(binary, ["wal", "dump", "--encryption-key-file", keys, "--data-dir", files])
         #expect(dumpPostgres.status == 0 && dumpFiles.status == 0, "\(dumpPostgres.stderr)\(dumpFiles.stderr)")
         let dumped = dumpPostgres.stdout.split(separator: "\n")
@@ -130,10 +134,12 @@ struct PostgresReplayTests {
         let stream = ["--log-postgres-url", postgres.url, "--relay-name", "edge-a", "--data-dir", replayed]
         let refused = try await RelayBinary.run(binary, ["wal", "dump", "--encryption-key-file", onlyNew] + stream)
         #expect(refused.status == 1, "\(refused.stdout)\(refused.stderr)")
-        let rows = try await postgres.psql("SELECT count(*) FROM relay_log_frames WHERE stream = 'edge-a'").trimmingCharacters(in: .whitespacesAndNewlines)
+        let rows = try await postgres.psql("SELECT count(*) FROM relay_log_frames WHERE stream = 'edge-a'").trimmingCharacters(
+            in: .whitespacesAndNewlines)
         let rekeyed = try await RelayBinary.run(binary, ["wal", "rekey", "--encryption-key-file", both, "--json"] + stream)
         #expect(rekeyed.status == 0, "\(rekeyed.stdout)\(rekeyed.stderr)")
-        #expect(rekeyed.stdout.contains(#""framesResealed":\#(rows)"#) && rekeyed.stdout.contains(#""keyId":"k2""#), "\(rows) rows: \(rekeyed.stdout)")
+        #expect(
+            rekeyed.stdout.contains(#""framesResealed":\#(rows)"#) && rekeyed.stdout.contains(#""keyId":"k2""#), "\(rows) rows: \(rekeyed.stdout)")
         let readable = try await RelayBinary.run(binary, ["wal", "dump", "--encryption-key-file", onlyNew] + stream)
         #expect(readable.status == 0 && readable.stdout.split(separator: "\n").count == 60, "\(readable.stderr)")
         let again = try await RelayBinary.run(binary, ["wal", "rekey", "--encryption-key-file", both, "--json"] + stream)

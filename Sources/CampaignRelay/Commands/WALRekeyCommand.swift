@@ -73,7 +73,8 @@ struct WALRekeyCommand: AsyncParsableCommand {
                 defer { progress.finish() }
                 do {
                     return try PostgresLogRekey.rekey(stream: stream, location: location, keys: keys) { so in
-                        progress.update("rekeying stream \(stream): \(so.segmentsRewritten) rows rewritten, \(so.segmentsCurrent) already under \(so.keyId)")
+                        progress.update(
+                            "rekeying stream \(stream): \(so.segmentsRewritten) rows rewritten, \(so.segmentsCurrent) already under \(so.keyId)")
                     }
                 } catch {
                     throw RuntimeFailure("rekeying stream \(stream) in \(location): \(error)")

@@ -52,7 +52,8 @@ struct RelayConfigFileOption: ParsableArguments {
         Command(["wal", "dump"], WALDumpCommand.self, ["data-dir", "encryption-key-file", "log-postgres-url", "relay-name"]),
         Command(["wal", "archive"], WALArchiveCommand.self, ["data-dir"]),
         Command(
-            ["wal", "rekey"], WALRekeyCommand.self, ["data-dir", "encryption-key-file", "archive-dir", "admin-token", "log-postgres-url", "relay-name"]),
+            ["wal", "rekey"], WALRekeyCommand.self,
+            ["data-dir", "encryption-key-file", "archive-dir", "admin-token", "log-postgres-url", "relay-name"]),
         Command(["deadletter", "list"], DeadLetterListCommand.self, ["data-dir", "encryption-key-file"]),
         Command(["deadletter", "retry"], DeadLetterRetryCommand.self, ["data-dir", "encryption-key-file", "archive-dir", "retain", "retain-bytes"]),
     ]

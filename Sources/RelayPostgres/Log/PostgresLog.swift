@@ -1,8 +1,8 @@
 public import Logging
 import NIOCore
 import PostgresNIO
-import RelayIO
 public import RelayCore
+import RelayIO
 public import RelayLog
 
 /// Opens a ``RelayLog/WriteAheadLog`` whose frames are kept in PostgreSQL (`--log-postgres-url`),

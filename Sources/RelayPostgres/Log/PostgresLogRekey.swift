@@ -80,7 +80,8 @@ public enum PostgresLogRekey {
                     }
                 }
             } catch {
-                throw .storeUnavailable("rekeying stream \(stream) at \(location) (the rows after sequence \(max(from, 0)) are not rewritten): \(error)")
+                throw .storeUnavailable(
+                    "rekeying stream \(stream) at \(location) (the rows after sequence \(max(from, 0)) are not rewritten): \(error)")
             }
             let done = try batch.get()
             report.framesEncrypted += done.encrypted

@@ -119,7 +119,7 @@ struct ServerComponents {
         }
         let erasure = PersonalDataErasure(
             log: log, dataDirectory: configuration.dataDirectory, archiveDirectories: archives, stream: logStream, store: store,
-                aggregator: aggregator,
+            aggregator: aggregator,
             fleet: fleet.map { Self.fleetErasure(status: $0.status) }, fileSystem: fileSystem, sinkKinds: configuration.sinkKinds,
             metrics: configuration.aggregateMetrics, logger: logger)
         return ServerComponents(
