@@ -65,6 +65,7 @@ struct WALRekeyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if storedLog.url == nil { try common.requireLog() }
         guard let keys = try await encryption.keyRing() else { return }
         if let (location, stream) = try await storedLog.named(dataDirectory: common.dataDir) {
             let json = common.json
@@ -82,7 +83,6 @@ struct WALRekeyCommand: AsyncParsableCommand {
             }
             return try await finish(reports: [report], keys: keys)
         }
-        try common.requireLog()
         for archive in archiveDirectories { try await ArchiveDirectoryCheck.requireExisting(archive) }
         let layout = LogLayout(dataDirectory: common.dataDir)
         let walDirectory = layout.walDirectory

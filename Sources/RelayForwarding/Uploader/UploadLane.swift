@@ -252,11 +252,12 @@ public actor UploadLane: BlockingActor, BreakerGate {
     }
 
     /// Logs that the destination is failing and sends to it pause until `until` (the breaker opened).
+    /// On a busy machine `until` may have passed by the time this runs: the next try is then now.
     func logPause(reason: String, until: ContinuousClock.Instant) {
         logger.warning(
             "\(destinationName) is failing; pausing sends to it",
             metadata: [
-                "host": "\(endpoint)", "reason": "\(reason)", "down-since": "\(downSince())", "next-try-in": "\((until - .now).humanText)",
+                "host": "\(endpoint)", "reason": "\(reason)", "down-since": "\(downSince())", "next-try-in": "\(max(.zero, until - .now).humanText)",
                 "backlog": "\(statistics.backlog)",
             ]
         )
