@@ -23,9 +23,10 @@ extension RelayMetrics {
     static let deliveredHelp = "Events Campaign accepted (HTTP 200), by tenant."
     static let retriesHelp = "Retries after retryable failures of forwarding to Campaign, by tenant."
 
-    /// The handles the lane of `sink` records through: ``laneMetrics(for:tenant:)`` of its kind and tenant.
-    public func laneMetrics(for sink: any Sink) -> LaneMetrics {
-        laneMetrics(for: sink.kind, tenant: sink.tenant)
+    /// The handles the lane of `sink` records through: ``laneMetrics(for:tenant:adoptedStream:)``
+    /// of its kind and tenant, for this relay's own log or for the stream it adopted.
+    public func laneMetrics(for sink: any Sink, adoptedStream: String? = nil) -> LaneMetrics {
+        laneMetrics(for: sink.kind, tenant: sink.tenant, adoptedStream: adoptedStream)
     }
 
     /// The handles the lane of `kind` (its label is the series' `lane` or `destination`:
@@ -46,11 +47,16 @@ extension RelayMetrics {
     /// with their HELP texts, which `PrometheusMetricsFactory` would register empty) and a
     /// `PrometheusMetricsFactory` over this registry as their factory; nothing is bootstrapped
     /// globally. No lane destroys its handles: the series live as long as the registry.
-    public func laneMetrics(for kind: SinkKind, tenant: TenantName? = nil) -> LaneMetrics {
-        let name = kind.laneName(of: tenant)
+    ///
+    /// The lanes of a stream this relay adopted (the log in PostgreSQL, `adoptedStream` its name)
+    /// have series of their own, the same families with a `stream` label besides: its backlog and
+    /// breaker are never written over by this relay's own lanes', and its deliveries are told apart.
+    /// A relay lane's `relay_upstream_*` gauges stay this relay's own.
+    public func laneMetrics(for kind: SinkKind, tenant: TenantName? = nil, adoptedStream: String? = nil) -> LaneMetrics {
+        let name = kind.laneName(of: tenant) + (adoptedStream.map { "@" + $0 } ?? "")
         return lanes.withLockedValue { lanes in
             if let made = lanes[name] { return made.metrics }
-            let made = makeLane(kind, tenant: tenant)
+            let made = makeLane(kind, tenant: tenant, adoptedStream: adoptedStream)
             lanes[name] = made
             return made.metrics
         }
@@ -95,31 +101,36 @@ extension RelayMetrics {
         ).set(limitBytes)
     }
 
-    private func makeLane(_ sinkKind: SinkKind, tenant: TenantName?) -> LaneHandles {
+    private func makeLane(_ sinkKind: SinkKind, tenant: TenantName?, adoptedStream: String?) -> LaneHandles {
         let factory = PrometheusMetricsFactory(registry: registry)
         let kind = sinkKind.label
         let isRelay = sinkKind.role == .handsOn
         let tenantLabel = sinkKind.tenantLabel(tenant)
+        let stream = adoptedStream.map { [("stream", $0)] } ?? []
         // A lane that hands events on counts neither deliveries nor retries in the uploader's families.
         let delivered =
             isRelay
             ? nil
             : TalliedCounter(
                 countingInto: registry.makeCounter(
-                    descriptor: .named("relay_upload_delivered_total", Self.deliveredHelp), labels: [("tenant", tenantLabel)]))
+                    descriptor: .named("relay_upload_delivered_total", Self.deliveredHelp), labels: [("tenant", tenantLabel)] + stream))
         let noop = NOOPMetricsHandler.instance
         let backlog = registry.makeGauge(
-            descriptor: .named("relay_upload_backlog", Self.backlogHelp), labels: [("lane", kind), ("tenant", tenantLabel)])
+            descriptor: .named("relay_upload_backlog", Self.backlogHelp), labels: [("lane", kind), ("tenant", tenantLabel)] + stream)
         let oldestSeries = registry.makeGauge(
-            descriptor: .named("relay_upload_oldest_unsent_seconds", Self.oldestUnsentHelp), labels: [("destination", kind), ("tenant", tenantLabel)])
+            descriptor: .named("relay_upload_oldest_unsent_seconds", Self.oldestUnsentHelp),
+            labels: [("destination", kind), ("tenant", tenantLabel)] + stream)
         let breakerOpen = registry.makeGauge(
-            descriptor: .named("relay_upload_breaker_open", Self.breakerOpenHelp), labels: [("lane", kind), ("tenant", tenantLabel)])
-        // A hand-off's oldest owed event is `relay_upstream_oldest_waiting_seconds` too, the same value.
-        let oldestUnsent = AgeGauge(showingIn: isRelay ? [oldestSeries, upstreamOldestWaiting] : [oldestSeries])
-        let unreachable = isRelay ? AgeGauge(showingIn: [upstreamUnreachable]) : nil
+            descriptor: .named("relay_upload_breaker_open", Self.breakerOpenHelp), labels: [("lane", kind), ("tenant", tenantLabel)] + stream)
+        // A hand-off's oldest owed event is `relay_upstream_oldest_waiting_seconds` too, the same
+        // value: this relay's own hand-off's only (those gauges have no labels to tell streams apart).
+        let ownRelayLane = isRelay && adoptedStream == nil
+        let oldestUnsent = AgeGauge(showingIn: ownRelayLane ? [oldestSeries, upstreamOldestWaiting] : [oldestSeries])
+        let unreachable = ownRelayLane ? AgeGauge(showingIn: [upstreamUnreachable]) : nil
         let retries =
             isRelay
-            ? nil : registry.makeCounter(descriptor: .named("relay_upload_retries_total", Self.retriesHelp), labels: [("tenant", tenantLabel)])
+            ? nil
+            : registry.makeCounter(descriptor: .named("relay_upload_retries_total", Self.retriesHelp), labels: [("tenant", tenantLabel)] + stream)
         let metrics = LaneMetrics(
             delivered: delivered.map { CoreMetrics.Counter(label: "relay_upload_delivered_total", dimensions: [], handler: $0, factory: factory) }
                 ?? CoreMetrics.Counter(label: "relay_upload_delivered_total", dimensions: [], handler: noop, factory: noop),

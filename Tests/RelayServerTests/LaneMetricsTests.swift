@@ -18,6 +18,32 @@ struct LaneMetricsTests {
     }
 
     @Test(
+        "the lanes of an adopted stream have series of their own with a stream label: its backlog, breaker and deliveries are not this relay's, and the relay_upstream gauges stay this relay's"
+    )
+    func adoptedStreamSeries() {
+        let metrics = RelayMetrics(version: "test")
+        let own = metrics.laneMetrics(for: .campaignTracking)
+        let adopted = metrics.laneMetrics(for: .campaignTracking, adoptedStream: "relay-b")
+        own.backlog.record(7)
+        adopted.backlog.record(1200)
+        adopted.breakerOpen?.record(1)
+        adopted.delivered.increment(by: 5)
+        #expect(Self.value(#"relay_upload_backlog{lane="tracking",tenant="default"}"#, in: metrics) == 7)
+        #expect(Self.value(#"relay_upload_backlog{lane="tracking",tenant="default",stream="relay-b"}"#, in: metrics) == 1200)
+        #expect(Self.value(#"relay_upload_breaker_open{lane="tracking",tenant="default"}"#, in: metrics) == 0)
+        #expect(Self.value(#"relay_upload_breaker_open{lane="tracking",tenant="default",stream="relay-b"}"#, in: metrics) == 1)
+        #expect(Self.value(#"relay_upload_delivered_total{tenant="default"}"#, in: metrics) == 0)
+        #expect(Self.value(#"relay_upload_delivered_total{tenant="default",stream="relay-b"}"#, in: metrics) == 5)
+        // The same handles again for the same lane of the same stream.
+        metrics.laneMetrics(for: .campaignTracking, adoptedStream: "relay-b").backlog.record(3)
+        #expect(Self.value(#"relay_upload_backlog{lane="tracking",tenant="default",stream="relay-b"}"#, in: metrics) == 3)
+        // An adopted hand-off lane keeps its age in its own series only.
+        let relayLane = metrics.laneMetrics(for: .centralRelay, adoptedStream: "relay-b")
+        #expect(relayLane.unreachable == nil)
+        #expect(metrics.laneMetrics(for: .centralRelay).unreachable != nil)
+    }
+
+    @Test(
         "upload lanes move relay_upload_delivered_total by exactly the events delivered and relay_upload_retries_total by their retries, with no sampler"
     )
     func uploadLanesRecord() async throws {

@@ -25,12 +25,15 @@ actor PostgresLink {
         self.logger = logger
     }
 
-    /// Runs `body` on the connection (connecting first when there is none).
+    /// Runs `body` on the connection (connecting first when there is none), connecting and
+    /// running within the one deadline.
     ///
     /// - Throws: ``FleetError/database(_:)`` when no host will do, the deadline passes, or `body`
     ///   fails; the connection is dropped in each case.
     @discardableResult
     func run<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> Value) async throws -> Value {
+        let (logger, deadline, location) = (self.logger, self.deadline, self.location)
+        let started = ContinuousClock.now
         let current: PostgresConnection
         if let connection, !connection.isClosed {
             current = connection
@@ -38,7 +41,18 @@ actor PostgresLink {
             // A connection the server closed (a restart, a failover) never answers a query:
             // waiting for one would cost the whole deadline.
             if let closed = connection { drop(closed) }
-            let fresh = try await location.connectWritable(logger: logger)
+            // A host that drops packets holds a connect for PostgresNIO's connect timeout (per
+            // host): the deadline cuts it, and a connection made after it is closed at once.
+            let fresh: PostgresConnection
+            do {
+                fresh = try await Self.firstOf(
+                    deadline: deadline, location: location,
+                    late: { late in late.close().whenComplete { _ in withExtendedLifetime(late) {} } }
+                ) { try await location.connectWritable(logger: logger) }
+            } catch {
+                if let error = error as? FleetError { throw error }
+                throw FleetError.database(FleetError.reason(error))
+            }
             if let made = connection {
                 // Another call connected while this one did (the actor is reentrant across the
                 // await): one connection is kept, the other closed.
@@ -49,9 +63,11 @@ actor PostgresLink {
                 current = fresh
             }
         }
-        let (logger, deadline, location) = (self.logger, self.deadline, self.location)
+        // What the connect left of the deadline, and never less than a tenth of it: a statement
+        // on a connection just made is given a chance to answer.
+        let remaining = max(deadline - (ContinuousClock.now - started), deadline / 10)
         do {
-            return try await Self.firstOf(deadline: deadline, location: location) { try await body(current, logger) }
+            return try await Self.firstOf(deadline: remaining, location: location) { try await body(current, logger) }
         } catch {
             drop(current)
             if let error = error as? FleetError { throw error }
@@ -62,9 +78,11 @@ actor PostgresLink {
     /// `work`'s answer, or a failure once `deadline` passes without one. The work runs in a task
     /// of its own, not a child: PostgresNIO has been seen to leave a query waiting on a connection
     /// the server stopped answering, and a task group would wait for it for ever. The caller
-    /// drops (closes) the connection, which ends it.
+    /// drops (closes) the connection, which ends it. A value the work returns after the deadline
+    /// goes to `late` (a connection made too late, to close).
     private static func firstOf<Value: Sendable>(
-        deadline: Duration, location: PostgresLocation, _ work: @escaping @Sendable () async throws -> Value
+        deadline: Duration, location: PostgresLocation, late: (@Sendable (Value) -> Void)? = nil,
+        _ work: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
         let answered = NIOLockedValueBox(false)
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
@@ -73,7 +91,11 @@ actor PostgresLink {
                     defer { done = true }
                     return !done
                 }
-                if first { continuation.resume(with: result) }
+                if first {
+                    continuation.resume(with: result)
+                } else if case .success(let value) = result {
+                    late?(value)
+                }
             }
             // The timer goes as soon as the work answers: one would otherwise sleep out its
             // deadline after every commit.

@@ -68,7 +68,7 @@ actor AdoptedStreams {
         do {
             uploader = try Uploader(
                 log: opened.log, sinks: sinks, store: store, configuration: upload, logger: logger,
-                metrics: { [metrics] in metrics.laneMetrics(for: $0) })
+                metrics: { [metrics] in metrics.laneMetrics(for: $0, adoptedStream: stream) })
         } catch {
             logger.error("could not forward an adopted stream", metadata: ["error": "\(error)"])
             await opened.log.close()
