@@ -47,8 +47,8 @@ actor PostgresLink {
             do {
                 fresh = try await Self.firstOf(
                     deadline: deadline, location: location,
-                    late: { late in late.close().whenComplete { _ in withExtendedLifetime(late) {} } }
-                ) { try await location.connectWritable(logger: logger) }
+                    late: { late in late.close().whenComplete { _ in withExtendedLifetime(late) {} } },
+                    { try await location.connectWritable(logger: logger) })
             } catch {
                 if let error = error as? FleetError { throw error }
                 throw FleetError.database(FleetError.reason(error))
