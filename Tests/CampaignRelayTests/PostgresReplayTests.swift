@@ -37,7 +37,7 @@ struct PostgresReplayTests {
     }
 
     @Test(
-        "a stream served on PostgreSQL with a key file replays byte for byte as the same events from files; the dry run, --to-aggregates and wal dump print the same; wal rekey seals its rows with a new key; an unknown stream is named with those held"
+        "a stream served on PostgreSQL with a key file replays byte for byte as the same events from files; the dry run, --to-aggregates and wal dump print the same; wal rekey seals its rows with a new key and wal verify checks them; an unknown stream is named with those held"
     )
     func replayFromPostgres() async throws {
         let binary = try RelayBinary.path()
@@ -144,6 +144,17 @@ struct PostgresReplayTests {
         #expect(readable.status == 0 && readable.stdout.split(separator: "\n").count == 60, "\(readable.stderr)")
         let again = try await RelayBinary.run(binary, ["wal", "rekey", "--encryption-key-file", both, "--json"] + stream)
         #expect(again.stdout.contains(#""segmentsRewritten":0"#) && again.stdout.contains(#""segmentsCurrent":\#(rows)"#), "\(again.stdout)")
+
+        // wal verify: every row checked with the key; then one row's payload damaged in place.
+        let verified = try await RelayBinary.run(binary, ["wal", "verify", "--encryption-key-file", onlyNew, "--json"] + stream)
+        #expect(verified.status == 0, "\(verified.stdout)\(verified.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(verified.stdout.utf8)) as? [String: Any])
+        #expect(report["frames"] as? Int == Int(rows) && report["encryptedFrames"] as? Int == Int(rows) && report["events"] as? Int == 60)
+        #expect((report["framesByKeyId"] as? [String: Int]) == ["k2": Int(rows) ?? -1], "\(verified.stdout)")
+        _ = try await postgres.psql(
+            "UPDATE relay_log_frames SET frame = overlay(frame placing '\\xff'::bytea from 40) WHERE stream = 'edge-a' AND first_sequence = 1")
+        let damaged = try await RelayBinary.run(binary, ["wal", "verify", "--encryption-key-file", onlyNew] + stream)
+        #expect(damaged.status == 1 && damaged.stdout.contains("corrupt frames:    1") && damaged.stdout.contains("stream edge-a at 1"), "\(damaged.stdout)")
 
         // A stream the database does not hold: exit 1, naming those it holds.
         let unknown = try await RelayBinary.run(

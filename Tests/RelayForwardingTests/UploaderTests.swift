@@ -69,7 +69,7 @@ struct UploaderTests {
         #expect(statistics[.tracking]?.delivered == 500)
         #expect(statistics[.marketing]?.delivered == 2, "a replay resends a registration even when unchanged")
         #expect(await running.emulator.recorder.acceptedHits == 500)
-        let lanes = await uploader.lanes
+        let lanes = uploader.lanes
         let tracking = try #require(lanes.first { $0.kind == .campaignTracking })
         #expect(await tracking.pipelinedDeliveries == 500, "every hit of a healthy host goes through the pipeline")
         #expect(!PosixFileSystem().exists("\(directory)/wal/cursors/upload-tracking.cursor"))

@@ -3,6 +3,7 @@ import RelayCore
 import RelayEventJSON
 import RelayIO
 import RelayLog
+import RelayPostgres
 import RelayServer
 
 /// `campaign-relay wal verify`: checks every frame without changing anything.
@@ -17,11 +18,17 @@ struct WALVerifyCommand: AsyncParsableCommand {
             structure and CRCs are still checked and the frames each key id sealed are counted. \
             Exit status 0 when the log is clean, 1 when damage was found (the relay repairs or skips \
             it by itself on open; this command only reports).
+
+            With --log-postgres-url, the rows of the stream of --relay-name in the log database \
+            (serve --log-postgres-url) are checked the same way; its spans are counted where \
+            segments are, and each damage names its row (stream NAME at FIRST-SEQUENCE).
             """
     )
 
     @Option(name: .long, help: ArgumentHelp("Verify this archive of segments (--archive-dir, `wal archive`) instead of the log.", valueName: "dir"))
     var archive: String?
+
+    @OptionGroup var storedLog: StoredLogOptions
 
     @OptionGroup var encryption: EncryptionOptions
 
@@ -29,10 +36,22 @@ struct WALVerifyCommand: AsyncParsableCommand {
 
     @OptionGroup var configFile: RelayConfigFileOption
 
+    func validate() throws {
+        if archive != nil, storedLog.url != nil {
+            throw ValidationError("--archive names segment files; a log in PostgreSQL (--log-postgres-url) keeps no archive: give one of them")
+        }
+    }
+
     func run() async throws {
-        // An archive is checked without the data directory; the log is in it.
-        if archive == nil { try common.requireLog() }
+        // An archive is checked without the data directory; the log is in it (or in PostgreSQL).
+        if archive == nil, storedLog.url == nil { try common.requireLog() }
         let keys = try await encryption.keyRing()
+        if let (location, stream) = try await storedLog.named(dataDirectory: common.dataDir) {
+            let report = try await BlockingExecutor(name: "wal-verify").run { () throws(LogError) in
+                try PostgresLogVerifier.verify(stream: stream, location: location, keys: keys)
+            }
+            return try print(report, stream: stream)
+        }
         let layout = LogLayout(dataDirectory: common.dataDir)
         let dataDirectory = common.dataDir
         let directory = archive ?? layout.walDirectory
@@ -43,15 +62,21 @@ struct WALVerifyCommand: AsyncParsableCommand {
             if archive == nil { report.identity = RelayIdentity.read(dataDirectory: dataDirectory) }
             return report
         }
+        try print(report, stream: nil)
+    }
+
+    /// Prints `report` (of the log's files, or of `stream` in PostgreSQL); exit 1 when it found damage.
+    private func print(_ report: LogVerifier.Report, stream: String?) throws {
         var output = StandardOutput.output()
         if common.json {
             output.line(APIJSON.text(report))
         } else {
+            if let stream { output.line("stream:            \(stream) (PostgreSQL)") }
             if let identity = report.identity {
                 output.line("relay id:          \(identity.relayID)")
                 output.line("epoch:             \(identity.epoch.number) (since sequence \(identity.epoch.firstSequence))")
             }
-            output.line("segments:          \(report.segments)")
+            output.line((stream == nil ? "segments:          " : "spans:             ") + "\(report.segments)")
             output.line("frames:            \(report.frames)")
             output.line("events:            \(report.events)")
             if let first = report.firstSequence, let last = report.lastSequence { output.line("sequences:         \(first) to \(last)") }
@@ -71,7 +96,11 @@ struct WALVerifyCommand: AsyncParsableCommand {
                 }
             }
             for damage in report.damage { output.line("  \(damage)") }
-            output.line(report.isClean ? "log is clean" : "log has damage (the relay skips or repairs it on open; copies go to quarantine/)")
+            if stream != nil {
+                output.line(report.isClean ? "stream is clean" : "stream has damage (its readers skip the damaged rows, as the relay does)")
+            } else {
+                output.line(report.isClean ? "log is clean" : "log has damage (the relay skips or repairs it on open; copies go to quarantine/)")
+            }
         }
         output.flush()
         if !report.isClean { throw ExitCode(1) }

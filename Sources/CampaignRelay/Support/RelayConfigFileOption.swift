@@ -48,7 +48,7 @@ struct RelayConfigFileOption: ParsableArguments {
     /// its own archives, it must not get them as its own `--archive-dir` (which it then refuses).
     static let commands: [Command] = [
         Command(["erase"], EraseCommand.self, ["data-dir", "encryption-key-file", "admin-token", "postgres-url"], readsItself: ["archive-dir"]),
-        Command(["wal", "verify"], WALVerifyCommand.self, ["data-dir", "encryption-key-file"]),
+        Command(["wal", "verify"], WALVerifyCommand.self, ["data-dir", "encryption-key-file", "log-postgres-url", "relay-name"]),
         Command(["wal", "dump"], WALDumpCommand.self, ["data-dir", "encryption-key-file", "log-postgres-url", "relay-name"]),
         Command(["wal", "archive"], WALArchiveCommand.self, ["data-dir"]),
         Command(

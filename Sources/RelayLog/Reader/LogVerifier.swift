@@ -35,6 +35,9 @@ public enum LogVerifier {
         /// How many valid frames each key id sealed (encrypted frames only).
         public var framesByKeyID: [String: Int] = [:]
 
+        /// An empty report, filled in as frames are checked.
+        public init() {}
+
         /// Damaged frames in the middle of segments.
         public var corruptFrames: Int { damage.count { $0.kind == .corruptFrame || $0.kind == .undecodable } }
         /// Damaged ends of segments.
