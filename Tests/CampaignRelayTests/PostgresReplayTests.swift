@@ -154,7 +154,9 @@ struct PostgresReplayTests {
         _ = try await postgres.psql(
             "UPDATE relay_log_frames SET frame = overlay(frame placing '\\xff'::bytea from 40) WHERE stream = 'edge-a' AND first_sequence = 1")
         let damaged = try await RelayBinary.run(binary, ["wal", "verify", "--encryption-key-file", onlyNew] + stream)
-        #expect(damaged.status == 1 && damaged.stdout.contains("corrupt frames:    1") && damaged.stdout.contains("stream edge-a at 1"), "\(damaged.stdout)")
+        #expect(
+            damaged.status == 1 && damaged.stdout.contains("corrupt frames:    1") && damaged.stdout.contains("stream edge-a at 1"),
+            "\(damaged.stdout)")
 
         // A stream the database does not hold: exit 1, naming those it holds.
         let unknown = try await RelayBinary.run(

@@ -38,7 +38,11 @@ public enum PostgresLogVerifier {
                             """, logger: logger
                         ).decode((Int64, Int64, Int32, ByteBuffer).self) {
                             found.append(
-                                (span, FrameRecord(firstSequence: UInt64(bitPattern: first), eventCount: Int(events), bytes: Array(frame.readableBytesView))))
+                                (
+                                    span,
+                                    FrameRecord(
+                                        firstSequence: UInt64(bitPattern: first), eventCount: Int(events), bytes: Array(frame.readableBytesView))
+                                ))
                         }
                         return found
                     }
