@@ -16,24 +16,31 @@ actor PostgresLink {
     let location: PostgresLocation
     private let logger: Logger
     private let deadline: Duration
+    private let connectDeadline: Duration
     private var connection: PostgresConnection?
 
-    /// A link to `location`, whose calls fail after `deadline` without an answer.
-    init(location: PostgresLocation, deadline: Duration = .seconds(5), logger: Logger) {
+    /// How long connecting may take, at most, whatever the number of hosts: each host is given
+    /// up after PostgresNIO's connect timeout (5 s, ``PostgresLocation``), which a URL of several
+    /// hosts that do not answer would otherwise add up.
+    static let connectDeadline: Duration = .seconds(10)
+
+    /// A link to `location`, whose calls fail after `deadline` without an answer (and whose
+    /// connects fail after `connectDeadline`).
+    init(location: PostgresLocation, deadline: Duration = .seconds(5), connectDeadline: Duration = PostgresLink.connectDeadline, logger: Logger) {
         self.location = location
         self.deadline = deadline
+        self.connectDeadline = connectDeadline
         self.logger = logger
     }
 
-    /// Runs `body` on the connection (connecting first when there is none), connecting and
-    /// running within the one deadline.
+    /// Runs `body` on the connection (connecting first when there is none, within the connect
+    /// deadline), within the deadline.
     ///
     /// - Throws: ``FleetError/database(_:)`` when no host will do, the deadline passes, or `body`
     ///   fails; the connection is dropped in each case.
     @discardableResult
     func run<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> Value) async throws -> Value {
-        let (logger, deadline, location) = (self.logger, self.deadline, self.location)
-        let started = ContinuousClock.now
+        let (logger, deadline, connectDeadline, location) = (self.logger, self.deadline, self.connectDeadline, self.location)
         let current: PostgresConnection
         if let connection, !connection.isClosed {
             current = connection
@@ -41,12 +48,13 @@ actor PostgresLink {
             // A connection the server closed (a restart, a failover) never answers a query:
             // waiting for one would cost the whole deadline.
             if let closed = connection { drop(closed) }
-            // A host that drops packets holds a connect for PostgresNIO's connect timeout (per
-            // host): the deadline cuts it, and a connection made after it is closed at once.
+            // Not the call's deadline, which may be short (a lease round's lease/3): a connect
+            // slowed by a busy server still gets through, as it did before this bound. A
+            // connection made after the bound is closed at once.
             let fresh: PostgresConnection
             do {
                 fresh = try await Self.firstOf(
-                    deadline: deadline, location: location,
+                    deadline: connectDeadline, location: location,
                     late: { late in late.close().whenComplete { _ in withExtendedLifetime(late) {} } },
                     { try await location.connectWritable(logger: logger) })
             } catch {
@@ -63,11 +71,8 @@ actor PostgresLink {
                 current = fresh
             }
         }
-        // What the connect left of the deadline, and never less than a tenth of it: a statement
-        // on a connection just made is given a chance to answer.
-        let remaining = max(deadline - (ContinuousClock.now - started), deadline / 10)
         do {
-            return try await Self.firstOf(deadline: remaining, location: location) { try await body(current, logger) }
+            return try await Self.firstOf(deadline: deadline, location: location) { try await body(current, logger) }
         } catch {
             drop(current)
             if let error = error as? FleetError { throw error }

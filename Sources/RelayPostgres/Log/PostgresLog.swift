@@ -40,8 +40,9 @@ public enum PostgresLog {
         wallClock: @escaping @Sendable () -> Int64 = SystemClock.wallNanoseconds
     ) async throws(LogError) -> Opened {
         // A commit waits for a synchronous standby; one that has not answered in 5 s is answered
-        // 503 (nothing acknowledged) rather than holding the SDK's request longer.
-        let link = PostgresLink(location: location, deadline: .seconds(5), logger: location.quietLogger)
+        // 503 (nothing acknowledged) rather than holding the SDK's request longer. Finding a
+        // writable host after a failover takes at most 5 s too, however many hosts the URL names.
+        let link = PostgresLink(location: location, deadline: .seconds(5), connectDeadline: .seconds(5), logger: location.quietLogger)
         let found: PostgresStreamExtent
         do {
             found = try await link.run { connection, logger in
