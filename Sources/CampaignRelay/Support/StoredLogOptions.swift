@@ -2,9 +2,9 @@ import ArgumentParser
 import RelayLog
 import RelayPostgres
 
-/// `--log-postgres-url` and `--relay-name` of the commands that read a log without opening it
-/// (`replay`, `wal dump`): a relay's stream of the log kept in PostgreSQL instead of the segment
-/// files under `--data-dir`. The spelling is serve's, so that a configuration file's
+/// `--log-postgres-url` and `--relay-name` of the commands that work on a log without opening it
+/// (`replay`, `wal dump`, `wal verify`, `wal rekey`): a relay's stream of the log kept in
+/// PostgreSQL instead of the segment files under `--data-dir`. The spelling is serve's, so that a configuration file's
 /// `log-postgres-url` means the log's database here too (its `postgres-url` is the counts').
 struct StoredLogOptions: ParsableArguments {
     @Option(
