@@ -18,32 +18,6 @@ extension LogVerifier {
                     reason: "the frame's header, its size or its payload CRC does not hold, or it disagrees with the row's columns"))
             return
         }
-        if header.isEncrypted {
-            report.framesByKeyID[FrameEnvelope.keyID(of: stored) ?? "?", default: 0] += 1
-            report.encryptedFrames += 1
-        }
-        if header.isEncrypted && keys == nil {
-            report.unopenedFrames += 1
-        } else {
-            do {
-                let events = try stored.withUnsafeBufferPointer { buffer throws(FrameDecodingError) in
-                    try Frame.decodeEvents(header, stored: buffer, keys: keys)
-                }
-                if report.firstEventTime == nil, let first = events.first { report.firstEventTime = first.time }
-            } catch {
-                switch error {
-                case .encryption(let failure): throw .unreadableFrame(failure, segment: place, offset: 0)
-                case .events(let failure):
-                    report.damage.append(LogDamage(kind: .undecodable, segment: place, range: range, reason: failure.description))
-                    return
-                }
-            }
-        }
-        report.frames += 1
-        report.events += Int(header.eventCount)
-        if let expected, header.firstSequence > expected { report.missingSequences += header.firstSequence - expected }
-        expected = header.endSequence
-        if report.firstSequence == nil { report.firstSequence = header.firstSequence }
-        report.lastSequence = header.endSequence - 1
+        try count(header, stored: stored, place: place, offset: 0, range: range, keys: keys, into: &report, expected: &expected)
     }
 }

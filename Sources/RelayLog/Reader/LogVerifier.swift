@@ -101,36 +101,13 @@ public enum LogVerifier {
                                 LogDamage(kind: .superseded, segment: name, range: range, reason: "superseded by segment \(boundary)"))
                             continue
                         }
-                        if frame.isEncrypted {
-                            let keyID = FrameEnvelope.keyID(of: stored) ?? "?"
-                            report.framesByKeyID[keyID, default: 0] += 1
-                            report.encryptedFrames += 1
+                        do {
+                            try count(
+                                frame, stored: stored, place: name, offset: offset, range: range, keys: keys, into: &report, expected: &expected)
+                        } catch {
+                            unreadable = error
+                            break walking
                         }
-                        if frame.isEncrypted && keys == nil {
-                            report.unopenedFrames += 1
-                        } else {
-                            do {
-                                let events = try stored.withUnsafeBufferPointer { buffer throws(FrameDecodingError) in
-                                    try Frame.decodeEvents(frame, stored: buffer, keys: keys)
-                                }
-                                if report.firstEventTime == nil, let first = events.first { report.firstEventTime = first.time }
-                            } catch {
-                                switch error {
-                                case .encryption(let failure):
-                                    unreadable = .unreadableFrame(failure, segment: name, offset: offset)
-                                    break walking
-                                case .events(let failure):
-                                    report.damage.append(LogDamage(kind: .undecodable, segment: name, range: range, reason: failure.description))
-                                    continue
-                                }
-                            }
-                        }
-                        report.frames += 1
-                        report.events += Int(frame.eventCount)
-                        if let expected, frame.firstSequence > expected { report.missingSequences += frame.firstSequence - expected }
-                        expected = frame.endSequence
-                        if report.firstSequence == nil { report.firstSequence = frame.firstSequence }
-                        report.lastSequence = frame.endSequence - 1
                     case .damaged(let range, let reason):
                         dataEnd = range.upperBound
                         report.damage.append(LogDamage(kind: .corruptFrame, segment: name, range: range, reason: reason))
@@ -148,5 +125,45 @@ public enum LogVerifier {
             if let unreadable { throw unreadable }
         }
         return report
+    }
+
+    /// Counts a valid frame (its `header` and `stored` payload, at `offset` of `place`, spanning
+    /// `range`) into `report`: its key id, its events decoded (opened with `keys`; without them an
+    /// encrypted frame is counted unopened), its sequences against `expected` (where the previous
+    /// frame ended); a payload that does not decode is damage instead.
+    ///
+    /// - Throws: ``LogError/unreadableFrame(_:segment:offset:)`` when `keys` are given and lack
+    ///   its key.
+    static func count(
+        _ header: FrameHeader, stored: [UInt8], place: String, offset: Int64, range: Range<Int64>, keys: LogKeyRing?, into report: inout Report,
+        expected: inout UInt64?
+    ) throws(LogError) {
+        if header.isEncrypted {
+            report.framesByKeyID[FrameEnvelope.keyID(of: stored) ?? "?", default: 0] += 1
+            report.encryptedFrames += 1
+        }
+        if header.isEncrypted && keys == nil {
+            report.unopenedFrames += 1
+        } else {
+            do {
+                let events = try stored.withUnsafeBufferPointer { buffer throws(FrameDecodingError) in
+                    try Frame.decodeEvents(header, stored: buffer, keys: keys)
+                }
+                if report.firstEventTime == nil, let first = events.first { report.firstEventTime = first.time }
+            } catch {
+                switch error {
+                case .encryption(let failure): throw .unreadableFrame(failure, segment: place, offset: offset)
+                case .events(let failure):
+                    report.damage.append(LogDamage(kind: .undecodable, segment: place, range: range, reason: failure.description))
+                    return
+                }
+            }
+        }
+        report.frames += 1
+        report.events += Int(header.eventCount)
+        if let expected, header.firstSequence > expected { report.missingSequences += header.firstSequence - expected }
+        expected = header.endSequence
+        if report.firstSequence == nil { report.firstSequence = header.firstSequence }
+        report.lastSequence = header.endSequence - 1
     }
 }
