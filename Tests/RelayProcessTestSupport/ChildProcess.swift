@@ -28,17 +28,29 @@ package final class ChildProcess: Sendable {
 
     /// The first capture of `pattern` in the output, waiting up to `seconds` for it.
     package func await(_ pattern: String, seconds: Double = 30) async throws -> String {
+        try await Self.firstCapture(
+            of: pattern, seconds: seconds, every: .milliseconds(20), in: { self.text }, of: process,
+            place: "the output of \(process.arguments)", shown: { Substring($0) })
+    }
+
+    /// The first capture of `pattern` in what `text` returns, read every `interval` for up to
+    /// `seconds` (cut by ``TestBudget``) or until `process` ends; records an issue naming `place`,
+    /// with `shown` of the text, and throws ``Timeout`` when it does not come.
+    static func firstCapture(
+        of pattern: String, seconds: Double, every interval: Duration, in text: () -> String, of process: SpawnedProcess, place: String,
+        shown: (String) -> Substring
+    ) async throws -> String {
         let regex = try Regex(pattern)
         let granted = TestBudget.seconds(seconds)
         let deadline = Date().addingTimeInterval(granted)
         repeat {
-            if let match = text.firstMatch(of: regex), let capture = match.output[1].substring { return String(capture) }
+            if let match = text().firstMatch(of: regex), let capture = match.output[1].substring { return String(capture) }
             if !process.isRunning { break }
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: interval)
         } while Date() < deadline
         let ended = process.isRunning ? "" : " (it has ended)"
         Issue.record(
-            "waited \(granted) s for /\(pattern)/ in the output of \(process.arguments)\(ended)\(TestBudget.note(requested: seconds, granted: granted)); it printed: \(text)"
+            "waited \(granted) s for /\(pattern)/ in \(place)\(ended)\(TestBudget.note(requested: seconds, granted: granted)); it printed: \(shown(text()))"
         )
         throw Timeout()
     }

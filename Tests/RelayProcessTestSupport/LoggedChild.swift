@@ -26,17 +26,8 @@ package final class LoggedChild: Sendable {
     /// The first capture of `pattern` in the log, waiting up to `seconds` for it; records an issue
     /// and throws ``ChildProcess/Timeout`` when it does not come or the child ends first.
     package func await(_ pattern: String, seconds: Double = 60) async throws -> String {
-        let regex = try Regex(pattern)
-        let granted = TestBudget.seconds(seconds)
-        let deadline = Date().addingTimeInterval(granted)
-        repeat {
-            if let match = text.firstMatch(of: regex), let capture = match.output[1].substring { return String(capture) }
-            if !process.isRunning { break }
-            try await Task.sleep(for: .milliseconds(50))
-        } while Date() < deadline
-        let ended = process.isRunning ? "" : " (it has ended)"
-        Issue.record("waited \(granted) s for /\(pattern)/ in \(logPath)\(ended): \(text.suffix(3000))")
-        throw ChildProcess.Timeout()
+        try await ChildProcess.firstCapture(
+            of: pattern, seconds: seconds, every: .milliseconds(50), in: { self.text }, of: process, place: logPath, shown: { $0.suffix(3000) })
     }
 
     /// SIGKILL, and waits for the exit.
