@@ -152,6 +152,7 @@ let package = Package(
                 "RelayIO",
                 "RelayLog",
                 "RelayAggregates",
+                "RelayForwarding",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),

@@ -20,7 +20,9 @@ struct DeadLetterListCommand: AsyncParsableCommand {
         commandName: "list", abstract: "List dead letters, oldest first, each with its tenant.",
         discussion: """
             --tenant NAME lists one tenant's alone (`default`: the tenant without a path prefix); \
-            with --config, NAME must be a tenant the file declares ([tenant.NAME]).
+            with --config, NAME must be a tenant the file declares ([tenant.NAME]). A relay on the log in \
+            PostgreSQL keeps its dead letters there: give --log-postgres-url (and --relay-name for \
+            another relay's, one whose disk is gone for instance).
             """)
 
     @Flag(name: .long, help: "Include dead letters already re-queued.")
@@ -46,6 +48,8 @@ struct DeadLetterListCommand: AsyncParsableCommand {
     )
     var revealPersonalData = false
 
+    @OptionGroup var storedLog: StoredLogOptions
+
     @OptionGroup var encryption: EncryptionOptions
 
     @OptionGroup var common: CommonOptions
@@ -64,8 +68,13 @@ struct DeadLetterListCommand: AsyncParsableCommand {
             try Self.requireDeclared(name, among: try await configFile.tenants(), path: configFile.path ?? "")
         }
         try common.requireDataDirectory()
-        let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try await encryption.keyRing())
-        let letters = try await store.deadLetters(tenant: selection, includeRequeued: all, limit: limit)
+        let (store, place) = try await storedLog.forwardingStore(dataDirectory: common.dataDir, keys: try await encryption.keyRing())
+        let letters: [DeadLetter]
+        do {
+            letters = try await store.deadLetters(tenant: selection, includeRequeued: all, limit: limit)
+        } catch {
+            throw RuntimeFailure("reading \(place): \(error)")
+        }
         var output = StandardOutput.output()
         if common.json {
             let redaction: Pseudonymizer?
@@ -77,6 +86,11 @@ struct DeadLetterListCommand: AsyncParsableCommand {
             output.line(APIJSON.text(DeadLetterList(letters, redaction: redaction)))
         } else if letters.isEmpty {
             output.line("no dead letters")
+            if storedLog.url == nil, !common.holdsLog {
+                // No wal/: maybe a relay whose log, and dead letters, are in PostgreSQL.
+                output.line(
+                    "(in \(place); a relay that keeps its log in PostgreSQL keeps its dead letters there: give --log-postgres-url)")
+            }
         } else {
             let pseudonymizer: Pseudonymizer
             do {
@@ -120,7 +134,7 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
         commandName: "retry",
         abstract: "Append dead letters to the log again, so the uploader sends them anew.",
         discussion:
-            "Each one gets a new sequence number and keeps its original event time and identity (the aggregates count it once). Next to a running `serve`, they are handed to it."
+            "Each one gets a new sequence number and keeps its original event time and identity (the aggregates count it once). Next to a running `serve`, they are handed to it. With --log-postgres-url, the dead letters are those of stream --relay-name in the log database, and they are handed to the `serve` running on --data-dir (any relay of that database: one whose disk is gone can have its letters re-queued by another)."
     )
 
     @Option(name: .long, parsing: .upToNextOption, help: ArgumentHelp("Dead letters to re-queue.", valueName: "id"))
@@ -129,6 +143,7 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Re-queue every dead letter not re-queued yet.")
     var all = false
 
+    @OptionGroup var storedLog: StoredLogOptions
     @OptionGroup var retention: RetentionOptions
     @OptionGroup var common: CommonOptions
     @OptionGroup var configFile: RelayConfigFileOption
@@ -139,29 +154,53 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
 
     func run() async throws {
         try common.requireDataDirectory()
-        let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: try await retention.encryption.keyRing())
-        let pending = try await store.deadLetters(includeRequeued: false)
+        let running = ServerRecord.running(dataDirectory: common.dataDir)
+        // A log in PostgreSQL is appended to by its serve alone; and with no wal/ here, opening
+        // one would append to a file log that nothing forwards.
+        if storedLog.url != nil, running == nil {
+            throw RuntimeFailure(
+                "no serve runs on \(common.dataDir): the dead letters of the log in PostgreSQL are re-queued through a running serve. Start serve on --data-dir, or give the --data-dir of a relay of the same log database that runs; nothing was re-queued"
+            )
+        }
+        if storedLog.url == nil, !common.holdsLog {
+            throw RuntimeFailure(
+                "no log in \(common.dataDir) (no wal/ directory); nothing was re-queued. A relay that keeps its log in PostgreSQL keeps its dead letters there: give --log-postgres-url, with the --data-dir of a running serve"
+            )
+        }
+        let (store, place) = try await storedLog.forwardingStore(dataDirectory: common.dataDir, keys: try await retention.encryption.keyRing())
+        let pending: [DeadLetter]
+        do {
+            pending = try await store.deadLetters(includeRequeued: false)
+        } catch {
+            throw RuntimeFailure("reading \(place): \(error)")
+        }
         let chosen = all ? pending : pending.filter { id.contains($0.id) }
         if !all {
             let missing = Set(id).subtracting(chosen.map(\.id))
             if !missing.isEmpty {
                 throw RuntimeFailure(
-                    "no pending dead letter with id \(missing.sorted().map(String.init).joined(separator: ", ")); see campaign-relay deadletter list")
+                    "no pending dead letter with id \(missing.sorted().map(String.init).joined(separator: ", ")) in \(place); see campaign-relay deadletter list")
             }
         }
         let logger = common.logger("campaign-relay.deadletter")
         // A `serve` holding the data directory takes the events through its API instead.
         let log: WriteAheadLog?
         let handoff: ServerHandoff?
-        do {
-            log = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try await retention.applied(), logger: logger)
-            handoff = nil
-        } catch {
-            guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
+        if storedLog.url != nil, let running {
             log = nil
-            handoff = ServerHandoff(record: server)
-            logger.notice(
-                "the log is held by a running server; handing the events to it", metadata: ["server": "\(server.url)", "pid": "\(server.pid)"])
+            handoff = ServerHandoff(record: running)
+            logger.notice("handing the events to the running server", metadata: ["server": "\(running.url)", "pid": "\(running.pid)"])
+        } else {
+            do {
+                log = try await WriteAheadLog.open(dataDirectory: common.dataDir, configuration: try await retention.applied(), logger: logger)
+                handoff = nil
+            } catch {
+                guard let server = ServerHandoff.server(holding: common.dataDir, after: error) else { throw error }
+                log = nil
+                handoff = ServerHandoff(record: server)
+                logger.notice(
+                    "the log is held by a running server; handing the events to it", metadata: ["server": "\(server.url)", "pid": "\(server.pid)"])
+            }
         }
         var requeued: [(Int64, UInt64)] = []
         do {

@@ -81,7 +81,7 @@ struct WALRekeyCommand: AsyncParsableCommand {
                     throw RuntimeFailure("rekeying stream \(stream) in \(location): \(error)")
                 }
             }
-            return try await finish(reports: [report], keys: keys)
+            return try await finish(reports: [report], keys: keys, deadLettersIn: storedLog)
         }
         for archive in archiveDirectories { try await ArchiveDirectoryCheck.requireExisting(archive) }
         let layout = LogLayout(dataDirectory: common.dataDir)
@@ -123,19 +123,20 @@ struct WALRekeyCommand: AsyncParsableCommand {
             }
             return reports
         }
-        try await finish(reports: reports, keys: keys)
+        try await finish(reports: reports, keys: keys, deadLettersIn: storedLog)
     }
 
-    /// Seals the dead letters with the newest key too, and prints what was done.
-    private func finish(reports: [LogRekey.Report], keys: LogKeyRing) async throws {
+    /// Seals the dead letters with the newest key too (`forwarding.sqlite`'s, or the stream's in
+    /// the log database), and prints what was done.
+    private func finish(reports: [LogRekey.Report], keys: LogKeyRing, deadLettersIn storedLog: StoredLogOptions) async throws {
         let json = common.json
         var deadLetters = ForwardingStore.Reseal(letters: 0, journalCleared: true)
-        if PosixFileSystem().exists(ForwardingStore.path(dataDirectory: common.dataDir)) {
+        if storedLog.url != nil || PosixFileSystem().exists(ForwardingStore.path(dataDirectory: common.dataDir)) {
+            let (store, place) = try await storedLog.forwardingStore(dataDirectory: common.dataDir, keys: keys)
             do {
-                let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: keys)
                 deadLetters = try await store.resealDeadLetters()
             } catch {
-                throw RuntimeFailure("sealing the dead letters of \(ForwardingStore.path(dataDirectory: common.dataDir)): \(error)")
+                throw RuntimeFailure("sealing \(place): \(error)")
             }
         }
         var output = StandardOutput.output()

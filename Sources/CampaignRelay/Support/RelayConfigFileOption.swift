@@ -54,8 +54,10 @@ struct RelayConfigFileOption: ParsableArguments {
         Command(
             ["wal", "rekey"], WALRekeyCommand.self,
             ["data-dir", "encryption-key-file", "archive-dir", "admin-token", "log-postgres-url", "relay-name"]),
-        Command(["deadletter", "list"], DeadLetterListCommand.self, ["data-dir", "encryption-key-file"]),
-        Command(["deadletter", "retry"], DeadLetterRetryCommand.self, ["data-dir", "encryption-key-file", "archive-dir", "retain", "retain-bytes"]),
+        Command(["deadletter", "list"], DeadLetterListCommand.self, ["data-dir", "encryption-key-file", "log-postgres-url", "relay-name"]),
+        Command(
+            ["deadletter", "retry"], DeadLetterRetryCommand.self,
+            ["data-dir", "encryption-key-file", "archive-dir", "retain", "retain-bytes", "log-postgres-url", "relay-name"]),
     ]
 
     /// The commands as a person names them: `erase, wal verify, …`.

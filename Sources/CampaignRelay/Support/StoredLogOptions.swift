@@ -1,16 +1,18 @@
 import ArgumentParser
+import RelayForwarding
 import RelayLog
 import RelayPostgres
 
 /// `--log-postgres-url` and `--relay-name` of the commands that work on a log without opening it
-/// (`replay`, `wal dump`, `wal verify`, `wal rekey`): a relay's stream of the log kept in
-/// PostgreSQL instead of the segment files under `--data-dir`. The spelling is serve's, so that a configuration file's
+/// (`replay`, `wal dump`, `wal verify`, `wal rekey`, `deadletter`): a relay's stream of the log
+/// kept in PostgreSQL, and its dead letters, instead of the segment files and `forwarding.sqlite`
+/// under `--data-dir`. The spelling is serve's, so that a configuration file's
 /// `log-postgres-url` means the log's database here too (its `postgres-url` is the counts').
 struct StoredLogOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Read the log kept in PostgreSQL (serve's --log-postgres-url) instead of wal/ under --data-dir: the stream of --relay-name (env CAMPAIGN_RELAY_LOG_POSTGRES_URL).",
+            "Work on the log kept in PostgreSQL (serve's --log-postgres-url) instead of wal/ under --data-dir: the stream of --relay-name, and its dead letters (env CAMPAIGN_RELAY_LOG_POSTGRES_URL).",
             valueName: "url"))
     var logPostgresUrl: String?
 
@@ -43,6 +45,30 @@ struct StoredLogOptions: ParsableArguments {
             return try await PostgresStoredStream.open(location: location, stream: name, keys: keys)
         } catch {
             throw RuntimeFailure(error.description)
+        }
+    }
+
+    /// The forwarding store of `dataDirectory`; with a URL, its dead letters are the stream's in
+    /// the log database (``PostgresDeadLetters``), and `place` says so.
+    ///
+    /// - Throws: ``RuntimeFailure`` for a URL that cannot be used, a database that cannot be read,
+    ///   a stream it does not hold, or a store that cannot be opened.
+    func forwardingStore(dataDirectory: String, keys: LogKeyRing?) async throws -> (store: ForwardingStore, place: String) {
+        var table: PostgresDeadLetters?
+        var place = ForwardingStore.path(dataDirectory: dataDirectory)
+        if let (location, name) = try await named(dataDirectory: dataDirectory) {
+            do {
+                try await PostgresStoredStream.requireStream(name, in: location)
+            } catch {
+                throw RuntimeFailure(error.description)
+            }
+            table = PostgresDeadLetters(location: location, stream: name, fence: nil)
+            place = "the dead letters of stream \(name) in \(location)"
+        }
+        do {
+            return (try await ForwardingStore(dataDirectory: dataDirectory, keys: keys, table: table), place)
+        } catch {
+            throw RuntimeFailure("opening \(ForwardingStore.path(dataDirectory: dataDirectory)): \(error)")
         }
     }
 

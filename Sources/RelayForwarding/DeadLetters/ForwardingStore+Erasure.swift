@@ -22,9 +22,9 @@ extension ForwardingStore {
     ///
     /// - Throws: ``ForwardingStoreError/sealed(_:letter:)`` for a dead letter sealed with a key the
     ///   store lacks, ``ForwardingStoreError/database(_:)``.
-    public func erasureFindings(_ selector: ErasureSelector, tokenDigests: Set<String>) throws(ForwardingStoreError) -> ErasureFindings {
+    public func erasureFindings(_ selector: ErasureSelector, tokenDigests: Set<String>) async throws(ForwardingStoreError) -> ErasureFindings {
         var findings = ErasureFindings()
-        for letter in try deadLetters(includeRequeued: true) {
+        for letter in try await deadLetters(includeRequeued: true) {
             guard case .registration(let registration) = try? EventDecoder.decode(letter.eventJSON, defaultTime: .now()),
                 selector.matches(registration)
             else { continue }
@@ -63,15 +63,27 @@ extension ForwardingStore {
     /// one transaction, with SQLite's secure delete (freed pages are zeroed), then truncates the
     /// journal so that no old page keeps them. Idempotent.
     ///
-    /// - Throws: ``ForwardingStoreError/database(_:)`` (nothing deleted).
-    public func erase(deadLetterIDs: [Int64], tokenDigests: Set<String>) throws(ForwardingStoreError) -> Erasure {
+    /// With a ``DeadLetterTable``, the letters are deleted there first, in a transaction of their
+    /// own (PostgreSQL's `VACUUM` frees their rows' space later, as for the log's rows).
+    ///
+    /// - Throws: ``ForwardingStoreError/database(_:)`` or ``ForwardingStoreError/table(_:)``
+    ///   (nothing deleted in the store that failed).
+    public func erase(deadLetterIDs: [Int64], tokenDigests: Set<String>) async throws(ForwardingStoreError) -> Erasure {
         var erasure = Erasure()
+        if let table, !deadLetterIDs.isEmpty {
+            do {
+                erasure.deadLetters = try await table.delete(ids: deadLetterIDs)
+            } catch {
+                throw .table(error)
+            }
+        }
+        let fileLetters = table == nil ? deadLetterIDs : []
         do throws(SQLiteError) {
             try connection.execute("PRAGMA secure_delete = ON")
             try connection.transaction { () throws(SQLiteError) in
                 let deleteLetter = try connection.prepare("DELETE FROM dead_letters WHERE id = ?")
                 defer { deleteLetter.finalize() }
-                for id in deadLetterIDs {
+                for id in fileLetters {
                     deleteLetter.reset()
                     try deleteLetter.bind(1, id)
                     try deleteLetter.step()

@@ -10,9 +10,28 @@ extension ForwardingStore {
     ///
     /// - Throws: ``ForwardingStoreError/sealed(_:letter:)`` for a value sealed with a key the store
     ///   lacks (nothing changed), ``ForwardingStoreError/database(_:)`` when SQLite fails.
-    public func resealDeadLetters() throws(ForwardingStoreError) -> Reseal {
+    public func resealDeadLetters() async throws(ForwardingStoreError) -> Reseal {
         guard let keys else { return Reseal(letters: 0, journalCleared: true) }
         let newest = keys.newest.id
+        if let table {
+            // Every letter is opened before any is written: one the keys cannot open changes nothing.
+            var resealed: [DeadLetterValues] = []
+            for letter in try await storedDeadLetters(tenant: nil, includeRequeued: true, limit: nil) {
+                let values = letter.values
+                guard [values.eventJSON, values.url, values.responseBody].contains(where: { SealedText.keyID(of: $0) != newest }) else { continue }
+                resealed.append(
+                    DeadLetterValues(
+                        id: letter.id, eventJSON: try seal(try open(values.eventJSON, .eventJSON, letter: letter.id), .eventJSON),
+                        url: try seal(try open(values.url, .url, letter: letter.id), .url),
+                        responseBody: try seal(try open(values.responseBody, .responseBody, letter: letter.id), .responseBody)))
+            }
+            guard !resealed.isEmpty else { return Reseal(letters: 0, journalCleared: true) }
+            do {
+                return Reseal(letters: try await table.replaceValues(resealed), journalCleared: true)
+            } catch {
+                throw .table(error)
+            }
+        }
         var unsealable: ForwardingStoreError?
         do throws(SQLiteError) {
             var rewritten = 0

@@ -6,7 +6,9 @@ public import RelayLog
 public import RelaySQLite
 
 /// `<data-dir>/forwarding.sqlite`: the dead-letter store and the last registration delivered per
-/// tenant's device token (for the SDKs' "skip an unchanged registration" rule).
+/// tenant's device token (for the SDKs' "skip an unchanged registration" rule). On the log in
+/// PostgreSQL, the dead letters are kept in the log's database instead (a ``DeadLetterTable``),
+/// where losing this disk does not lose them.
 ///
 /// Neither holds personal data in the clear when the log is encrypted: a dead letter's event, URL
 /// and answer are sealed with the newest key (``SealedText``), and a delivered registration is
@@ -27,6 +29,8 @@ public actor ForwardingStore: BlockingActor {
     let upsertDelivered: SQLiteStatement
     /// The keys that seal dead letters (the log's `--encryption-key-file`); `nil`: in the clear.
     let keys: LogKeyRing?
+    /// Where the dead letters are kept when not in this file (the log's PostgreSQL database).
+    let table: (any DeadLetterTable)?
 
     /// `PRAGMA user_version` of a store whose delivered registrations are hashed.
     static let hashedDeliveriesVersion: Int64 = 1
@@ -40,9 +44,11 @@ public actor ForwardingStore: BlockingActor {
     }
 
     /// Opens (creating) the store of `dataDirectory`, on a thread of its own; dead letters are
-    /// sealed with the newest of `keys`, and sealed ones opened with any of them.
-    public init(dataDirectory: String, keys: LogKeyRing? = nil) async throws(SQLiteError) {
+    /// sealed with the newest of `keys`, and sealed ones opened with any of them. With a `table`,
+    /// the dead letters are kept there, and the file keeps only the delivered registrations.
+    public init(dataDirectory: String, keys: LogKeyRing? = nil, table: (any DeadLetterTable)? = nil) async throws(SQLiteError) {
         self.keys = keys
+        self.table = table
         let executor = BlockingExecutor(name: "sqlite-forward")
         let path = Self.path(dataDirectory: dataDirectory)
         let opened = try await executor.run { () throws(SQLiteError) -> Opened in try Self.open(path: path) }
@@ -182,20 +188,36 @@ public actor ForwardingStore: BlockingActor {
 
     /// Durably records an event given up on: `status` and `body` are the host's last answer (status
     /// 0 when there was none: `body` then says what failed), `reason` why the relay gave up.
+    /// `stream` is the stream the event was read from when it is not this relay's own (one
+    /// forwarded for a relay that stopped); it only matters with a ``DeadLetterTable``.
     ///
     /// With keys, the event, the URL and the answer are sealed (``SealedText``).
-    public func deadLetter(sequence: UInt64, event: Event, url: String, status: Int, body: String, reason: String) throws(ForwardingStoreError) {
-        let (json, sealedURL, sealedBody) = (try seal(EventEncoder.json(event), .eventJSON), try seal(url, .url), try seal(body, .responseBody))
+    public func deadLetter(
+        sequence: UInt64, event: Event, url: String, status: Int, body: String, reason: String, stream: String? = nil
+    ) async throws(ForwardingStoreError) {
+        let values = DeadLetterValues(
+            id: 0, eventJSON: try seal(EventEncoder.json(event), .eventJSON), url: try seal(url, .url), responseBody: try seal(body, .responseBody))
+        let letter = StoredDeadLetter(
+            id: 0, sequence: sequence, tenant: event.tenant.storedName, values: values, status: status, reason: reason,
+            deadLetteredAt: EventTime.now().rfc3339)
+        if let table {
+            do {
+                try await table.insert(letter, stream: stream)
+            } catch {
+                throw .table(error)
+            }
+            return
+        }
         do {
             insertDeadLetter.reset()
-            try insertDeadLetter.bind(1, Int64(bitPattern: sequence))
-            try insertDeadLetter.bind(2, json)
-            try insertDeadLetter.bind(3, sealedURL)
-            try insertDeadLetter.bind(4, Int64(status))
-            try insertDeadLetter.bind(5, sealedBody)
-            try insertDeadLetter.bind(6, EventTime.now().rfc3339)
-            try insertDeadLetter.bind(7, reason)
-            try insertDeadLetter.bind(8, event.tenant.storedName)
+            try insertDeadLetter.bind(1, Int64(bitPattern: letter.sequence))
+            try insertDeadLetter.bind(2, values.eventJSON)
+            try insertDeadLetter.bind(3, values.url)
+            try insertDeadLetter.bind(4, Int64(letter.status))
+            try insertDeadLetter.bind(5, values.responseBody)
+            try insertDeadLetter.bind(6, letter.deadLetteredAt)
+            try insertDeadLetter.bind(7, letter.reason)
+            try insertDeadLetter.bind(8, letter.tenant)
             try insertDeadLetter.step()
         } catch {
             throw .database(error)
@@ -232,52 +254,89 @@ public actor ForwardingStore: BlockingActor {
     ///
     /// - Throws: ``ForwardingStoreError/sealed(_:letter:)`` for a sealed letter the store's keys
     ///   do not open (naming the key it needs).
-    public func deadLetters(tenant: TenantSelection = .all, includeRequeued: Bool = false, limit: Int? = nil) throws(ForwardingStoreError)
+    public func deadLetters(tenant: TenantSelection = .all, includeRequeued: Bool = false, limit: Int? = nil) async throws(ForwardingStoreError)
         -> [DeadLetter]
     {
-        do {
-            return try readDeadLetters(tenant: tenant, includeRequeued: includeRequeued, limit: limit)
-        } catch let error as ForwardingStoreError {
-            throw error
-        } catch let error as SQLiteError {
-            throw .database(error)
-        } catch {
-            throw .database(SQLiteError(code: 1, message: "\(error)", context: "dead_letters"))
-        }
-    }
-
-    private func readDeadLetters(tenant: TenantSelection, includeRequeued: Bool, limit: Int?) throws -> [DeadLetter] {
-        var sql =
-            "SELECT id, sequence, event_json, url, status, response_body, dead_lettered_at, requeued_at, requeued_sequence, reason, tenant FROM dead_letters WHERE (?1 IS NULL OR tenant = ?1)"
-        if !includeRequeued { sql += " AND requeued_at IS NULL" }
-        sql += " ORDER BY id"
-        if let limit { sql += " LIMIT \(max(0, limit))" }
-        let statement = try connection.prepare(sql)
-        if let stored = tenant.storedName { try statement.bind(1, stored) }
+        let stored = try await storedDeadLetters(tenant: tenant.storedName, includeRequeued: includeRequeued, limit: limit)
         var letters: [DeadLetter] = []
-        while try statement.step() {
-            let requeuedAt = statement.text(7)
-            let id = statement.int64(0)
+        letters.reserveCapacity(stored.count)
+        for letter in stored {
+            let id = letter.id
             letters.append(
                 DeadLetter(
-                    id: id, sequence: UInt64(bitPattern: statement.int64(1)), eventJSON: try open(statement.text(2) ?? "", .eventJSON, letter: id),
-                    url: try open(statement.text(3) ?? "", .url, letter: id), status: Int(statement.int64(4)),
-                    responseBody: try open(statement.text(5) ?? "", .responseBody, letter: id),
-                    deadLetteredAt: statement.text(6) ?? "", requeued: requeuedAt.map { ($0, UInt64(bitPattern: statement.int64(8))) },
-                    reason: statement.text(9) ?? "", tenant: TenantName.displayName(stored: statement.text(10) ?? "")
-                )
-            )
+                    id: id, sequence: letter.sequence, eventJSON: try open(letter.values.eventJSON, .eventJSON, letter: id),
+                    url: try open(letter.values.url, .url, letter: id), status: letter.status,
+                    responseBody: try open(letter.values.responseBody, .responseBody, letter: id), deadLetteredAt: letter.deadLetteredAt,
+                    requeued: letter.requeuedAt.map { ($0, letter.requeuedSequence ?? 0) }, reason: letter.reason,
+                    tenant: TenantName.displayName(stored: letter.tenant)))
         }
         return letters
     }
 
+    /// The letters as stored (sealed values not opened), from the table or the file.
+    func storedDeadLetters(tenant: String?, includeRequeued: Bool, limit: Int?) async throws(ForwardingStoreError) -> [StoredDeadLetter] {
+        if let table {
+            do {
+                return try await table.letters(tenant: tenant, includeRequeued: includeRequeued, limit: limit)
+            } catch {
+                throw .table(error)
+            }
+        }
+        do throws(SQLiteError) {
+            var sql =
+                "SELECT id, sequence, event_json, url, status, response_body, dead_lettered_at, requeued_at, requeued_sequence, reason, tenant FROM dead_letters WHERE (?1 IS NULL OR tenant = ?1)"
+            if !includeRequeued { sql += " AND requeued_at IS NULL" }
+            sql += " ORDER BY id"
+            if let limit { sql += " LIMIT \(max(0, limit))" }
+            let statement = try connection.prepare(sql)
+            defer { statement.finalize() }
+            if let tenant { try statement.bind(1, tenant) }
+            var letters: [StoredDeadLetter] = []
+            while try statement.step() {
+                let id = statement.int64(0)
+                let requeuedAt = statement.text(7)
+                letters.append(
+                    StoredDeadLetter(
+                        id: id, sequence: UInt64(bitPattern: statement.int64(1)), tenant: statement.text(10) ?? "",
+                        values: DeadLetterValues(
+                            id: id, eventJSON: statement.text(2) ?? "", url: statement.text(3) ?? "", responseBody: statement.text(5) ?? ""),
+                        status: Int(statement.int64(4)), reason: statement.text(9) ?? "", deadLetteredAt: statement.text(6) ?? "",
+                        requeuedAt: requeuedAt, requeuedSequence: requeuedAt.map { _ in UInt64(bitPattern: statement.int64(8)) }))
+            }
+            return letters
+        } catch {
+            throw .database(error)
+        }
+    }
+
     /// Marks dead letter `id` as re-queued (appended to the log again as `sequence`).
-    public func markRequeued(id: Int64, sequence: UInt64) throws(SQLiteError) {
-        let statement = try connection.prepare("UPDATE dead_letters SET requeued_at = ?, requeued_sequence = ? WHERE id = ?")
-        try statement.bind(1, EventTime.now().rfc3339)
-        try statement.bind(2, Int64(bitPattern: sequence))
-        try statement.bind(3, id)
-        try statement.step()
+    ///
+    /// - Throws: ``ForwardingStoreError/noSuchLetter(_:)`` when there is no letter `id`.
+    public func markRequeued(id: Int64, sequence: UInt64) async throws(ForwardingStoreError) {
+        let at = EventTime.now().rfc3339
+        if let table {
+            let marked: Bool
+            do {
+                marked = try await table.markRequeued(id: id, at: at, sequence: sequence)
+            } catch {
+                throw .table(error)
+            }
+            if !marked { throw .noSuchLetter(id) }
+            return
+        }
+        let changed: Int32
+        do throws(SQLiteError) {
+            let statement = try connection.prepare("UPDATE dead_letters SET requeued_at = ?, requeued_sequence = ? WHERE id = ?")
+            defer { statement.finalize() }
+            try statement.bind(1, at)
+            try statement.bind(2, Int64(bitPattern: sequence))
+            try statement.bind(3, id)
+            try statement.step()
+            changed = connection.changes
+        } catch {
+            throw .database(error)
+        }
+        if changed == 0 { throw .noSuchLetter(id) }
     }
 
     /// The keyed hashes that stand for personal data where dead letters are shown
@@ -292,18 +351,29 @@ public actor ForwardingStore: BlockingActor {
     }
 
     /// Dead letters of `tenant` not re-queued.
-    public func pendingDeadLetterCount(tenant: TenantSelection = .all) throws(SQLiteError) -> Int {
-        let statement = try connection.prepare("SELECT count(*) FROM dead_letters WHERE requeued_at IS NULL AND (?1 IS NULL OR tenant = ?1)")
-        if let stored = tenant.storedName { try statement.bind(1, stored) }
-        _ = try statement.step()
-        return Int(statement.int64(0))
+    public func pendingDeadLetterCount(tenant: TenantSelection = .all) async throws(ForwardingStoreError) -> Int {
+        let counts = try await pendingDeadLetterCountsByTenant()
+        guard let stored = tenant.storedName else { return counts.values.reduce(0, +) }
+        return counts[stored] ?? 0
     }
 
     /// Dead letters not re-queued, by tenant (`''`: the default tenant); a tenant with none is absent.
-    public func pendingDeadLetterCountsByTenant() throws(SQLiteError) -> [String: Int] {
-        let statement = try connection.prepare("SELECT tenant, count(*) FROM dead_letters WHERE requeued_at IS NULL GROUP BY tenant")
-        var counts: [String: Int] = [:]
-        while try statement.step() { counts[statement.text(0) ?? ""] = Int(statement.int64(1)) }
-        return counts
+    public func pendingDeadLetterCountsByTenant() async throws(ForwardingStoreError) -> [String: Int] {
+        if let table {
+            do {
+                return try await table.pendingCountsByTenant()
+            } catch {
+                throw .table(error)
+            }
+        }
+        do throws(SQLiteError) {
+            let statement = try connection.prepare("SELECT tenant, count(*) FROM dead_letters WHERE requeued_at IS NULL GROUP BY tenant")
+            defer { statement.finalize() }
+            var counts: [String: Int] = [:]
+            while try statement.step() { counts[statement.text(0) ?? ""] = Int(statement.int64(1)) }
+            return counts
+        } catch {
+            throw .database(error)
+        }
     }
 }

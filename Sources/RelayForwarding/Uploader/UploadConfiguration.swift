@@ -42,6 +42,9 @@ public struct UploadConfiguration: Sendable, Hashable {
     /// Asked before every request: on a log kept in PostgreSQL, whether this relay holds the
     /// stream's lease (``RelayCore/ForwardingPermit``); `nil` (the file log): always.
     public var forwardingPermit: ForwardingPermitReference?
+    /// The stream the lanes read when it is not this relay's own: one forwarded for a relay that
+    /// stopped, whose dead letters are kept under its name (``DeadLetterTable``); `nil`: the own.
+    public var adoptedStream: String?
 
     /// The defaults: 8 concurrent requests per host, 30 s timeout (as the SDKs), backoff 100 ms
     /// doubling to 60 s, breaker after 5 failures, at most 4,096 events beyond the durable cursor,

@@ -293,7 +293,9 @@ public actor UploadLane: BlockingActor, BreakerGate {
         }
         guard let store else { return true }
         do {
-            try await store.deadLetter(sequence: event.sequence, event: event.event, url: url, status: status, body: body, reason: reason)
+            try await store.deadLetter(
+                sequence: event.sequence, event: event.event, url: url, status: status, body: body, reason: reason,
+                stream: configuration.adoptedStream)
         } catch {
             logger.error("could not store a dead letter; will try again", metadata: ["error": "\(error)", "sequence": "\(event.sequence)"])
             return false

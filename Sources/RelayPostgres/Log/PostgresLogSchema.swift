@@ -2,7 +2,7 @@ import Logging
 import PostgresNIO
 
 /// The tables of the log kept in PostgreSQL (docs/postgres-log.md): streams, frames, cursors and
-/// forwarding leases, beside the fleet's tables in the same database.
+/// forwarding leases and dead letters, beside the fleet's tables in the same database.
 enum PostgresLogSchema {
     /// Created once per database, under an advisory lock so that relays starting together do not
     /// race on `CREATE TABLE IF NOT EXISTS` (which is not safe against itself).
@@ -44,6 +44,23 @@ enum PostgresLogSchema {
             expires_at timestamptz NOT NULL
         )
         """,
+        """
+        CREATE TABLE IF NOT EXISTS relay_dead_letters (
+            id bigserial PRIMARY KEY,
+            stream text NOT NULL,
+            sequence bigint NOT NULL,
+            tenant text NOT NULL,
+            event_json text NOT NULL,
+            url text NOT NULL,
+            status integer NOT NULL,
+            response_body text NOT NULL,
+            reason text NOT NULL,
+            dead_lettered_at text NOT NULL,
+            requeued_at text,
+            requeued_sequence bigint
+        )
+        """,
+        "CREATE INDEX IF NOT EXISTS relay_dead_letters_stream ON relay_dead_letters (stream, id)",
     ]
 
     /// The advisory lock key that serialises creating the tables ("crlog" in ASCII).

@@ -13,12 +13,7 @@ public enum PostgresStoredStream {
     /// - Throws: ``LogError/storeNotOpened(_:)`` when the database cannot be reached, holds no
     ///   relay log, or has no stream of that name (the message names those it has).
     public static func open(location: PostgresLocation, stream: String, keys: LogKeyRing?) async throws(LogError) -> StoredLog {
-        let names = try await streams(in: location)
-        guard names.contains(stream) else {
-            let held = names.isEmpty ? "it holds none yet" : "it holds " + names.map { "'\($0)'" }.joined(separator: ", ")
-            throw .storeNotOpened(
-                "the log database \(location) has no stream '\(stream)' (\(held)): give the --relay-name the relay was served under")
-        }
+        try await requireStream(stream, in: location)
         let codec = FrameRecordCodec(keys: keys)
         return StoredLog(
             source: "stream \(stream) in PostgreSQL",
@@ -26,6 +21,19 @@ public enum PostgresStoredStream {
                 PostgresFrameReader(stream: stream, location: location, from: position, codec: codec, erasureMask: ErasureMask())
             },
             extent: { () throws(LogError) in try extent(of: stream, at: location, codec: codec) })
+    }
+
+    /// Fails unless the log database at `location` holds stream `stream`.
+    ///
+    /// - Throws: ``LogError/storeNotOpened(_:)`` when the database cannot be reached, holds no
+    ///   relay log, or has no stream of that name (the message names those it has).
+    public static func requireStream(_ stream: String, in location: PostgresLocation) async throws(LogError) {
+        let names = try await streams(in: location)
+        guard names.contains(stream) else {
+            let held = names.isEmpty ? "it holds none yet" : "it holds " + names.map { "'\($0)'" }.joined(separator: ", ")
+            throw .storeNotOpened(
+                "the log database \(location) has no stream '\(stream)' (\(held)): give the --relay-name the relay was served under")
+        }
     }
 
     /// The names of the streams the log database at `location` holds, sorted.

@@ -67,7 +67,13 @@ struct ServerComponents {
             history.recordSync(commit.synchronizeDuration)
         }
         await log.observeSegmentRemovals { removals in metrics.record(removals) }
-        let store = try await ForwardingStore(dataDirectory: configuration.dataDirectory, keys: configuration.log.encryption)
+        // On the log in PostgreSQL, dead letters are kept beside it, under this relay's stream: a
+        // lost disk loses none.
+        let deadLetterTable = configuration.logPostgres.flatMap { settings in
+            opened.leases.map { PostgresDeadLetters(location: settings.location, stream: $0.stream, fence: $0.fence) }
+        }
+        let store = try await ForwardingStore(
+            dataDirectory: configuration.dataDirectory, keys: configuration.log.encryption, table: deadLetterTable)
         let idempotency = try await IdempotencyStore(dataDirectory: configuration.dataDirectory, window: configuration.idempotencyWindow)
         // Counting and forwarding yield a busy core to request handling.
         var upload = configuration.upload

@@ -64,6 +64,7 @@ actor AdoptedStreams {
         var upload = configuration.upload
         upload.threadPriority = .background
         upload.forwardingPermit = ForwardingPermitReference(fence.permit(for: stream))
+        upload.adoptedStream = stream
         let uploader: Uploader
         do {
             uploader = try Uploader(
