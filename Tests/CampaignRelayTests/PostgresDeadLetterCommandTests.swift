@@ -49,8 +49,12 @@ struct PostgresDeadLetterCommandTests {
         let firstURL = "http://127.0.0.1:\(try await first.await(#""address":"127\.0\.0\.1:(\d+)""#))"
         #expect(try await http.post(firstURL + "/v1/events", "[" + Self.lines.joined(separator: ",") + "]").status == 200)
         try await eventually("three letters in relay_dead_letters") { (try? await sql("SELECT count(*) FROM relay_dead_letters")) == "3" }
-        #expect(try await sql("SELECT string_agg(stream || ':' || sequence || ':' || status, ',' ORDER BY sequence) FROM relay_dead_letters") == "dl-a:1:400,dl-a:2:400,dl-a:3:400")
-        #expect(try await sql("SELECT count(*) FROM relay_dead_letters WHERE event_json LIKE 'sealed:k1:%' AND event_json NOT LIKE '%pdtokd%'") == "3", "sealed")
+        #expect(
+            try await sql("SELECT string_agg(stream || ':' || sequence || ':' || status, ',' ORDER BY sequence) FROM relay_dead_letters")
+                == "dl-a:1:400,dl-a:2:400,dl-a:3:400")
+        #expect(
+            try await sql("SELECT count(*) FROM relay_dead_letters WHERE event_json LIKE 'sealed:k1:%' AND event_json NOT LIKE '%pdtokd%'") == "3",
+            "sealed")
         let listed = try await http.get(firstURL + "/v1/deadletters", headers: admin)
         #expect(listed.status == 200 && listed.body.components(separatedBy: #""status":400"#).count - 1 == 3, "\(listed.body)")
         let status = try await http.get(firstURL + "/v1/status", headers: admin)
@@ -73,8 +77,11 @@ struct PostgresDeadLetterCommandTests {
         #expect(list.status == 0, "\(list.stderr)")
         let letters = try #require(
             (try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])?["deadLetters"] as? [[String: Any]])
-        #expect(letters.compactMap { $0["sequence"] as? Int }.sorted() == [1, 2, 3] && letters.allSatisfy { $0["status"] as? Int == 400 }, "\(list.stdout)")
-        let unknown = try await RelayBinary.run(binary, ["deadletter", "list", "--log-postgres-url", postgres.url, "--relay-name", "dl-z", "--data-dir", other])
+        #expect(
+            letters.compactMap { $0["sequence"] as? Int }.sorted() == [1, 2, 3] && letters.allSatisfy { $0["status"] as? Int == 400 },
+            "\(list.stdout)")
+        let unknown = try await RelayBinary.run(
+            binary, ["deadletter", "list", "--log-postgres-url", postgres.url, "--relay-name", "dl-z", "--data-dir", other])
         #expect(unknown.status == 1 && unknown.stderr.contains("no stream 'dl-z'") && unknown.stderr.contains("'dl-a'"), "\(unknown.stderr)")
         let noServe = try await RelayBinary.run(binary, ["deadletter", "retry", "--all", "--encryption-key-file", oldKeys] + stored)
         #expect(noServe.status == 1 && noServe.stderr.contains("no serve runs on"), "\(noServe.stderr)")

@@ -179,7 +179,8 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
             let missing = Set(id).subtracting(chosen.map(\.id))
             if !missing.isEmpty {
                 throw RuntimeFailure(
-                    "no pending dead letter with id \(missing.sorted().map(String.init).joined(separator: ", ")) in \(place); see campaign-relay deadletter list")
+                    "no pending dead letter with id \(missing.sorted().map(String.init).joined(separator: ", ")) in \(place); see campaign-relay deadletter list"
+                )
             }
         }
         let logger = common.logger("campaign-relay.deadletter")
