@@ -43,7 +43,9 @@ struct CommandLineConventionsTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let unknown = try await RelayBinary.run(binary, ["deadletter", "retry", "--id", "99", "--data-dir", directory])
         #expect(unknown.status == 1)
-        #expect(unknown.stderr == "Error: no pending dead letter with id 99; see campaign-relay deadletter list\n", "\(unknown.stderr)")
+        #expect(
+            unknown.stderr == "Error: no pending dead letter with id 99 in \(directory)/forwarding.sqlite; see campaign-relay deadletter list\n",
+            "\(unknown.stderr)")
     }
 
     @Test("--log-format json: every stderr line a JSON object while results stay text; --json with --log-format text: the reverse")

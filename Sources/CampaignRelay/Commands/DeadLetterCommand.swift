@@ -88,8 +88,9 @@ struct DeadLetterListCommand: AsyncParsableCommand {
             output.line("no dead letters")
             if storedLog.url == nil, !common.holdsLog {
                 // No wal/: maybe a relay whose log, and dead letters, are in PostgreSQL.
-                output.line(
-                    "(in \(place); a relay that keeps its log in PostgreSQL keeps its dead letters there: give --log-postgres-url)")
+                common.logger("campaign-relay.deadletter").notice(
+                    "no dead letters in \(place), and no log beside it: a relay that keeps its log in PostgreSQL keeps its dead letters there; give --log-postgres-url"
+                )
             }
         } else {
             let pseudonymizer: Pseudonymizer
@@ -162,11 +163,6 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
                 "no serve runs on \(common.dataDir): the dead letters of the log in PostgreSQL are re-queued through a running serve. Start serve on --data-dir, or give the --data-dir of a relay of the same log database that runs; nothing was re-queued"
             )
         }
-        if storedLog.url == nil, !common.holdsLog {
-            throw RuntimeFailure(
-                "no log in \(common.dataDir) (no wal/ directory); nothing was re-queued. A relay that keeps its log in PostgreSQL keeps its dead letters there: give --log-postgres-url, with the --data-dir of a running serve"
-            )
-        }
         let (store, place) = try await storedLog.forwardingStore(dataDirectory: common.dataDir, keys: try await retention.encryption.keyRing())
         let pending: [DeadLetter]
         do {
@@ -182,6 +178,11 @@ struct DeadLetterRetryCommand: AsyncParsableCommand {
                     "no pending dead letter with id \(missing.sorted().map(String.init).joined(separator: ", ")) in \(place); see campaign-relay deadletter list"
                 )
             }
+        }
+        if storedLog.url == nil, !common.holdsLog {
+            throw RuntimeFailure(
+                "no log in \(common.dataDir) (no wal/ directory); nothing was re-queued. A relay that keeps its log in PostgreSQL keeps its dead letters there: give --log-postgres-url, with the --data-dir of a running serve"
+            )
         }
         let logger = common.logger("campaign-relay.deadletter")
         // A `serve` holding the data directory takes the events through its API instead.

@@ -13,6 +13,9 @@ public actor PostgresDeadLetters: DeadLetterTable {
     /// The stream whose letters the reads, counts, deletes and reseals see.
     public nonisolated let stream: String
     private let link: PostgresLink
+    /// For the counts `/v1/status` and `/metrics` show every second: a database that does not
+    /// answer (a partition) costs them 2 s, not the 20 s a letter's insert may wait.
+    private let countLink: PostgresLink
     private let fence: StreamLeaseFence?
     private var tablesMade = false
 
@@ -22,19 +25,23 @@ public actor PostgresDeadLetters: DeadLetterTable {
         self.stream = stream
         self.fence = fence
         link = PostgresLink(location: location, deadline: .seconds(10), logger: location.quietLogger)
+        countLink = PostgresLink(location: location, deadline: .seconds(2), connectDeadline: .seconds(2), logger: location.quietLogger)
     }
 
-    /// Closes the connection.
-    public func close() async { await link.close() }
+    /// Closes the connections.
+    public func close() async {
+        await link.close()
+        await countLink.close()
+    }
 
     /// Runs `body` on the link once the log's tables exist (made as the log makes them: a
     /// database first met by a command, or made by an older relay, gets this table too).
     private func run<Value: Sendable>(
-        _ operation: String, _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> Value
+        _ operation: String, on chosen: PostgresLink? = nil, _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> Value
     ) async throws(DeadLetterTableError) -> Value {
         let makeTables = !tablesMade
         do {
-            let value = try await link.run { connection, logger in
+            let value = try await (chosen ?? link).run { connection, logger in
                 if makeTables { try await PostgresLogSchema.create(on: connection, logger: logger) }
                 return try await body(connection, logger)
             }
@@ -124,7 +131,7 @@ public actor PostgresDeadLetters: DeadLetterTable {
 
     public func pendingCountsByTenant() async throws(DeadLetterTableError) -> [String: Int] {
         let stream = self.stream
-        return try await run("counting the dead letters of stream \(stream) in PostgreSQL") { connection, logger in
+        return try await run("counting the dead letters of stream \(stream) in PostgreSQL", on: countLink) { connection, logger in
             var counts: [String: Int] = [:]
             for try await (tenant, count) in try await connection.query(
                 "SELECT tenant, count(*) FROM relay_dead_letters WHERE stream = \(stream) AND requeued_at IS NULL GROUP BY tenant", logger: logger
