@@ -11,14 +11,21 @@ At the end, from outside the relays: every id a relay answered 200 for is in the
 printed. Prints the figures (a table, or one JSON object with --json); exit status 1 if a check
 failed.
 
+With `--kill standby`, the standby is killed instead: the primary's commits wait for it until the
+monitor stops naming it in `synchronous_standby_names` (about 20 s with its defaults).
+
 Needs root (the clusters run as `postgres`, through runuser).
-Usage: pg-auto-failover.py RELAY WORK [--json] [--seconds-before N] [--seconds-after N]"""
+Usage: pg-auto-failover.py RELAY WORK [--json] [--kill primary|standby] [--seconds-before N] [--seconds-after N]"""
 import atexit, http.client, json, os, pwd, re, signal, socket, subprocess, sys, threading, time, urllib.request
 
 relay, work = sys.argv[1], sys.argv[2]
 as_json = "--json" in sys.argv
 before_kill = float(sys.argv[sys.argv.index("--seconds-before") + 1]) if "--seconds-before" in sys.argv else 10
 after_back = float(sys.argv[sys.argv.index("--seconds-after") + 1]) if "--seconds-after" in sys.argv else 10
+victim_role = sys.argv[sys.argv.index("--kill") + 1] if "--kill" in sys.argv else "primary"
+if victim_role not in ("primary", "standby"):
+    raise SystemExit("--kill takes primary or standby")
+victim, survivor = ("node1", "node2") if victim_role == "primary" else ("node2", "node1")
 started = time.monotonic()
 postgres = pwd.getpwnam("postgres")
 os.chown(work, postgres.pw_uid, postgres.pw_gid)
@@ -78,6 +85,10 @@ def stop_everything():
             child.wait()
     for name in list(keepers):
         kill_node(name)
+    # pg_autoctl keeps each node's state under the postgres user's home, by the data directory's
+    # path: gone with the scratch directory.
+    for kept in (".config/pg_autoctl", ".local/share/pg_autoctl"):
+        subprocess.run(["rm", "-rf", os.path.join(postgres.pw_dir, kept) + os.path.abspath(work)])
 
 
 ports = {"monitor": free_port(), "node1": free_port(), "node2": free_port()}
@@ -206,8 +217,8 @@ time.sleep(before_kill)
 with lock:
     acknowledged_before_kill = len(acknowledged)
 killed_at = time.monotonic()
-kill_node("node1")
-log("node1 (the primary: keeper and PostgreSQL) killed with SIGKILL; %d events acknowledged before" % acknowledged_before_kill)
+kill_node(victim)
+log("%s (the %s: keeper and PostgreSQL) killed with SIGKILL; %d events acknowledged before" % (victim, victim_role, acknowledged_before_kill))
 
 # Until every relay answered 200 again, then `after_back` seconds more of load.
 deadline = killed_at + 600
@@ -232,22 +243,27 @@ log("after the failover\n" + state_after)
 
 
 def windows(number):
-    """The last 200 before the kill, the first 200 after it, and the answers other than 200 between."""
+    """The longest time between two 200s of this relay's client, and the answers in between
+    (`None`: no answer, the connection failed or timed out)."""
     rows = answers[number]
-    last_before = max((t for t, s in rows if s == 200 and t <= killed_at), default=None)
-    first_after = min((t for t, s in rows if s == 200 and t > killed_at), default=None)
-    refused = {}
+    longest, between = 0.0, {}
+    last_ok, meanwhile = None, {}
     for t, s in rows:
-        if last_before is not None and first_after is not None and last_before < t < first_after:
-            refused[str(s)] = refused.get(str(s), 0) + 1
-    return {"without200Seconds": round(first_after - last_before, 1) if last_before and first_after else None, "answersMeanwhile": refused}
+        if s == 200:
+            if last_ok is not None and t - last_ok > longest:
+                longest, between = t - last_ok, dict(meanwhile)
+            last_ok, meanwhile = t, {}
+        else:
+            meanwhile[str(s)] = meanwhile.get(str(s), 0) + 1
+    return {"without200Seconds": round(longest, 1), "answersMeanwhile": between}
 
 
 def received_counts():
     hits = json.loads(get(campaign + "/emulator/hits?messages=1", timeout=120)[1])
     counts = {}
     for message in hits.get("messages", []):
-        i = int(message["messageId"], 16) if message["messageId"].startswith("h") else int(message["messageId"])
+        # The wire's message id: hexadecimal (the emulator drops the SDK's leading `h`).
+        i = int(message["messageId"].removeprefix("h"), 16)
         counts[i] = counts.get(i, 0) + message["count"]
     return counts
 
@@ -282,7 +298,7 @@ for number in range(3):
 stats = json.loads(subprocess.run([relay, "stats", "--postgres-url", url, "--json"], capture_output=True, text=True, check=True,
                                   timeout=120).stdout)
 counted = sum(row.get("opens", 0) for row in stats["deliveries"])
-copies = psql(ports["node2"], "SELECT count(*) FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum')")
+copies = psql(ports[survivor], "SELECT count(*) FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum')")
 for process, _ in relays:
     process.send_signal(signal.SIGTERM)
 for process, _ in relays:
@@ -296,14 +312,14 @@ twice_in_log = [i for i, n in in_log.items() if n > 1]
 not_forwarded = [i for i in acknowledged if i not in received]
 duplicates = sum(n - 1 for n in received.values())
 checks = {
-    "every acknowledged id in the promoted database": not lost,
+    "every acknowledged id in the database left": not lost,
     "no id twice in the log": not twice_in_log,
     "every acknowledged id reached the emulator": not not_forwarded,
     "the relays answered 200 again without a restart": back_at is not None,
     "stats --postgres-url counts every stored event once": counted == len(in_log),
 }
 figures = {
-    "formationSeconds": round(formation_seconds, 1),
+    "killed": victim_role, "formationSeconds": round(formation_seconds, 1),
     "eventsAcknowledged": len(acknowledged), "acknowledgedBeforeKill": acknowledged_before_kill, "eventsInLog": len(in_log),
     "storedButNotAcknowledged": len(set(in_log) - set(acknowledged)), "lost": len(lost), "duplicatesInLog": len(twice_in_log),
     "forwardedDistinct": len(received), "forwardedDuplicates": duplicates, "counted": counted,
@@ -315,7 +331,7 @@ figures = {
 if as_json:
     print(json.dumps(figures, sort_keys=True))
 else:
-    print("| pg_auto_failover, primary killed | figure |")
+    print("| pg_auto_failover, %s killed | figure |" % victim_role)
     print("|---|---|")
     for name in ("formationSeconds", "eventsAcknowledged", "acknowledgedBeforeKill", "eventsInLog", "storedButNotAcknowledged", "lost",
                  "duplicatesInLog", "forwardedDistinct", "forwardedDuplicates", "counted", "allAnswer200AgainSeconds",

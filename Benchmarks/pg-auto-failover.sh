@@ -8,7 +8,8 @@
 # reached the emulator, `stats --postgres-url` counts every stored event, and the duplicates are
 # printed. A table, or one JSON object with --json; exit status 1 if a check failed. The driver is
 # Benchmarks/pg-auto-failover.py; see docs/high-availability.md.
-# Usage: Benchmarks/pg-auto-failover.sh [--json] [--seconds-before N] [--seconds-after N]
+# `--kill standby` kills the standby instead (commits wait for it until the monitor drops it, ~20 s).
+# Usage: Benchmarks/pg-auto-failover.sh [--json] [--kill primary|standby] [--seconds-before N] [--seconds-after N]
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 command -v pg_autoctl >/dev/null || { echo "needs pg_autoctl: apt-get install postgresql-15-auto-failover pg-auto-failover-cli" >&2; exit 2; }
