@@ -1,5 +1,6 @@
 import Foundation
 import RelayProcessTestSupport
+import RelayTestSupport
 import TestTiers
 import Testing
 
@@ -103,20 +104,10 @@ struct CommandLineConventionsTests {
     @Test("a port in use: exit 1, and the message names the address and what to do")
     func portInUse() async throws {
         // Hold a port with a listening socket of this process.
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(descriptor >= 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        try #require(bound == 0 && listen(descriptor, 1) == 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
-        let port = Int(UInt16(bigEndian: address.sin_port))
+        let held = try #require(LoopbackSocket.bound())
+        defer { close(held.descriptor) }
+        try #require(listen(held.descriptor, 1) == 0)
+        let port = held.port
 
         let run = try await RelayBinary.run(try RelayBinary.path(), ["serve", "--bind", "127.0.0.1:\(port)", "--data-dir", Self.scratch("busy")])
         #expect(run.status == 1)

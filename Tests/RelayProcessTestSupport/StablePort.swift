@@ -1,4 +1,5 @@
 import Foundation
+import RelayTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -29,14 +30,7 @@ package func portsBelowEphemeralRange(_ count: Int) throws -> [Int] {
 package struct NoFreePort: Error {}
 
 private func portIsFree(_ port: Int) -> Bool {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard descriptor >= 0 else { return false }
-    defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = UInt16(port).bigEndian
-    return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    } == 0
+    guard let held = LoopbackSocket.bound(port: port) else { return false }
+    close(held.descriptor)
+    return true
 }

@@ -145,17 +145,8 @@ public final class ReplicatedTestPostgres: Sendable {
     /// Whether something accepts TCP connections on 127.0.0.1:`port` (a non-blocking connect to
     /// loopback completes or is refused at once).
     private static func accepts(port: Int) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return true }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        return result == 0
+        // No socket to try with: taken as accepting, so that the caller does not wait on it.
+        LoopbackSocket.connects(port: port) ?? true
     }
 
     /// Appends `text` to a file PostgreSQL's owner made (appending keeps its owner and mode).

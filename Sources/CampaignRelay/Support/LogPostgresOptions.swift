@@ -28,26 +28,15 @@ struct LogPostgresOptions: ParsableArguments {
     var leaseSeconds: Int = 10
 
     func validate() throws {
-        if logPostgresUrl == nil, relayName != nil, UpstreamOptions.environment("CAMPAIGN_RELAY_LOG_POSTGRES_URL") == nil {
-            throw ValidationError("--relay-name names a stream of the log in PostgreSQL: give --log-postgres-url too")
-        }
+        try StoredLogOptions.validate(relayName: relayName, url: StoredLogOptions.url(logPostgresUrl))
         guard (2...3600).contains(leaseSeconds) else { throw ValidationError("--lease-seconds must be from 2 to 3600") }
-        if let relayName, (try? CursorStore.validate(relayName)) == nil {
-            throw ValidationError("--relay-name \(relayName): use 1 to 96 letters, digits, '-' or '_'")
-        }
     }
 
     /// The settings, when `--log-postgres-url` (or its variable) is given.
     ///
     /// - Throws: ``RuntimeFailure`` for a URL that cannot be used.
     func settings() throws -> PostgresLogSettings? {
-        guard let url = logPostgresUrl ?? UpstreamOptions.environment("CAMPAIGN_RELAY_LOG_POSTGRES_URL") else { return nil }
-        let location: PostgresLocation
-        do {
-            location = try PostgresLocation(url: url, option: "--log-postgres-url")
-        } catch {
-            throw RuntimeFailure(error.description)
-        }
-        return PostgresLogSettings(location: location, relayName: relayName, lease: .seconds(leaseSeconds))
+        guard let url = StoredLogOptions.url(logPostgresUrl) else { return nil }
+        return PostgresLogSettings(location: try StoredLogOptions.location(url), relayName: relayName, lease: .seconds(leaseSeconds))
     }
 }

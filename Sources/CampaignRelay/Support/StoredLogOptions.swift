@@ -24,14 +24,34 @@ struct StoredLogOptions: ParsableArguments {
     var relayName: String?
 
     /// The URL given by option or environment, if any.
-    var url: String? { logPostgresUrl ?? UpstreamOptions.environment("CAMPAIGN_RELAY_LOG_POSTGRES_URL") }
+    var url: String? { Self.url(logPostgresUrl) }
 
     func validate() throws {
+        try Self.validate(relayName: relayName, url: url)
+    }
+
+    /// `--log-postgres-url`'s value, or else `CAMPAIGN_RELAY_LOG_POSTGRES_URL`'s (serve's too).
+    static func url(_ option: String?) -> String? { option ?? UpstreamOptions.environment("CAMPAIGN_RELAY_LOG_POSTGRES_URL") }
+
+    /// Fails for a `--relay-name` without a log database to name a stream of, or not a stream's
+    /// name (serve's check too).
+    static func validate(relayName: String?, url: String?) throws {
         if url == nil, relayName != nil {
             throw ValidationError("--relay-name names a stream of the log in PostgreSQL: give --log-postgres-url too")
         }
         if let relayName, (try? CursorStore.validate(relayName)) == nil {
             throw ValidationError("--relay-name \(relayName): use 1 to 96 letters, digits, '-' or '_'")
+        }
+    }
+
+    /// The log database at `url`.
+    ///
+    /// - Throws: ``RuntimeFailure`` for a URL that cannot be used.
+    static func location(_ url: String) throws -> PostgresLocation {
+        do {
+            return try PostgresLocation(url: url, option: "--log-postgres-url")
+        } catch {
+            throw RuntimeFailure(error.description)
         }
     }
 
@@ -77,12 +97,7 @@ struct StoredLogOptions: ParsableArguments {
     /// - Throws: ``RuntimeFailure`` for a URL that cannot be used, or no name to go by.
     func named(dataDirectory: String) async throws -> (location: PostgresLocation, stream: String)? {
         guard let url else { return nil }
-        let location: PostgresLocation
-        do {
-            location = try PostgresLocation(url: url, option: "--log-postgres-url")
-        } catch {
-            throw RuntimeFailure(error.description)
-        }
+        let location = try Self.location(url)
         let name: String
         if let relayName {
             name = relayName

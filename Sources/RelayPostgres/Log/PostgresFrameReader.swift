@@ -54,19 +54,14 @@ struct PostgresFrameReader: FrameReader {
         do {
             records = try BlockingPostgres.wait {
                 try await link.run { connection, logger in
-                    var found: [FrameRecord] = []
-                    let rows = try await connection.query(
-                        """
-                        SELECT first_sequence, event_count, frame FROM relay_log_frames
-                        WHERE stream = \(stream) AND first_sequence < \(high) AND first_sequence >= coalesce(
-                            (SELECT max(first_sequence) FROM relay_log_frames WHERE stream = \(stream) AND first_sequence <= \(from)), \(from))
-                        ORDER BY first_sequence LIMIT \(count)
-                        """, logger: logger)
-                    for try await (first, events, frame) in rows.decode((Int64, Int32, ByteBuffer).self) {
-                        found.append(
-                            FrameRecord(firstSequence: UInt64(bitPattern: first), eventCount: Int(events), bytes: Array(frame.readableBytesView)))
-                    }
-                    return found
+                    try await FrameRecord.records(
+                        connection.query(
+                            """
+                            SELECT first_sequence, event_count, frame FROM relay_log_frames
+                            WHERE stream = \(stream) AND first_sequence < \(high) AND first_sequence >= coalesce(
+                                (SELECT max(first_sequence) FROM relay_log_frames WHERE stream = \(stream) AND first_sequence <= \(from)), \(from))
+                            ORDER BY first_sequence LIMIT \(count)
+                            """, logger: logger))
                 }
             }
         } catch {

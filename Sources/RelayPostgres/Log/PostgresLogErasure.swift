@@ -54,7 +54,7 @@ public struct PostgresLogErasure: Sendable {
             do {
                 records = try BlockingPostgres.wait {
                     try await link.run { connection, logger in
-                        try await Self.records(
+                        try await FrameRecord.records(
                             connection.query(
                                 """
                                 SELECT first_sequence, event_count, frame FROM relay_log_frames
@@ -97,7 +97,7 @@ public struct PostgresLogErasure: Sendable {
             outcome = try BlockingPostgres.wait {
                 try await link.run { connection, logger in
                     _ = try await connection.query("BEGIN", logger: logger)
-                    let records = try await Self.records(
+                    let records = try await FrameRecord.records(
                         connection.query(
                             """
                             SELECT first_sequence, event_count, frame FROM relay_log_frames f
@@ -139,14 +139,5 @@ public struct PostgresLogErasure: Sendable {
         report.segmentsRewritten = done.rows
         report.entriesErased = done.erased
         return report
-    }
-
-    /// The frame records of a query's rows (`first_sequence, event_count, frame`).
-    private static func records(_ rows: PostgresRowSequence) async throws -> [FrameRecord] {
-        var found: [FrameRecord] = []
-        for try await (first, events, frame) in rows.decode((Int64, Int32, ByteBuffer).self) {
-            found.append(FrameRecord(firstSequence: UInt64(bitPattern: first), eventCount: Int(events), bytes: Array(frame.readableBytesView)))
-        }
-        return found
     }
 }

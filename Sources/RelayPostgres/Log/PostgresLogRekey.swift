@@ -40,16 +40,12 @@ public enum PostgresLogRekey {
                 batch = try BlockingPostgres.wait {
                     try await link.run { connection, logger in
                         _ = try await connection.query("BEGIN", logger: logger)
-                        var records: [FrameRecord] = []
-                        for try await (first, events, frame) in try await connection.query(
-                            """
-                            SELECT first_sequence, event_count, frame FROM relay_log_frames
-                            WHERE stream = \(stream) AND first_sequence > \(from) ORDER BY first_sequence LIMIT \(count) FOR UPDATE
-                            """, logger: logger
-                        ).decode((Int64, Int32, ByteBuffer).self) {
-                            records.append(
-                                FrameRecord(firstSequence: UInt64(bitPattern: first), eventCount: Int(events), bytes: Array(frame.readableBytesView)))
-                        }
+                        let records = try await FrameRecord.records(
+                            connection.query(
+                                """
+                                SELECT first_sequence, event_count, frame FROM relay_log_frames
+                                WHERE stream = \(stream) AND first_sequence > \(from) ORDER BY first_sequence LIMIT \(count) FOR UPDATE
+                                """, logger: logger))
                         var done = Batch(read: records.count, last: records.last.map { Int64(bitPattern: $0.firstSequence) })
                         var changed: [FrameRecord] = []
                         do throws(LogError) {
