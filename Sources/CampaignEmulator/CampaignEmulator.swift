@@ -15,7 +15,8 @@ public import RelayTLS
 /// recording what arrives, with injectable faults, and an inspection API under `/emulator/`.
 ///
 /// Endpoints: `POST /nms/mobile/1/registerIOS.jssp`, `POST /nms/mobile/1/registerAndroid.jssp`,
-/// `GET /r/?id=h{messageId},{deliveryId},{tag}`, `GET /r/test`; `GET /emulator/hits`,
+/// `GET /r/?id=h{messageId},{deliveryId},{tag}`, `GET /r/test`; `GET /emulator/hits` (`?messages=1`:
+/// each hit; `?seconds=1`: the requests accepted in each second),
 /// `GET /emulator/registrations`, `GET /emulator/requests?limit=N`, `GET|POST /emulator/faults`,
 /// `POST /emulator/reset`.
 public final class CampaignEmulator: Sendable {
@@ -26,6 +27,8 @@ public final class CampaignEmulator: Sendable {
     public let registrationGate = EmulatorGate()
     private let faults: NIOLockedValueBox<EmulatorFaults>
     private let rateWindow = NIOLockedValueBox<(second: Int64, count: Int)>((0, 0))
+    /// With a capacity: when the one worker is free again (monotonic seconds, ``CapacityQueue``).
+    private let capacityQueue = NIOLockedValueBox(CapacityQueue())
     private let firstRequestSinceFaults = NIOLockedValueBox<Double?>(nil)
 
     /// An emulator injecting `faults`.
@@ -133,6 +136,15 @@ public final class CampaignEmulator: Sendable {
             return Self.text(HTTPResponse.Status(code: faults.failureStatus ?? 500), "injected failure\n")
         }
         if faults.latencyMilliseconds > 0 { try await Task.sleep(for: .milliseconds(faults.latencyMilliseconds)) }
+        if let capacity = faults.capacity, capacity > 0 {
+            let places = max(0, faults.queuePlaces ?? CapacityQueue.defaultPlaces)
+            let now = ContinuousClock.now
+            guard let turn = capacityQueue.withLockedValue({ $0.admit(now: now, serviceTime: .seconds(1 / capacity), places: places) }) else {
+                recorder.recordOverloaded()
+                return Self.text(.serviceUnavailable, "over capacity: all \(places) places of the queue are taken\n")
+            }
+            try await Task.sleep(until: turn, clock: .continuous)
+        }
         return nil
     }
 
@@ -174,7 +186,7 @@ public final class CampaignEmulator: Sendable {
             return Self.text(.internalServerError, "injected failure for integration key '\(key)'\n")
         }
         fields["platform"] = platform.rawValue
-        recorder.record(registration: fields)
+        recorder.record(registration: fields, at: Self.now())
         return Self.text(.ok, "")
     }
 
@@ -201,17 +213,19 @@ public final class CampaignEmulator: Sendable {
             response.headers[.location] = "/r/redirected/\(hop + 1)/?id=\(id)"
             return response
         }
-        recorder.record(EmulatorRecorder.Hit(messageId: hit.messageID, deliveryId: hit.deliveryID, tag: hit.tag.rawValue))
+        recorder.record(EmulatorRecorder.Hit(messageId: hit.messageID, deliveryId: hit.deliveryID, tag: hit.tag.rawValue), at: Self.now())
         return Self.text(.ok, "")
     }
 
     private func hitsReport(_ request: Request) async -> Response {
         let listMessages = request.uri.queryParameters.get("messages") == "1"
+        let listSeconds = request.uri.queryParameters.get("seconds") == "1"
         return Self.json(
             .ok,
             EmulatorJSON.hits(
                 accepted: await recorder.acceptedHits, distinct: await recorder.distinctHits, byDelivery: await recorder.countsByDelivery,
-                messages: listMessages ? await recorder.hits : nil, requests: await recorder.receivedRequests
+                messages: listMessages ? await recorder.hits : nil, requests: await recorder.receivedRequests,
+                overloaded: await recorder.overloadedRequests, bySecond: listSeconds ? await recorder.acceptedBySecond : nil
             )
         )
     }

@@ -1,8 +1,9 @@
 /// Faults the emulator injects into answers to SDK requests (never into its own `/emulator/` API).
 ///
 /// Checked in this order for each request: dropped connection, outages (503 + `Retry-After`),
-/// rate limit (429), random failure (500), then latency, then unknown integration keys (400) and
-/// failing integration keys (500), or redirections of hits.
+/// rate limit (429), random failure (500), then latency, then the capacity (a full queue: 503, else
+/// the wait for its turn), then unknown integration keys (400) and failing integration keys (500),
+/// or redirections of hits.
 public struct EmulatorFaults: Sendable, Hashable, Codable {
     /// Probability (0…1) that a request's connection is closed without an answer.
     public var dropRate: Double = 0
@@ -33,6 +34,14 @@ public struct EmulatorFaults: Sendable, Hashable, Codable {
     /// Each tracking hit is answered with this many `302 Found` redirections (to
     /// `/r/redirected/{n}/?id=…`) before the 200 that records it.
     public var redirectHits: Int?
+    /// SDK requests the host serves per second, at most, as a server that falls behind: each one
+    /// takes 1/capacity s of the one worker, in arrival order, so its answer waits for those ahead
+    /// of it (the latency rises as the queue fills). `nil`: no limit.
+    public var capacity: Double?
+    /// With ``capacity``: places in its queue (requests waiting, beyond the one being served). A
+    /// request that finds them all taken is answered 503 at once, without `Retry-After`, as a
+    /// Tomcat whose accept queue is full. Default 100.
+    public var queuePlaces: Int?
 
     /// No faults.
     public init() {}

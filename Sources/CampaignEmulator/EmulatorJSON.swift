@@ -19,8 +19,12 @@ enum EmulatorJSON {
         var distinct: Int
         var duplicates: Int
         var requests: Int
+        /// Requests answered 503 because the capacity's queue was full.
+        var overloaded: Int
         var deliveries: [String: [String: Int]]
         var messages: [Message]?
+        /// Requests accepted per second since the Unix epoch (the key, as text), with `?seconds=1`.
+        var acceptedBySecond: [String: Int]?
 
         struct Message: Encodable {
             var messageId: String
@@ -30,16 +34,19 @@ enum EmulatorJSON {
         }
     }
 
-    static func hits(accepted: Int, distinct: Int, byDelivery: [String: [String: Int]], messages: [EmulatorRecorder.Hit: Int]?, requests: Int)
-        -> String
-    {
+    static func hits(
+        accepted: Int, distinct: Int, byDelivery: [String: [String: Int]], messages: [EmulatorRecorder.Hit: Int]?, requests: Int, overloaded: Int,
+        bySecond: [Int64: Int]?
+    ) -> String {
         let list = messages.map { counts in
             counts.map { HitsReport.Message(messageId: $0.key.messageId, deliveryId: $0.key.deliveryId, tag: $0.key.tag, count: $0.value) }
                 .sorted { ($0.deliveryId, $0.messageId, $0.tag) < ($1.deliveryId, $1.messageId, $1.tag) }
         }
         return encode(
             HitsReport(
-                accepted: accepted, distinct: distinct, duplicates: accepted - distinct, requests: requests, deliveries: byDelivery, messages: list))
+                accepted: accepted, distinct: distinct, duplicates: accepted - distinct, requests: requests, overloaded: overloaded,
+                deliveries: byDelivery, messages: list,
+                acceptedBySecond: bySecond.map { Dictionary(uniqueKeysWithValues: $0.map { (String($0.key), $0.value) }) }))
     }
 
     static func registrations(_ registrations: [[String: String]]) -> String {

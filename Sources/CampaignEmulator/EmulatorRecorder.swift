@@ -35,6 +35,9 @@ public final class EmulatorRecorder: Sendable {
         var registrations: [[String: String]] = []
         var requests: [RawRequest] = []
         var requestCount = 0
+        var overloaded = 0
+        /// SDK requests accepted (answered 200) per second since the Unix epoch.
+        var acceptedBySecond: [Int64: Int] = [:]
     }
 
     /// A lock, not an actor: the emulator records on every request, and an actor hop per request
@@ -58,15 +61,24 @@ public final class EmulatorRecorder: Sendable {
         }
     }
 
-    func record(_ hit: Hit) {
+    func record(_ hit: Hit, at time: Double) {
         state.withLockedValue { state in
             state.hitCounts[hit, default: 0] += 1
             state.totalHits += 1
+            state.acceptedBySecond[Int64(time), default: 0] += 1
         }
     }
 
-    func record(registration fields: [String: String]) {
-        state.withLockedValue { $0.registrations.append(fields) }
+    func record(registration fields: [String: String], at time: Double) {
+        state.withLockedValue { state in
+            state.registrations.append(fields)
+            state.acceptedBySecond[Int64(time), default: 0] += 1
+        }
+    }
+
+    /// A request answered 503 because the queue of the emulator's capacity was full.
+    func recordOverloaded() {
+        state.withLockedValue { $0.overloaded += 1 }
     }
 
     /// Forgets everything received.
@@ -86,6 +98,11 @@ public final class EmulatorRecorder: Sendable {
     public func lastRequests(_ count: Int) async -> [RawRequest] { state.withLockedValue { Array($0.requests.suffix(count)) } }
     /// Requests received, answered or not.
     public var receivedRequests: Int { get async { state.withLockedValue { $0.requestCount } } }
+    /// Requests answered 503 because the queue of the emulator's capacity was full.
+    public var overloadedRequests: Int { get async { state.withLockedValue { $0.overloaded } } }
+    /// SDK requests accepted (hits and registrations answered 200) in each second since the Unix
+    /// epoch that had any: what the host took in any one second.
+    public var acceptedBySecond: [Int64: Int] { get async { state.withLockedValue { $0.acceptedBySecond } } }
 
     /// Accepted hits per delivery and tag.
     public var countsByDelivery: [String: [String: Int]] {

@@ -20,6 +20,12 @@ extension RelayMetrics {
         "Age in seconds (by its event time) of the oldest event the destination is still owed: read for it and not delivered, dead-lettered or handed on yet; 0 when none is."
     static let breakerOpenHelp =
         "1 while the destination is failing (its circuit breaker is open or half-open: sends pause, then probe), 0 while it answers; by lane and tenant."
+    static let concurrencyLimitHelp =
+        "Requests in flight the destination's host is allowed now, by lane and tenant: adaptive, from 1 up to --concurrency (growing while its round trip stays near the baseline, halving on 429, 502-504, timeouts or a rising round trip); --concurrency itself with --no-adaptive-concurrency."
+    static let roundTripHelp =
+        "Mean round trip in seconds of the destination's answers in the last window (about one round trip), by lane and tenant; adaptive concurrency only."
+    static let roundTripBaselineHelp =
+        "The destination's round trip in seconds when it queues none of this relay's requests, which adaptive concurrency compares the round trip with; by lane and tenant."
     static let deliveredHelp = "Events Campaign accepted (HTTP 200), by tenant."
     static let retriesHelp = "Retries after retryable failures of forwarding to Campaign, by tenant."
 
@@ -145,8 +151,26 @@ extension RelayMetrics {
                 CoreMetrics.Gauge(label: "relay_upstream_unreachable_seconds", dimensions: [], aggregate: false, handler: $0, factory: factory)
             },
             breakerOpen: CoreMetrics.Gauge(
-                label: "relay_upload_breaker_open", dimensions: [("lane", kind)], aggregate: false, handler: breakerOpen, factory: factory)
+                label: "relay_upload_breaker_open", dimensions: [("lane", kind)], aggregate: false, handler: breakerOpen, factory: factory),
+            concurrency: isRelay ? nil : concurrencyGauges(lane: kind, tenant: tenantLabel, stream: stream, factory: factory)
         )
         return LaneHandles(metrics: metrics, delivered: delivered, ages: [oldestUnsent] + (unreachable.map { [$0] } ?? []))
+    }
+
+    /// `relay_upload_concurrency_limit`, `relay_upload_round_trip_seconds` and
+    /// `relay_upload_round_trip_baseline_seconds` of a lane that delivers.
+    private func concurrencyGauges(
+        lane: String, tenant: String, stream: [(String, String)], factory: PrometheusMetricsFactory
+    ) -> (limit: CoreMetrics.Gauge, roundTrip: CoreMetrics.Gauge, baseline: CoreMetrics.Gauge) {
+        let labels = [("lane", lane), ("tenant", tenant)] + stream
+        func gauge(_ name: String, _ help: String) -> CoreMetrics.Gauge {
+            CoreMetrics.Gauge(
+                label: name, dimensions: [("lane", lane)], aggregate: false,
+                handler: registry.makeGauge(descriptor: .named(name, help), labels: labels), factory: factory)
+        }
+        return (
+            gauge("relay_upload_concurrency_limit", Self.concurrencyLimitHelp), gauge("relay_upload_round_trip_seconds", Self.roundTripHelp),
+            gauge("relay_upload_round_trip_baseline_seconds", Self.roundTripBaselineHelp)
+        )
     }
 }

@@ -69,6 +69,10 @@ struct StreamLeasesTests {
                 leasesA.durability.current
                     == LogDurability.Reading(
                         store: "postgresql", copies: 1, synchronousCommit: "on", synchronousStandbyNames: "", synchronousStandbys: []))
+            // A round just before each write under a lease, as a relay renews it every lease/3: on a
+            // machine loaded enough (a CI run's thorough tier beside a burner, load 17), the steps
+            // since the last round once took longer than the lease itself.
+            await leasesA.round()
             try await logA.commitCursor("lane", to: 5)
             #expect(try await Self.lanePosition(postgres) == "5")
 
@@ -101,6 +105,8 @@ struct StreamLeasesTests {
             let adopted = try await Fixture.open(
                 postgres, stream: "a", consumers: [.cursorFile("lane")], fenced: ["lane"], fence: leasesB.fence, readOnly: true)
             #expect(await adopted.cursorPosition("lane") == 5)
+            await leasesB.round()
+            #expect(leasesB.fence.holds("a"), "b still forwards a's stream: a is not alive")
             try await adopted.commitCursor("lane", to: 10)
             #expect(try await Self.lanePosition(postgres) == "10")
 
@@ -122,6 +128,7 @@ struct StreamLeasesTests {
             #expect(leasesB.fence.holds("b"))
             #expect(!leasesB.fence.holds("a"))
             #expect(calls.withLockedValue { $0 } == ["adopt a", "handBack a"])
+            await leasesA.round()
             try await logA.commitCursor("lane", to: 15)
             #expect(try await Self.lanePosition(postgres) == "15")
             // The same holder under the token of its first lease (a write sent before it lost the

@@ -67,6 +67,30 @@ struct EmulateCommand: AsyncParsableCommand {
         name: .long, help: ArgumentHelp("Answer each tracking hit with this many 302 redirections before the 200 that records it.", valueName: "n"))
     var redirectHits: Int = 0
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Serve at most this many SDK requests per second, as a host that falls behind: each waits its turn in a queue (its answer is late by the requests ahead of it), and one that finds the queue full gets 503 at once.",
+            valueName: "n/s"))
+    var capacity: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("With --capacity: places in its queue (requests waiting beyond the one served; Tomcat's acceptCount).", valueName: "m"))
+    var queue: Int?
+
+    /// `--capacity`, read: `2000/s` or `2000`.
+    private var requestsPerSecond: Double? {
+        get throws {
+            guard let capacity else { return nil }
+            let number = capacity.hasSuffix("/s") ? String(capacity.dropLast(2)) : capacity
+            guard let value = Double(number), value.isFinite, value > 0 else {
+                throw ValidationError("--capacity \(capacity): give requests per second, as 2000/s or 2000")
+            }
+            return value
+        }
+    }
+
     @OptionGroup(title: "TLS") var tls: TLSOptions
 
     @Option(name: .long, help: ArgumentHelp("Raw requests kept for /emulator/requests.", valueName: "n"))
@@ -84,6 +108,9 @@ struct EmulateCommand: AsyncParsableCommand {
     var logFormat: LogFormatOption?
 
     func validate() throws {
+        _ = try requestsPerSecond
+        if let queue, queue < 0 { throw ValidationError("--queue must not be negative") }
+        if queue != nil, capacity == nil { throw ValidationError("--queue is the queue of --capacity: give --capacity too") }
         guard (0...1).contains(failureRate), (0...1).contains(dropRate) else {
             throw ValidationError("--failure-rate and --drop-rate are probabilities from 0 to 1")
         }
@@ -107,6 +134,8 @@ struct EmulateCommand: AsyncParsableCommand {
         faults.knownIntegrationKeys = integrationKey.isEmpty ? nil : integrationKey
         faults.failingIntegrationKeys = failIntegrationKey.isEmpty ? nil : failIntegrationKey
         faults.redirectHits = redirectHits > 0 ? redirectHits : nil
+        faults.capacity = try requestsPerSecond
+        faults.queuePlaces = queue
         let certificates = try tls.files().map { files throws(TLSCertificateStore.Failure) in try TLSCertificateStore(files: files) }
         let logger = CommonOptions.logger("campaign-relay.emulate", level: logLevel, json: LogFormatOption.jsonLines(logFormat, json: json))
         let emulator = CampaignEmulator(faults: faults, keptRequests: keptRequests)

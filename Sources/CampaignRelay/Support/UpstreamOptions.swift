@@ -17,8 +17,17 @@ struct UpstreamOptions: ParsableArguments {
         name: .long, help: ArgumentHelp("Campaign marketing host URL (https:// unless given; env CAMPAIGN_RELAY_MARKETING_HOST).", valueName: "url"))
     var marketingHost: String?
 
-    @Option(name: .long, help: ArgumentHelp("Requests in flight at once to each host.", valueName: "n"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Requests in flight at once to each host, at most: the ceiling of adaptive concurrency (it starts at 1, adds one while the host's round trip stays near its baseline, halves on 429, 502-504, timeouts or a rising round trip).",
+            valueName: "n"))
     var concurrency: Int = 8
+
+    @Flag(
+        name: .long,
+        help: "Keep --concurrency requests in flight to each host whatever its answers, instead of adapting to them up to --concurrency.")
+    var noAdaptiveConcurrency = false
 
     @Option(name: .long, help: ArgumentHelp("Seconds one request may take.", valueName: "seconds"))
     var requestTimeout: Double = 30
@@ -143,12 +152,14 @@ struct UpstreamOptions: ParsableArguments {
 
     func configuration(maximumRate: Double? = nil) throws -> UploadConfiguration {
         let (age, ttl) = try durations()
-        return UploadConfiguration(
+        var configuration = UploadConfiguration(
             concurrency: concurrency, requestTimeout: .milliseconds(Int64(requestTimeout * 1000)),
             backoff: Backoff(base: .milliseconds(backoffBase), cap: .milliseconds(Int64(backoffCap * 1000))),
             breakerThreshold: breakerThreshold, maximumUnsyncedEvents: maxUnsynced, maximumRate: maximumRate, maximumAttempts: maxAttempts,
             maximumEventAge: age, retryStatuses: try retryStatuses(), registrationDeduplicationWindow: ttl, trustedCertificateAuthorities: caFile
         )
+        configuration.adaptiveConcurrency = !noAdaptiveConcurrency
+        return configuration
     }
 
     static func environment(_ name: String) -> String? {

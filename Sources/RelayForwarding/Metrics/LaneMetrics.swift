@@ -35,15 +35,35 @@ public struct LaneMetrics: Sendable {
     /// 1 while the destination is failing (the circuit breaker is not closed), 0 while it answers;
     /// `nil` when nothing records it.
     public let breakerOpen: Gauge?
+    /// The requests in flight the destination's answers allow now (``ConcurrencyLimiter``), the
+    /// mean round trip of the last window with answers and the host's baseline round trip, in
+    /// seconds; recorded at each window's end. `nil` when nothing records them.
+    public let concurrency: (limit: Gauge, roundTrip: Gauge, baseline: Gauge)?
 
     /// Handles for a lane; `unreachable` only for a lane that reports it (the relay lane).
-    public init(delivered: Counter, retries: Counter, backlog: Gauge, oldestUnsent: Gauge, unreachable: Gauge? = nil, breakerOpen: Gauge? = nil) {
+    public init(
+        delivered: Counter, retries: Counter, backlog: Gauge, oldestUnsent: Gauge, unreachable: Gauge? = nil, breakerOpen: Gauge? = nil,
+        concurrency: (limit: Gauge, roundTrip: Gauge, baseline: Gauge)? = nil
+    ) {
         self.delivered = delivered
         self.retries = retries
         self.backlog = backlog
         self.oldestUnsent = oldestUnsent
         self.unreachable = unreachable
         self.breakerOpen = breakerOpen
+        self.concurrency = concurrency
+    }
+
+    /// Records the limit of `snapshot` and its round trips.
+    func record(_ snapshot: ConcurrencyLimiter.Snapshot) {
+        guard let concurrency else { return }
+        concurrency.limit.record(snapshot.limit)
+        if let roundTrip = snapshot.roundTrip { concurrency.roundTrip.record(Self.seconds(roundTrip)) }
+        if let baseline = snapshot.baseline { concurrency.baseline.record(Self.seconds(baseline)) }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// Handles that record nothing: swift-metrics' no-op handler, made once. Recording through them

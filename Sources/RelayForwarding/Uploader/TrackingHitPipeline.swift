@@ -53,15 +53,43 @@ public final class TrackingHitPipeline: Sendable {
 
     /// Sends every request and returns one outcome per request, in order. Never throws: a failed
     /// connection or a timeout is a retryable outcome of the hit it was carrying.
-    public func send(_ requests: [CampaignRequest]) async -> [DeliveryOutcome] {
+    ///
+    /// Each hit goes out under a permit of `limiter` (the lane's limit of requests in flight,
+    /// which the answers adapt), on at most ``connections`` connections; without one, on all of them.
+    public func send(_ requests: [CampaignRequest], limiter: ConcurrencyLimiter? = nil) async -> [DeliveryOutcome] {
         guard !requests.isEmpty else { return [] }
         let promise = eventLoop.makePromise(of: [DeliveryOutcome].self)
         eventLoop.execute {
-            let run = BatchRun(requests: requests, promise: promise)
+            let run = BatchRun(requests: requests, promise: promise, limiter: limiter)
             let workers = min(self.connections, requests.count)
-            for _ in 0..<workers { self.acquire(for: run) }
+            for _ in 0..<workers { self.withPermit(for: run) { permit in self.acquire(for: run, permit: permit) } }
         }
         return (try? await promise.futureResult.get()) ?? requests.map { _ in .retryable(reason: "the batch was abandoned", retryAfter: nil) }
+    }
+
+    /// Calls `body` on the event loop with a permit of `run`'s limiter (`nil` without one), once
+    /// the limit has room. With nothing left to send by then, the permit goes back unused and
+    /// `otherwise` runs instead (a connection waiting for the permit is idle again).
+    private func withPermit(
+        for run: BatchRun, otherwise: @escaping () -> Void = {}, _ body: @escaping (ConcurrencyLimiter.Permit?) -> Void
+    ) {
+        eventLoop.assertInEventLoop()
+        guard let limiter = run.limiter else { return body(nil) }
+        let bound = NIOLoopBound((run, body, otherwise), eventLoop: eventLoop)
+        let loop = eventLoop
+        limiter.acquire { permit in
+            let go = {
+                let (run, body, otherwise) = bound.value
+                guard run.next < run.requests.count, !run.halted else {
+                    limiter.release(permit, .ignored)
+                    run.haltRemaining()
+                    otherwise()
+                    return
+                }
+                body(permit)
+            }
+            if loop.inEventLoop { go() } else { loop.execute(go) }
+        }
     }
 
     /// Closes the idle connections.
@@ -83,12 +111,15 @@ public final class TrackingHitPipeline: Sendable {
         var halted = false
         var remaining: Int
         let promise: EventLoopPromise<[DeliveryOutcome]>
+        /// The lane's limit of requests in flight, each hit's permit taken from it.
+        let limiter: ConcurrencyLimiter?
 
-        init(requests: [CampaignRequest], promise: EventLoopPromise<[DeliveryOutcome]>) {
+        init(requests: [CampaignRequest], promise: EventLoopPromise<[DeliveryOutcome]>, limiter: ConcurrencyLimiter?) {
             self.requests = requests
             self.outcomes = Array(repeating: nil, count: requests.count)
             self.remaining = requests.count
             self.promise = promise
+            self.limiter = limiter
         }
 
         func finish(_ index: Int, _ outcome: DeliveryOutcome) {
@@ -108,13 +139,17 @@ public final class TrackingHitPipeline: Sendable {
         }
     }
 
-    /// Takes an idle connection (or opens one) and starts serving `run` on it.
-    private func acquire(for run: BatchRun) {
+    /// Takes an idle connection (or opens one) and starts serving `run` on it, its first hit under
+    /// `permit`.
+    private func acquire(for run: BatchRun, permit: ConcurrencyLimiter.Permit?) {
         eventLoop.assertInEventLoop()
-        guard run.next < run.requests.count else { return }
+        guard run.next < run.requests.count else {
+            if let permit { run.limiter?.release(permit, .ignored) }
+            return
+        }
         while let channel = idle.value.channels.popLast() {
             if channel.isActive {
-                serve(run, on: channel)
+                serve(run, on: channel, permit: permit)
                 return
             }
         }
@@ -136,34 +171,44 @@ public final class TrackingHitPipeline: Sendable {
                 }
             }
         let port = host.port ?? (host.scheme == "https" ? 443 : 80)
-        let bound = NIOLoopBound(run, eventLoop: eventLoop)
+        let bound = BoundRun(run: NIOLoopBound(run, eventLoop: eventLoop), permit: permit)
         bootstrap.connect(host: host.host, port: port).hop(to: eventLoop).whenComplete { result in
-            let run = bound.value
+            let run = bound.run.value
             switch result {
             case .success(let channel):
-                self.serve(run, on: channel)
+                self.serve(run, on: channel, permit: bound.permit)
             case .failure(let error):
                 // No connection: one hit records the failure, the rest go back unsent.
+                let outcome = DeliveryOutcome.retryable(reason: "cannot reach \(self.host): \(TransportErrorText.describe(error))", retryAfter: nil)
+                if let permit = bound.permit { run.limiter?.release(permit, ConcurrencyLimiter.signal(of: outcome)) }
                 guard run.next < run.requests.count else { return }
                 let index = run.next
                 run.next += 1
-                run.finish(index, .retryable(reason: "cannot reach \(self.host): \(TransportErrorText.describe(error))", retryAfter: nil))
+                run.finish(index, outcome)
                 run.haltRemaining()
             }
         }
     }
 
-    /// Sends `run`'s next request on `channel`, and the one after when it is answered.
-    private func serve(_ run: BatchRun, on channel: any Channel) {
+    /// A batch and a permit, handed to a connect's callback.
+    private struct BoundRun: Sendable {
+        var run: NIOLoopBound<BatchRun>
+        var permit: ConcurrencyLimiter.Permit?
+    }
+
+    /// Sends `run`'s next request on `channel` under `permit`, and the one after (under a permit
+    /// of its own) when it is answered.
+    private func serve(_ run: BatchRun, on channel: any Channel, permit: ConcurrencyLimiter.Permit?) {
         eventLoop.assertInEventLoop()
         guard run.next < run.requests.count, !run.halted else {
+            if let permit { run.limiter?.release(permit, .ignored) }
             run.haltRemaining()
             idle.value.channels.append(channel)
             return
         }
         guard let handler = try? channel.pipeline.syncOperations.handler(type: HitResponseHandler.self) else {
             channel.close(promise: nil)
-            acquire(for: run)
+            acquire(for: run, permit: permit)
             return
         }
         let index = run.next
@@ -171,6 +216,7 @@ public final class TrackingHitPipeline: Sendable {
         let request = run.requests[index]
         guard requestBytes.isValidTarget(request.pathAndQuery) else {
             // Never from a validated log; sent one at a time instead, where the HTTP client says why.
+            if let permit { run.limiter?.release(permit, .ignored) }
             run.halted = true
             let reason = "\(host): the request target \(request.pathAndQuery) has bytes a request line does not allow"
             run.finish(index, .retryable(reason: reason, retryAfter: nil))
@@ -179,9 +225,9 @@ public final class TrackingHitPipeline: Sendable {
             return
         }
         handler.send(requestBytes.request(for: request.pathAndQuery, allocator: channel.allocator), on: channel, timeout: timeout) { result in
+            let outcome: DeliveryOutcome
             switch result {
             case .success(let response):
-                let outcome: DeliveryOutcome
                 if DeliveryOutcome.redirectStatuses.contains(response.status), let location = response.location {
                     outcome = .redirected(status: response.status, location: location)
                 } else {
@@ -190,17 +236,22 @@ public final class TrackingHitPipeline: Sendable {
                         retryStatuses: self.retryStatuses
                     )
                 }
+                if let permit { run.limiter?.release(permit, ConcurrencyLimiter.signal(of: outcome)) }
                 if case .retryable = outcome { run.halted = true }
                 run.finish(index, outcome)
                 if response.keepAlive {
-                    self.serve(run, on: channel)
+                    self.withPermit(for: run, otherwise: { self.idle.value.channels.append(channel) }) { permit in
+                        self.serve(run, on: channel, permit: permit)
+                    }
                 } else {
                     channel.close(promise: nil)
-                    self.acquire(for: run)
+                    self.withPermit(for: run) { permit in self.acquire(for: run, permit: permit) }
                 }
             case .failure(let error):
+                outcome = .retryable(reason: "\(self.host): \(TransportErrorText.describe(error))", retryAfter: nil)
+                if let permit { run.limiter?.release(permit, ConcurrencyLimiter.signal(of: outcome)) }
                 run.halted = true
-                run.finish(index, .retryable(reason: "\(self.host): \(TransportErrorText.describe(error))", retryAfter: nil))
+                run.finish(index, outcome)
                 channel.close(promise: nil)
                 run.haltRemaining()
             }

@@ -131,7 +131,7 @@ extension UploadLane {
         }
         let requests = events.compactMap { sink.request(for: $0.event) }
         guard requests.count == events.count else { return .batch(done: done + events.map(\.sequence), retry: [], abandoned: false) }
-        let outcomes = await pipeline.send(requests)
+        let outcomes = await pipeline.send(requests, limiter: concurrency)
         var answered = false
         var firstFailure: (reason: String, retryAfter: Duration?)?
         for (index, (event, outcome)) in zip(events, outcomes).enumerated() {
@@ -194,17 +194,21 @@ extension UploadLane {
         var retry = EventRetryStateMachine(configuration: configuration)
         while !Task.isCancelled {
             guard await waitForPermission() else { break }
+            // A place among the requests in flight to the host, which its answers size.
+            let permit = await concurrency.acquire()
             // Erased while it waited for its next attempt: it goes no further, and a probe the
             // breaker granted it goes to the next request. A registration's send is marked on the
             // wire meanwhile (the sink's ``EventSink/marksSendForErasure(_:)``), so that an erasure
             // beginning now waits for its answer.
             let registration: [UInt64] = sink.marksSendForErasure(event.event) ? [event.sequence] : []
             if !erasures.beginSending(registration).isEmpty {
+                concurrency.release(permit, .ignored)
                 breaker.probeNotSent()
                 statistics.skippedErased += 1
                 return .done(event.sequence)
             }
             let outcome = await transport.send(request, timeout: configuration.requestTimeout)
+            concurrency.release(permit, ConcurrencyLimiter.signal(of: outcome))
             if case .delivered = outcome {
                 erasures.endSending(registration, deliveredBy: cursorName)
             } else {

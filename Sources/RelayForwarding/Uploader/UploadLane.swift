@@ -69,6 +69,9 @@ public actor UploadLane: BlockingActor, BreakerGate {
     let deduplicates: Bool
     /// Sends healthy-host batches of tracking hits in one event-loop hop each (the tracking lane).
     let pipeline: TrackingHitPipeline?
+    /// The requests in flight to the destination, under the limit its answers set (each attempt
+    /// of an event sink's lane, single or pipelined, holds a permit).
+    public nonisolated let concurrency: ConcurrencyLimiter
     /// What the lane records as it happens (deliveries, retries, its backlog and oldest owed event).
     let metrics: LaneMetrics
     /// Whether this relay may forward now (``UploadConfiguration/forwardingPermit``).
@@ -135,6 +138,10 @@ public actor UploadLane: BlockingActor, BreakerGate {
         self.deduplicates = deduplicates
         self.logger = logger
         self.breaker = CircuitBreakerStateMachine(threshold: configuration.breakerThreshold, backoff: configuration.backoff)
+        self.concurrency = ConcurrencyLimiter(ceiling: configuration.concurrency, adaptive: configuration.adaptiveConcurrency) { _, snapshot in
+            metrics.record(snapshot)
+        }
+        metrics.record(concurrency.snapshot)
     }
 
     /// The lane's log cursor, `upload-<name>`.

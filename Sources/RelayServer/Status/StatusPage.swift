@@ -73,7 +73,7 @@ enum StatusPage {
               <section><h2>Dead letters</h2><div class="big" id="dead-letters">–</div><div class="muted">events given up on (deadletter list)</div></section>
               <section><h2>Counting</h2><div id="counting" class="muted">–</div></section>
               <section class="wide"><h2>Destinations</h2>
-                <table><thead><tr><th>destination</th><th class="n">backlog</th><th class="n">oldest unsent</th><th>breaker</th><th class="n">delivered/s</th><th>last error</th></tr></thead>
+                <table><thead><tr><th>destination</th><th class="n">backlog</th><th class="n">oldest unsent</th><th>breaker</th><th class="n">delivered/s</th><th class="n">in flight</th><th>last error</th></tr></thead>
                 <tbody id="destinations"></tbody></table>
                 <p id="no-destinations" class="muted" hidden>No destination: events are stored and counted, not forwarded.</p></section>
               <section class="wide"><h2>Deliveries <span class="muted" id="aggregated"></span></h2>
@@ -170,6 +170,10 @@ enum StatusPage {
                 const healthy = destination.breaker === "closed" || destination.breaker === "reachable";
                 cell(row, destination.breaker, healthy ? "ok" : "bad", "breaker");
                 cell(row, rate(destination.deliveredPerSecond), "n", "delivered-per-second");
+                const limit = destination.concurrency;
+                cell(row, limit ? number(limit.inFlight) + " of " + number(limit.limit)
+                  + (limit.adaptive ? " (adaptive, at most " + number(limit.ceiling) + (limit.roundTripSeconds !== undefined ? "; round trip " + millis(limit.roundTripSeconds) + ", baseline " + millis(limit.roundTripBaselineSeconds) : "") + ")" : " (fixed)")
+                  : "–", "n", "concurrency");
                 cell(row, destination.lastError ? destination.lastError + " (" + destination.lastErrorAt + ")" : "–", destination.lastError ? "bad" : "", "last-error");
                 body.appendChild(row);
               }

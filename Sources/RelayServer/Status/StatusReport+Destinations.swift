@@ -31,7 +31,8 @@ extension StatusReport.Destination {
                 oldestUnsentEvent: stats.oldestUnsentEvent?.rfc3339,
                 oldestUnsentSeconds: stats.oldestUnsentEvent.map { RelayMetrics.age(of: $0, now: now.nanosecondsSinceEpoch) },
                 breaker: stats.breaker, lastError: stats.lastError, lastErrorAt: stats.lastErrorAt?.rfc3339,
-                deliveredPerSecond: delivered[lane.name], delivered: stats.delivered)
+                deliveredPerSecond: delivered[lane.name], delivered: stats.delivered,
+                concurrency: StatusReport.Concurrency(lane.concurrency.snapshot))
         case .handsOn:
             let state = await lane.state()
             return Self(
@@ -39,7 +40,7 @@ extension StatusReport.Destination {
                 oldestUnsentEvent: state.oldestWaitingEvent?.rfc3339,
                 oldestUnsentSeconds: state.oldestWaitingEvent.map { RelayMetrics.age(of: $0, now: now.nanosecondsSinceEpoch) },
                 breaker: state.unreachableSince == nil ? "reachable" : "unreachable", lastError: state.lastFailure,
-                lastErrorAt: state.unreachableSince?.rfc3339, deliveredPerSecond: nil, delivered: nil)
+                lastErrorAt: state.unreachableSince?.rfc3339, deliveredPerSecond: nil, delivered: nil, concurrency: nil)
         }
     }
 }

@@ -1,6 +1,7 @@
 import RelayAggregates
 import RelayAggregator
 import RelayCore
+import RelayForwarding
 import RelayPostgres
 
 /// `GET /v1/status`: what the status page shows, in one object (docs/openapi.yaml, `Status`).
@@ -81,6 +82,38 @@ struct StatusReport: Encodable {
         var lastErrorAt: String?
         var deliveredPerSecond: Double?
         var delivered: Int?
+        /// The requests in flight to its host and their limit (a destination that delivers).
+        var concurrency: Concurrency?
+    }
+
+    /// The requests in flight to a destination's host, under the limit its answers set
+    /// (``RelayForwarding/ConcurrencyLimiter``).
+    struct Concurrency: Encodable {
+        /// Requests in flight now.
+        var inFlight: Int
+        /// Requests in flight allowed now.
+        var limit: Int
+        /// The most allowed (`--concurrency`).
+        var ceiling: Int
+        /// Whether the limit adapts to the host's answers (`false` with `--no-adaptive-concurrency`).
+        var adaptive: Bool
+        /// The mean round trip of the last window with answers, and the host's round trip when it
+        /// queues nothing of this relay's (adaptive only).
+        var roundTripSeconds: Double?
+        var roundTripBaselineSeconds: Double?
+
+        init(_ snapshot: ConcurrencyLimiter.Snapshot) {
+            inFlight = snapshot.inFlight
+            limit = snapshot.limit
+            ceiling = snapshot.ceiling
+            adaptive = snapshot.adaptive
+            roundTripSeconds = snapshot.roundTrip.map(Self.seconds)
+            roundTripBaselineSeconds = snapshot.baseline.map(Self.seconds)
+        }
+
+        private static func seconds(_ duration: Duration) -> Double {
+            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        }
     }
 
     struct Counting: Encodable {

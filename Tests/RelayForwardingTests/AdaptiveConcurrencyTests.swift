@@ -1,0 +1,112 @@
+import RelayForwarding
+import TestTiers
+import Testing
+
+/// The decisions of adaptive concurrency on sequences of answers, on a clock of their own.
+@Suite("Adaptive concurrency: the state machine", .tier(.fast))
+struct AdaptiveConcurrencyTests {
+    static let start = ContinuousClock.now
+
+    /// One window: `inFlight` requests started at `at` ms (the limit used in full when it equals
+    /// the limit), then each ends with its signal after `roundTrip` ms, the last one once the
+    /// window is long enough to close; the change the window closed with.
+    static func window(
+        _ machine: inout AdaptiveConcurrency, at: Int, roundTrip: Int, signals: [AdaptiveConcurrency.Signal], inFlight: Int? = nil
+    ) -> AdaptiveConcurrency.Change? {
+        let began = start + .milliseconds(at)
+        let used = inFlight ?? machine.limit
+        for index in 0..<used { machine.started(inFlight: index + 1, now: began) }
+        var change: AdaptiveConcurrency.Change?
+        for (index, signal) in signals.enumerated() {
+            let at = index == signals.count - 1 ? began + .milliseconds(max(roundTrip, 40)) : began + .microseconds(100)
+            if let closed = machine.ended(signal, roundTrip: .milliseconds(roundTrip), now: at) { change = closed }
+        }
+        return change
+    }
+
+    @Test("it starts at one, adds one per window while the round trip stays near the baseline and the limit is used, and stops at the ceiling")
+    func additiveIncrease() {
+        var machine = AdaptiveConcurrency(settings: .init(ceiling: 4))
+        #expect(machine.limit == 1 && machine.baseline == nil)
+        var limits: [Int] = []
+        var changes: [AdaptiveConcurrency.Change?] = []
+        for round in 0..<5 {
+            changes.append(Self.window(&machine, at: round * 50, roundTrip: 2, signals: Array(repeating: .answered, count: machine.limit)))
+            limits.append(machine.limit)
+        }
+        #expect(limits == [2, 3, 4, 4, 4])
+        #expect(changes == [.increased, .increased, .increased, .held, .held])
+        #expect(machine.baseline == .milliseconds(2) && machine.roundTrip == .milliseconds(2))
+    }
+
+    @Test("a limit not used in full does not grow: the host's room is not known beyond it")
+    func unusedLimitHolds() {
+        var machine = AdaptiveConcurrency(settings: .init(ceiling: 8))
+        _ = Self.window(&machine, at: 0, roundTrip: 2, signals: [.answered])
+        _ = Self.window(&machine, at: 50, roundTrip: 2, signals: [.answered, .answered])
+        #expect(machine.limit == 3)
+        #expect(Self.window(&machine, at: 100, roundTrip: 2, signals: [.answered], inFlight: 1) == .held)
+        #expect(machine.limit == 3)
+    }
+
+    @Test("a 429, 503 or timeout halves the limit once per window, however many requests of the window failed; never below one")
+    func overloadHalves() {
+        var machine = AdaptiveConcurrency(settings: .init(ceiling: 16))
+        for round in 0..<7 { _ = Self.window(&machine, at: round * 50, roundTrip: 2, signals: Array(repeating: .answered, count: machine.limit)) }
+        #expect(machine.limit == 8)
+        // The first overload closes the window: the other failures of the same requests fall in the next.
+        let began = Self.start + .milliseconds(400)
+        for index in 0..<8 { machine.started(inFlight: index + 1, now: began) }
+        #expect(machine.ended(.overloaded, roundTrip: .milliseconds(1), now: began + .milliseconds(1)) == .decreasedOnOverload)
+        #expect(machine.limit == 4)
+        #expect(machine.ended(.overloaded, roundTrip: .milliseconds(1), now: began + .milliseconds(1)) == .decreasedOnOverload)
+        #expect(machine.limit == 2)
+        #expect(Self.window(&machine, at: 450, roundTrip: 2, signals: [.overloaded]) == .decreasedOnOverload)
+        #expect(machine.limit == 1)
+        #expect(Self.window(&machine, at: 500, roundTrip: 2, signals: [.overloaded]) == .decreasedOnOverload)
+        #expect(machine.limit == 1)
+    }
+
+    @Test("a round trip past twice the baseline halves the limit; between 1.5 and 2 times it holds")
+    func risingRoundTrip() {
+        var machine = AdaptiveConcurrency(settings: .init(ceiling: 16))
+        for round in 0..<5 { _ = Self.window(&machine, at: round * 50, roundTrip: 4, signals: Array(repeating: .answered, count: machine.limit)) }
+        #expect(machine.limit == 6 && machine.baseline == .milliseconds(4))
+        #expect(Self.window(&machine, at: 300, roundTrip: 7, signals: Array(repeating: .answered, count: 6)) == .held)
+        #expect(machine.limit == 6)
+        #expect(Self.window(&machine, at: 350, roundTrip: 9, signals: Array(repeating: .answered, count: 6)) == .decreasedOnRisingRoundTrip)
+        #expect(machine.limit == 3 && machine.roundTrip == .milliseconds(9))
+        #expect(machine.baseline == .milliseconds(4), "a window above one in flight does not move the baseline up")
+    }
+
+    @Test("the baseline drops to any faster round trip, and at a limit of one follows a slower host up by a tenth of the gap per window")
+    func baselineFollowsTheHost() {
+        var machine = AdaptiveConcurrency(settings: .init(ceiling: 1))
+        _ = Self.window(&machine, at: 0, roundTrip: 10, signals: [.answered])
+        #expect(machine.baseline == .milliseconds(10))
+        _ = Self.window(&machine, at: 50, roundTrip: 4, signals: [.answered])
+        #expect(machine.baseline == .milliseconds(4))
+        // The host is slower for good (30 ms): the baseline moves 2.6 ms toward it, then 2.34 ms more.
+        _ = Self.window(&machine, at: 100, roundTrip: 30, signals: [.answered])
+        #expect(machine.baseline == .microseconds(6_600))
+        _ = Self.window(&machine, at: 150, roundTrip: 30, signals: [.answered])
+        #expect(machine.baseline == .microseconds(8_940))
+    }
+
+    @Test("an answer that says nothing of the host's load (not sent) changes nothing and closes no window")
+    func ignoredSignals() {
+        var machine = AdaptiveConcurrency(settings: .init(ceiling: 4))
+        machine.started(inFlight: 1, now: Self.start)
+        #expect(machine.ended(.ignored, roundTrip: .milliseconds(50), now: Self.start + .seconds(1)) == nil)
+        #expect(machine.limit == 1 && machine.baseline == nil && machine.roundTrip == nil)
+    }
+
+    @Test("a window lasts a round trip at the baseline, at least 5 ms: answers before then close none")
+    func windowLength() {
+        var machine = AdaptiveConcurrency(settings: .init(ceiling: 4))
+        machine.started(inFlight: 1, now: Self.start)
+        #expect(machine.ended(.answered, roundTrip: .milliseconds(20), now: Self.start + .milliseconds(3)) == nil)
+        #expect(machine.ended(.answered, roundTrip: .milliseconds(20), now: Self.start + .milliseconds(19)) == nil)
+        #expect(machine.ended(.answered, roundTrip: .milliseconds(20), now: Self.start + .milliseconds(20)) == .increased)
+    }
+}
