@@ -17,16 +17,15 @@ struct UpstreamOptions: ParsableArguments {
         name: .long, help: ArgumentHelp("Campaign marketing host URL (https:// unless given; env CAMPAIGN_RELAY_MARKETING_HOST).", valueName: "url"))
     var marketingHost: String?
 
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "Requests in flight at once to each host, at most: the ceiling of adaptive concurrency (it starts at 1, adds one while the host's round trip stays near its baseline, halves on 429, 502-504, timeouts or a rising round trip).",
-            valueName: "n"))
+    // The limit adapts below it unless --no-adaptive-concurrency: the flag's help says how.
+    @Option(name: .long, help: ArgumentHelp("Requests in flight at once to each host.", valueName: "n"))
     var concurrency: Int = 8
 
     @Flag(
         name: .long,
-        help: "Keep --concurrency requests in flight to each host whatever its answers, instead of adapting to them up to --concurrency.")
+        help:
+            "Keep --concurrency requests in flight to each host whatever its answers. By default the limit adapts: it starts at 1, adds one while the host's round trip stays near its baseline, and halves on 429, 502-504, timeouts or a rising round trip, up to --concurrency."
+    )
     var noAdaptiveConcurrency = false
 
     @Option(name: .long, help: ArgumentHelp("Seconds one request may take.", valueName: "seconds"))
