@@ -10,7 +10,12 @@
 # NGINX=/usr/sbin/nginx adds a peer that is not ours as a second ceiling: nginx (worker_processes 1,
 # access_log off) answering `return 200` to every hit, drained to from a copy of the same backlog
 # and measured by wrk on the same connections. Without NGINX that part is skipped, saying so.
-# Usage: [PIN=1] [NGINX=/usr/sbin/nginx] Benchmarks/drain.sh [EVENTS=1000000] [CONCURRENCY=8]
+# Then the capacity part (Benchmarks/drain-capacity.py; CAPACITY=0 skips it): min(EVENTS, 50,000) hits
+# drained into `emulate --capacity CAPACITY/s --queue QUEUE` (default 2000/s and 4 places, fewer than
+# the default --concurrency), with adaptive concurrency and with 64 in flight: the drain rate as a
+# share of the capacity, 503s per 1,000 requests, and the host's p99 during the drain against its p99
+# unloaded (a probe of one hit every 50 ms).
+# Usage: [PIN=1] [NGINX=/usr/sbin/nginx] [CAPACITY=2000] [QUEUE=4] Benchmarks/drain.sh [EVENTS=1000000] [CONCURRENCY=8]
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 events=${1:-1000000}
@@ -85,7 +90,12 @@ EOF
         nginx_ceiling=$("${client_cpu[@]}" wrk -t1 -c"$concurrency" -d5s "http://127.0.0.1:18093/r/?id=hd828,f0190,1" | awk '/Requests\/sec/ {print int($2)}')
     fi
 fi
-python3 - "$drain" "$accepted" "$ceiling" "$events" "$concurrency" "$(cat "$work/upload-time")" "${PIN:-0}" "$json" "$nginx_drain" "$nginx_ceiling" "$unique_ceiling" "$cpu_split" <<'PY'
+capacity_result=""
+if [ "${CAPACITY:-2000}" != 0 ]; then
+    kill "$emulator" 2>/dev/null || true
+    capacity_result=$(python3 "$here/drain-capacity.py" "$relay" "$work" "$((events < 50000 ? events : 50000))" "${CAPACITY:-2000}" "${QUEUE:-4}" "$concurrency")
+fi
+python3 - "$drain" "$accepted" "$ceiling" "$events" "$concurrency" "$(cat "$work/upload-time")" "${PIN:-0}" "$json" "$nginx_drain" "$nginx_ceiling" "$unique_ceiling" "$cpu_split" "$capacity_result" <<'PY'
 import json, sys
 drain, (accepted, distinct), ceiling = json.loads(sys.argv[1]), sys.argv[2].split(), sys.argv[3]
 user, system = map(float, sys.argv[6].split())
@@ -115,7 +125,8 @@ if sys.argv[8] == "1":
                       "nginxHitsPerSecond": nginx_rate and round(nginx_rate), "nginxWrkCeiling": nginx_ceiling,
                       "nginxRatioToCeiling": round(nginx_rate / nginx_ceiling, 3) if nginx_rate and nginx_ceiling else None,
                       "wrkCeilingNewIds": unique_ceiling,
-                      "cpuMicrosecondsPerHitByClient": split and {k: {n: round(v, 2) for n, v in d.items()} for k, d in split.items()}}))
+                      "cpuMicrosecondsPerHitByClient": split and {k: {n: round(v, 2) for n, v in d.items()} for k, d in split.items()},
+                      "capacity": json.loads(sys.argv[13]) if sys.argv[13] else None}))
     sys.exit(0)
 print("| run | hits/s | uploader CPU per hit |")
 print("|---|---|---|")
@@ -141,4 +152,16 @@ if nginx_rate is not None:
         print("| ceiling: wrk against the same nginx, %s connections | %d |" % (sys.argv[5], nginx_ceiling))
         print()
         print("drain / nginx ceiling: %.2fx" % (nginx_rate / nginx_ceiling))
+if sys.argv[13]:
+    result = json.loads(sys.argv[13])
+    print()
+    print("Against a host of %g requests/s with %d places in its queue (`emulate --capacity %g/s --queue %d`), %d hits; the host's p99 unloaded: %.2f ms"
+          % (result["capacity"], result["queue"], result["capacity"], result["queue"], result["hits"], (result["hostUnloadedP99Seconds"] or 0) * 1000))
+    print()
+    print("| drain | seconds | hits/s | share of the capacity | 503s per 1,000 requests | host p99 during the drain | / unloaded |")
+    print("|---|---|---|---|---|---|---|")
+    for run in result["runs"]:
+        print("| %s | %.1f | %d | %.2f | %.1f | %.2f ms | %.1fx |" % (
+            run["mode"], run["seconds"], run["hitsPerSecond"], run["shareOfCapacity"], run["answered503PerThousand"],
+            (run["hostP99Seconds"] or 0) * 1000, run["hostP99OverUnloaded"] or 0))
 PY
