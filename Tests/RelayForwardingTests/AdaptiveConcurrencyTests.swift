@@ -79,6 +79,24 @@ struct AdaptiveConcurrencyTests {
         #expect(machine.baseline == .milliseconds(4), "a window above one in flight does not move the baseline up")
     }
 
+    @Test(
+        "a host answering in 200 µs: round trips up to 1 ms above it are near (the limit grows at 6× the baseline), up to 2 ms above it hold, beyond that halve"
+    )
+    func slackForFastHosts() {
+        var machine = AdaptiveConcurrency(settings: .init(ceiling: 16))
+        let window = { (machine: inout AdaptiveConcurrency, at: Int, microseconds: Int) -> AdaptiveConcurrency.Change? in
+            let began = Self.start + .milliseconds(at)
+            for index in 0..<machine.limit { machine.started(inFlight: index + 1, now: began) }
+            return machine.ended(.answered, roundTrip: .microseconds(microseconds), now: began + .milliseconds(40))
+        }
+        #expect(window(&machine, 0, 200) == .increased)
+        #expect(window(&machine, 50, 1_200) == .increased, "1.2 ms is within 1 ms of 0.2 ms")
+        #expect(machine.limit == 3)
+        #expect(window(&machine, 100, 2_100) == .held, "2.1 ms: not near, not 2 ms above")
+        #expect(window(&machine, 150, 2_300) == .decreasedOnRisingRoundTrip)
+        #expect(machine.limit == 1 && machine.baseline == .microseconds(200))
+    }
+
     @Test("the baseline drops to any faster round trip, and at a limit of one follows a slower host up by a tenth of the gap per window")
     func baselineFollowsTheHost() {
         var machine = AdaptiveConcurrency(settings: .init(ceiling: 1))

@@ -6,11 +6,17 @@
 /// It starts at one request in flight. Answers are looked at in windows of about one round trip:
 /// - a window with a sign of overload (a 429 or 503, a timeout, a connection refused or reset) halves
 ///   the limit, once per window however many requests failed in it;
-/// - a window whose mean round trip is more than ``Settings/risingRatio`` times the baseline lowers
-///   the limit the same way: the host queues what it is sent;
-/// - a window whose mean round trip stays within ``Settings/nearRatio`` of the baseline, and in
-///   which the limit was used in full, adds one request, up to the ceiling (`--concurrency`);
+/// - a window whose mean round trip is more than ``Settings/risingRatio`` times the baseline (and
+///   more than ``Settings/risingSlack`` above it) lowers the limit the same way: the host queues
+///   what it is sent;
+/// - a window whose mean round trip stays within ``Settings/nearRatio`` of the baseline (or within
+///   ``Settings/nearSlack`` of it), and in which the limit was used in full, adds one request, up
+///   to the ceiling (`--concurrency`);
 /// - in between, the limit holds.
+///
+/// The slack is for hosts answering in well under a millisecond (over loopback, on the same
+/// machine): there a round trip twice as long is the scheduler's noise, not the host queueing, and
+/// a ratio alone would hold the limit low for a host with room to spare.
 ///
 /// The baseline is the round trip of a host that is not queueing this lane's requests: it drops to
 /// any faster round trip at once, and follows the round trips seen at a limit of one (where the lane
@@ -25,19 +31,27 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
         public var nearRatio: Double
         /// A window's mean round trip above this many times the baseline lowers the limit.
         public var risingRatio: Double
+        /// A mean round trip within this of the baseline is near it, whatever the ratio.
+        public var nearSlack: Duration
+        /// A mean round trip within this of the baseline is not rising, whatever the ratio.
+        public var risingSlack: Duration
         /// The shortest window, however fast the host answers.
         public var minimumWindow: Duration
         /// A window's mean round trip at a limit of one moves the baseline up by the gap divided by this.
         public var baselineDriftDivisor: Int
 
-        /// Settings with the ceiling `ceiling`: growth within 1.5× the baseline, decrease beyond 2×,
-        /// windows of at least 5 ms, a baseline drifting up by a tenth of the gap per window.
+        /// Settings with the ceiling `ceiling`: growth within 1.5× the baseline or 1 ms of it,
+        /// decrease beyond 2× and 2 ms, windows of at least 5 ms, a baseline drifting up by a tenth
+        /// of the gap per window.
         public init(
-            ceiling: Int, nearRatio: Double = 1.5, risingRatio: Double = 2, minimumWindow: Duration = .milliseconds(5), baselineDriftDivisor: Int = 10
+            ceiling: Int, nearRatio: Double = 1.5, risingRatio: Double = 2, nearSlack: Duration = .milliseconds(1),
+            risingSlack: Duration = .milliseconds(2), minimumWindow: Duration = .milliseconds(5), baselineDriftDivisor: Int = 10
         ) {
             self.ceiling = max(1, ceiling)
             self.nearRatio = nearRatio
             self.risingRatio = max(nearRatio, risingRatio)
+            self.nearSlack = nearSlack
+            self.risingSlack = max(nearSlack, risingSlack)
             self.minimumWindow = minimumWindow
             self.baselineDriftDivisor = max(1, baselineDriftDivisor)
         }
@@ -134,9 +148,11 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
         let change: Change
         if windowOverloaded {
             change = .decreasedOnOverload
-        } else if let mean, let base = baseline, mean > base * settings.risingRatio {
+        } else if let mean, let base = baseline, mean > max(base * settings.risingRatio, base + settings.risingSlack) {
             change = .decreasedOnRisingRoundTrip
-        } else if let mean, let base = baseline, mean <= base * settings.nearRatio, windowSaturated, limit < settings.ceiling {
+        } else if let mean, let base = baseline, mean <= max(base * settings.nearRatio, base + settings.nearSlack), windowSaturated,
+            limit < settings.ceiling
+        {
             change = .increased
         } else {
             change = .held

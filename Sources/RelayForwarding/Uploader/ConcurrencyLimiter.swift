@@ -102,17 +102,18 @@ public final class ConcurrencyLimiter: Sendable {
     /// Gives `permit` back: its request ended with `signal`. Waiting requests get the room there is.
     public func release(_ permit: Permit, _ signal: AdaptiveConcurrency.Signal) {
         let now = ContinuousClock.now
-        let (change, snapshot, granted) = state.withLockedValue {
-            state -> (AdaptiveConcurrency.Change?, Snapshot, [(@Sendable (Permit) -> Void, Permit)]) in
+        let (closed, granted) = state.withLockedValue {
+            state -> ((AdaptiveConcurrency.Change, Snapshot)?, [(@Sendable (Permit) -> Void, Permit)]) in
             state.inFlight -= 1
             let change = state.machine?.ended(signal, roundTrip: now - permit.started, now: now)
             var granted: [(@Sendable (Permit) -> Void, Permit)] = []
             while state.inFlight < state.limit, !state.waiting.isEmpty {
                 granted.append((state.waiting.removeFirst(), Self.take(&state, now: now)))
             }
-            return (change, Self.snapshot(of: state), granted)
+            // A snapshot only when a window closed: most answers close none.
+            return (change.map { ($0, Self.snapshot(of: state)) }, granted)
         }
-        if let change { onChange(change, snapshot) }
+        if let (change, snapshot) = closed { onChange(change, snapshot) }
         for (waiter, permit) in granted { waiter(permit) }
     }
 

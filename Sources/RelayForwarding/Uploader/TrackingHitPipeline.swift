@@ -75,6 +75,8 @@ public final class TrackingHitPipeline: Sendable {
     ) {
         eventLoop.assertInEventLoop()
         guard let limiter = run.limiter else { return body(nil) }
+        // The common case, once per hit: room now, taken without a closure or an allocation.
+        if let permit = limiter.tryAcquire() { return body(permit) }
         let bound = NIOLoopBound((run, body, otherwise), eventLoop: eventLoop)
         let loop = eventLoop
         limiter.acquire { permit in
