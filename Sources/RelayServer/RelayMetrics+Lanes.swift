@@ -21,7 +21,7 @@ extension RelayMetrics {
     static let breakerOpenHelp =
         "1 while the destination is failing (its circuit breaker is open or half-open: sends pause, then probe), 0 while it answers; by lane and tenant."
     static let concurrencyLimitHelp =
-        "Requests in flight the destination's host is allowed now, by lane and tenant: adaptive, from 1 up to --concurrency (growing while its round trip stays near the baseline, halving on 429, 502-504, timeouts or a rising round trip); --concurrency itself with --no-adaptive-concurrency."
+        "Requests in flight the destination's host is allowed now, by lane and tenant: --concurrency, or with --adaptive-concurrency from 1 up to it (growing while its round trip stays near the baseline, halving on 429, 502-504, timeouts or a rising round trip)."
     static let roundTripHelp =
         "Mean round trip in seconds of the destination's answers in the last window (about one round trip), by lane and tenant; adaptive concurrency only."
     static let roundTripBaselineHelp =

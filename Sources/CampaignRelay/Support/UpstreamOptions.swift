@@ -17,16 +17,18 @@ struct UpstreamOptions: ParsableArguments {
         name: .long, help: ArgumentHelp("Campaign marketing host URL (https:// unless given; env CAMPAIGN_RELAY_MARKETING_HOST).", valueName: "url"))
     var marketingHost: String?
 
-    // The limit adapts below it unless --no-adaptive-concurrency: the flag's help says how.
+    // With --adaptive-concurrency the limit adapts below it: the flag's help says how.
     @Option(name: .long, help: ArgumentHelp("Requests in flight at once to each host.", valueName: "n"))
     var concurrency: Int = 8
 
+    // Off by default for now: on a machine short of CPU the relay's own delays read as a host
+    // queueing, and the limit stayed at 1 (BENCHMARKS.md, issue 41).
     @Flag(
         name: .long,
         help:
-            "Keep --concurrency requests in flight to each host whatever its answers. By default the limit adapts: it starts at 1, adds one while the host's round trip stays near its baseline, and halves on 429, 502-504, timeouts or a rising round trip, up to --concurrency."
+            "Adapt the requests in flight to each host's answers, up to --concurrency: start at 1, add one while the host's round trip stays near its baseline, halve on 429, 502-504, timeouts or a rising round trip. Without it, --concurrency are kept in flight."
     )
-    var noAdaptiveConcurrency = false
+    var adaptiveConcurrency = false
 
     @Option(name: .long, help: ArgumentHelp("Seconds one request may take.", valueName: "seconds"))
     var requestTimeout: Double = 30
@@ -157,7 +159,7 @@ struct UpstreamOptions: ParsableArguments {
             breakerThreshold: breakerThreshold, maximumUnsyncedEvents: maxUnsynced, maximumRate: maximumRate, maximumAttempts: maxAttempts,
             maximumEventAge: age, retryStatuses: try retryStatuses(), registrationDeduplicationWindow: ttl, trustedCertificateAuthorities: caFile
         )
-        configuration.adaptiveConcurrency = !noAdaptiveConcurrency
+        configuration.adaptiveConcurrency = adaptiveConcurrency
         return configuration
     }
 

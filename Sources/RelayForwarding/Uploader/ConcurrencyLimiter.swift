@@ -2,7 +2,7 @@ import NIOConcurrencyHelpers
 
 /// The requests in flight to one lane's host, held under a limit: the driver of
 /// ``AdaptiveConcurrency`` (`--concurrency` its ceiling), or a fixed limit of `--concurrency`
-/// with `--no-adaptive-concurrency`.
+/// without `--adaptive-concurrency` (the default).
 ///
 /// Every request to the host takes a permit first and gives it back with how it ended: the lane's
 /// single sends wait for one (``acquire()``), and the tracking pipeline's connections are handed

@@ -6,8 +6,8 @@ public struct UploadConfiguration: Sendable, Hashable {
     /// Requests in flight at once to each host.
     public var concurrency: Int
     /// Whether the requests in flight to a host adapt to its answers (``AdaptiveConcurrency``), up
-    /// to ``concurrency``; `false`: always ``concurrency`` (`--no-adaptive-concurrency`).
-    public var adaptiveConcurrency = true
+    /// to ``concurrency`` (`--adaptive-concurrency`); `false` (the default): always ``concurrency``.
+    public var adaptiveConcurrency = false
     /// How long one request may take.
     public var requestTimeout: Duration
     /// Retry delays.

@@ -213,7 +213,7 @@ extension OpenAPIDocument {
                           inFlight: { type: integer, minimum: 0 }
                           limit: { type: integer, minimum: 1 }
                           ceiling: { type: integer, minimum: 1 }
-                          adaptive: { type: boolean, description: false with --no-adaptive-concurrency. }
+                          adaptive: { type: boolean, description: true with --adaptive-concurrency. }
                           roundTripSeconds: { type: number, minimum: 0, description: The mean round trip of the last window with answers (adaptive only). }
                           roundTripBaselineSeconds: { type: number, minimum: 0, description: The host's round trip when it queues none of this relay's requests (adaptive only). }
                 deadLetters: { type: integer, minimum: 0 }

@@ -95,7 +95,7 @@ struct StatusReport: Encodable {
         var limit: Int
         /// The most allowed (`--concurrency`).
         var ceiling: Int
-        /// Whether the limit adapts to the host's answers (`false` with `--no-adaptive-concurrency`).
+        /// Whether the limit adapts to the host's answers (`--adaptive-concurrency`).
         var adaptive: Bool
         /// The mean round trip of the last window with answers, and the host's round trip when it
         /// queues nothing of this relay's (adaptive only).
