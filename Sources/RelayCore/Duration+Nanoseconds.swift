@@ -5,4 +5,9 @@ extension Duration {
         let (total, overflowAgain) = seconds.addingReportingOverflow(components.attoseconds / 1_000_000_000)
         return overflow || overflowAgain ? (components.seconds < 0 ? Int64.min : Int64.max) : total
     }
+
+    /// The duration in seconds, as metrics and JSON show durations.
+    public var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
 }

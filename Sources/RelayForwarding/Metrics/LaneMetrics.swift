@@ -58,12 +58,8 @@ public struct LaneMetrics: Sendable {
     func record(_ snapshot: ConcurrencyLimiter.Snapshot) {
         guard let concurrency else { return }
         concurrency.limit.record(snapshot.limit)
-        if let roundTrip = snapshot.roundTrip { concurrency.roundTrip.record(Self.seconds(roundTrip)) }
-        if let baseline = snapshot.baseline { concurrency.baseline.record(Self.seconds(baseline)) }
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        if let roundTrip = snapshot.roundTrip { concurrency.roundTrip.record(roundTrip.seconds) }
+        if let baseline = snapshot.baseline { concurrency.baseline.record(baseline.seconds) }
     }
 
     /// Handles that record nothing: swift-metrics' no-op handler, made once. Recording through them

@@ -107,12 +107,8 @@ struct StatusReport: Encodable {
             limit = snapshot.limit
             ceiling = snapshot.ceiling
             adaptive = snapshot.adaptive
-            roundTripSeconds = snapshot.roundTrip.map(Self.seconds)
-            roundTripBaselineSeconds = snapshot.baseline.map(Self.seconds)
-        }
-
-        private static func seconds(_ duration: Duration) -> Double {
-            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+            roundTripSeconds = snapshot.roundTrip.map(\.seconds)
+            roundTripBaselineSeconds = snapshot.baseline.map(\.seconds)
         }
     }
 
