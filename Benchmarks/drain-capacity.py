@@ -2,7 +2,7 @@
 """The capacity part of Benchmarks/drain.sh: a backlog of EVENTS tracking hits drained into
 `campaign-relay emulate --capacity CAPACITY/s --queue QUEUE` (a host that serves CAPACITY requests a
 second in arrival order and answers 503 when QUEUE requests already wait), once with adaptive
-concurrency (`--adaptive-concurrency`, ceiling CONCURRENCY) and once with a fixed `--concurrency 64`. For each: the drain rate as a share of the capacity, 503s per 1,000 requests,
+concurrency (the default, ceiling CONCURRENCY) and once with a fixed `--no-adaptive-concurrency --concurrency 64`. For each: the drain rate as a share of the capacity, 503s per 1,000 requests,
 and the host's p99 while it drains against its p99 unloaded. A probe measures the host: one hit
 every 50 ms on a connection of its own (about 1 % of the capacity), its answer time from the
 client's side, first with nothing else sent (unloaded), then during each drain.
@@ -82,8 +82,8 @@ try:
                    stdout=subprocess.DEVNULL)
 
     runs = []
-    for name, options in (("adaptive, ceiling %d" % concurrency, ["--adaptive-concurrency", "--concurrency", str(concurrency)]),
-                          ("fixed, 64 in flight", ["--concurrency", "64", "--backoff-cap", "1"])):
+    for name, options in (("adaptive, ceiling %d" % concurrency, ["--concurrency", str(concurrency)]),
+                          ("fixed, 64 in flight", ["--no-adaptive-concurrency", "--concurrency", "64", "--backoff-cap", "1"])):
         data = os.path.join(work, "capacity-drain")
         shutil.rmtree(data, ignore_errors=True)
         shutil.copytree(os.path.join(work, "capacity-backlog"), data)

@@ -21,11 +21,14 @@ extension RelayMetrics {
     static let breakerOpenHelp =
         "1 while the destination is failing (its circuit breaker is open or half-open: sends pause, then probe), 0 while it answers; by lane and tenant."
     static let concurrencyLimitHelp =
-        "Requests in flight the destination's host is allowed now, by lane and tenant: --concurrency, or with --adaptive-concurrency from 1 up to it (growing while its round trip stays near the baseline, halving on 429, 502-504, timeouts or a rising round trip)."
+        "Requests in flight the destination's host is allowed now, by lane and tenant: adaptive from 1 up to --concurrency (growing while its round trip stays near the baseline, halving on 429, 502-504, timeouts or a round trip past twice the baseline), or --concurrency with --no-adaptive-concurrency."
     static let roundTripHelp =
         "Mean round trip in seconds of the destination's answers in the last window (about one round trip), by lane and tenant; adaptive concurrency only."
     static let roundTripBaselineHelp =
-        "The destination's round trip in seconds when it queues none of this relay's requests, which adaptive concurrency compares the round trip with; by lane and tenant."
+        "The fastest window mean round trip in seconds of the last 10 s, which adaptive concurrency compares each window with; by lane and tenant."
+    static let maximumRateHelp = "Requests started per second to the destination's host at most (max-rate), by lane and tenant; 0 without a ceiling."
+    static let pacedHelp =
+        "Requests to the destination's host that waited for the rate ceiling (max-rate) before they started, by lane and tenant: rising while the ceiling holds the drain back."
     static let deliveredHelp = "Events Campaign accepted (HTTP 200), by tenant."
     static let retriesHelp = "Retries after retryable failures of forwarding to Campaign, by tenant."
 
@@ -157,20 +160,27 @@ extension RelayMetrics {
         return LaneHandles(metrics: metrics, delivered: delivered, ages: [oldestUnsent] + (unreachable.map { [$0] } ?? []))
     }
 
-    /// `relay_upload_concurrency_limit`, `relay_upload_round_trip_seconds` and
-    /// `relay_upload_round_trip_baseline_seconds` of a lane that delivers.
+    /// `relay_upload_concurrency_limit`, `relay_upload_round_trip_seconds`,
+    /// `relay_upload_round_trip_baseline_seconds`, `relay_upload_max_rate` and
+    /// `relay_upload_paced_requests_total` of a lane that delivers.
     private func concurrencyGauges(
         lane: String, tenant: String, stream: [(String, String)], factory: PrometheusMetricsFactory
-    ) -> (limit: CoreMetrics.Gauge, roundTrip: CoreMetrics.Gauge, baseline: CoreMetrics.Gauge) {
+    ) -> LaneMetrics.Concurrency {
         let labels = [("lane", lane), ("tenant", tenant)] + stream
         func gauge(_ name: String, _ help: String) -> CoreMetrics.Gauge {
             CoreMetrics.Gauge(
                 label: name, dimensions: [("lane", lane)], aggregate: false,
                 handler: registry.makeGauge(descriptor: .named(name, help), labels: labels), factory: factory)
         }
-        return (
-            gauge("relay_upload_concurrency_limit", Self.concurrencyLimitHelp), gauge("relay_upload_round_trip_seconds", Self.roundTripHelp),
-            gauge("relay_upload_round_trip_baseline_seconds", Self.roundTripBaselineHelp)
+        let paced = "relay_upload_paced_requests_total"
+        return LaneMetrics.Concurrency(
+            limit: gauge("relay_upload_concurrency_limit", Self.concurrencyLimitHelp),
+            roundTrip: gauge("relay_upload_round_trip_seconds", Self.roundTripHelp),
+            baseline: gauge("relay_upload_round_trip_baseline_seconds", Self.roundTripBaselineHelp),
+            maximumRate: gauge("relay_upload_max_rate", Self.maximumRateHelp),
+            paced: CoreMetrics.Counter(
+                label: paced, dimensions: [("lane", lane)], handler: registry.makeCounter(descriptor: .named(paced, Self.pacedHelp), labels: labels),
+                factory: factory)
         )
     }
 }

@@ -68,9 +68,9 @@ struct CapacityDrainTests {
     )
     func adaptiveConcurrencyProtectsTheHost() async throws {
         let binary = try RelayBinary.path()
-        let adaptive = try await Self.drain(binary, "drain-adaptive", ["--adaptive-concurrency"])
+        let adaptive = try await Self.drain(binary, "drain-adaptive", [])
         print("adaptive concurrency (ceiling 8): \(adaptive)")
-        let fixed = try await Self.drain(binary, "drain-fixed", ["--concurrency", "64", "--backoff-cap", "1"])
+        let fixed = try await Self.drain(binary, "drain-fixed", ["--no-adaptive-concurrency", "--concurrency", "64", "--backoff-cap", "1"])
         print("fixed concurrency 64: \(fixed)")
 
         #expect(adaptive.accepted == Self.hits && adaptive.distinct == Self.hits, "every hit once: \(adaptive)")

@@ -164,7 +164,7 @@ struct ConfigFileTests {
             ),
             (
                 "[tenant.brand-a]\ntraking-host = \"https://t.example\"\n",
-                ":2: traking-host of [tenant.brand-a]: a tenant takes admin-token, ca-file, integration-key, marketing-host, max-wal-bytes, tracking-host; did you mean tracking-host?\n"
+                ":2: traking-host of [tenant.brand-a]: a tenant takes admin-token, ca-file, integration-key, marketing-host, max-rate, max-wal-bytes, tracking-host; did you mean tracking-host?\n"
             ),
             (
                 "[tenant.brand-a]\nadmin-token = \"shared-token-0123456789\"\n\n[tenant.brand-b]\nadmin-token = \"shared-token-0123456789\"\n",

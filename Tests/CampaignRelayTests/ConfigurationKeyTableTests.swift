@@ -84,7 +84,7 @@ struct ConfigurationKeyTableTests {
         #expect(file.tenants.first?.configuration.destinations.trackingHost?.description == "https://t.example")
         #expect(
             failure(TenantKey.all)
-                == "\(path):3: greeting of [tenant.brand-a]: a tenant takes admin-token, ca-file, integration-key, marketing-host, max-wal-bytes, tracking-host",
+                == "\(path):3: greeting of [tenant.brand-a]: a tenant takes admin-token, ca-file, integration-key, marketing-host, max-rate, max-wal-bytes, tracking-host",
             "without its declaration, the key is no tenant's")
         try write("")
         #expect(failure(keys) == "\(path):3: greeting of [tenant.brand-a] takes a non-empty string")
@@ -111,6 +111,7 @@ struct ConfigurationKeyTableTests {
         integration-key = ["brand-a-ios-key", "brand-a-\\"android\\"-key"]
         admin-token = "brand-a-sees-brand-a-alone"
         ca-file = "\(path)"
+        max-rate = 300
 
         [tenant.brand-b]
         tracking-host = "https://brand-b-tracking.example.com"
@@ -127,13 +128,15 @@ struct ConfigurationKeyTableTests {
                     tracking-host = https://brand-a-tracking.example.com
                     marketing-host = http://brand-a-marketing.example.com:8080
                     ca-file = \(path)
+                    max-rate = 300
                     integration-key = ["brand-a-ios-key", "brand-a-\\"android\\"-key"]
                     admin-token = (hidden)
                     max-wal-bytes = 2000000
-                  [tenant.brand-b]  # file, line 12
+                  [tenant.brand-b]  # file, line 13
                     tracking-host = https://brand-b-tracking.example.com
                     marketing-host = (unset)
                     ca-file = (unset)
+                    max-rate = (unset)
                     integration-key = (unset)
                     admin-token = (unset)
                     max-wal-bytes = (unset)
@@ -143,7 +146,7 @@ struct ConfigurationKeyTableTests {
         #expect(json.ending == .exited(0), "\(json.stderr)")
         #expect(
             json.stdout.hasSuffix(
-                #"],"tenants":[{"adminToken":"(hidden)","caFile":"\#(path)","integrationKeys":["brand-a-ios-key","brand-a-\"android\"-key"],"line":4,"marketingHost":"http://brand-a-marketing.example.com:8080","maxWalBytes":2000000,"name":"brand-a","trackingHost":"https://brand-a-tracking.example.com"},{"integrationKeys":[],"line":12,"name":"brand-b","trackingHost":"https://brand-b-tracking.example.com"}],"valid":true}"#
+                #"],"tenants":[{"adminToken":"(hidden)","caFile":"\#(path)","integrationKeys":["brand-a-ios-key","brand-a-\"android\"-key"],"line":4,"marketingHost":"http://brand-a-marketing.example.com:8080","maxRate":300,"maxWalBytes":2000000,"name":"brand-a","trackingHost":"https://brand-a-tracking.example.com"},{"integrationKeys":[],"line":13,"name":"brand-b","trackingHost":"https://brand-b-tracking.example.com"}],"valid":true}"#
                     + "\n"), "\(json.stdout.suffix(800))")
     }
 

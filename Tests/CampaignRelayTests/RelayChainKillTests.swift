@@ -238,9 +238,21 @@ struct RelayChainKillTests {
             return body.contains(#""backlog":0"#) && body.contains(#""reachable":true"#)
         }
         let stored = try await http.nextSequence(central()) - 1
+        var campaignDistinct = 0
         try await waitUntil("Campaign to have every hit of the central log", seconds: 120) {
             let hits = try await http.get(campaign + "/emulator/hits").body
-            return (try JSONSerialization.jsonObject(with: Data(hits.utf8)) as? [String: Any])?["distinct"] as? Int == stored
+            campaignDistinct = (try JSONSerialization.jsonObject(with: Data(hits.utf8)) as? [String: Any])?["distinct"] as? Int ?? -1
+            return campaignDistinct == stored
+        }
+        if campaignDistinct != stored {
+            // What the central relay's lane to Campaign was doing, for the failure.
+            let status = (try? await http.get(central() + "/v1/status").body) ?? "?"
+            let metrics = (try? await http.get(central() + "/metrics").body) ?? "?"
+            let lanes = metrics.split(separator: "\n").filter { $0.hasPrefix("relay_upload") || $0.hasPrefix("relay_breaker") }.joined(
+                separator: "\n")
+            print(
+                "Campaign has \(campaignDistinct) of the central log's \(stored); the central relay's status: \(status)\nits upload metrics: \(lanes)\nits output's end: \(centrals.last?.text.suffix(6000) ?? "")"
+            )
         }
         let campaignHits = try await http.get(campaign + "/emulator/hits?messages=1").body
         await http.shutdown()

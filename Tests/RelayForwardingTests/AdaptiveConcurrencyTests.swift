@@ -9,9 +9,10 @@ struct AdaptiveConcurrencyTests {
 
     /// One window: `inFlight` requests started at `at` ms (the limit used in full when it equals
     /// the limit), then each ends with its signal after `roundTrip` ms, the last one once the
-    /// window is long enough to close; the change the window closed with.
+    /// window is long enough to close (`micro` µs added to each round trip); the change the window closed with.
     static func window(
-        _ machine: inout AdaptiveConcurrency, at: Int, roundTrip: Int, signals: [AdaptiveConcurrency.Signal], inFlight: Int? = nil
+        _ machine: inout AdaptiveConcurrency, at: Int, roundTrip: Int, signals: [AdaptiveConcurrency.Signal], inFlight: Int? = nil,
+        micro: Int = 0
     ) -> AdaptiveConcurrency.Change? {
         let began = start + .milliseconds(at)
         let used = inFlight ?? machine.limit
@@ -19,12 +20,12 @@ struct AdaptiveConcurrencyTests {
         var change: AdaptiveConcurrency.Change?
         for (index, signal) in signals.enumerated() {
             let at = index == signals.count - 1 ? began + .milliseconds(max(roundTrip, 40)) : began + .microseconds(100)
-            if let closed = machine.ended(signal, roundTrip: .milliseconds(roundTrip), now: at) { change = closed }
+            if let closed = machine.ended(signal, roundTrip: .milliseconds(roundTrip) + .microseconds(micro), now: at) { change = closed }
         }
         return change
     }
 
-    @Test("it starts at one, adds one per window while the round trip stays near the baseline and the limit is used, and stops at the ceiling")
+    @Test("it starts at one, adds one per window while the round trip is no longer than the baseline and the limit is used, and stops at the ceiling")
     func additiveIncrease() {
         var machine = AdaptiveConcurrency(settings: .init(ceiling: 4))
         #expect(machine.limit == 1 && machine.baseline == nil)
@@ -67,21 +68,59 @@ struct AdaptiveConcurrencyTests {
         #expect(machine.limit == 1)
     }
 
-    @Test("a round trip past twice the baseline halves the limit; between 1.5 and 2 times it holds")
+    @Test("a round trip past twice the baseline (and 4 deviations above it) halves the limit; between 1.5 and 2 times it holds")
     func risingRoundTrip() {
         var machine = AdaptiveConcurrency(settings: .init(ceiling: 16))
         for round in 0..<5 { _ = Self.window(&machine, at: round * 50, roundTrip: 4, signals: Array(repeating: .answered, count: machine.limit)) }
-        #expect(machine.limit == 6 && machine.baseline == .milliseconds(4))
+        #expect(machine.limit == 6 && machine.baseline == .milliseconds(4) && machine.deviation == .zero)
         #expect(Self.window(&machine, at: 300, roundTrip: 7, signals: Array(repeating: .answered, count: 6)) == .held)
         #expect(machine.limit == 6)
+        // The 7 ms window moved the average to 5.2 ms and the deviation to 1.2 ms: rising is past
+        // 4 + max(4, 2, 4 × 1.2) = 8.8 ms.
+        #expect(machine.averageRoundTrip == .microseconds(5_200) && machine.deviation == .microseconds(1_200))
         #expect(Self.window(&machine, at: 350, roundTrip: 9, signals: Array(repeating: .answered, count: 6)) == .decreasedOnRisingRoundTrip)
         #expect(machine.limit == 3 && machine.roundTrip == .milliseconds(9))
-        #expect(machine.baseline == .milliseconds(4), "a window above one in flight does not move the baseline up")
+        #expect(machine.baseline == .milliseconds(4), "a slower window does not move the baseline within its horizon")
     }
 
     @Test(
-        "a host answering in 200 µs: round trips up to 1 ms above it are near (the limit grows at 6× the baseline), up to 2 ms above it hold, beyond that halve"
+        "a relay short of CPU, its round trips 5 and 15 ms by turns: once the spread is known, none of it reads as a rise, and the limit climbs to the ceiling"
     )
+    func noisyRoundTripsStillGrow() {
+        var machine = AdaptiveConcurrency(settings: .init(ceiling: 8))
+        var changes: [AdaptiveConcurrency.Change?] = []
+        for round in 0..<20 {
+            changes.append(
+                Self.window(&machine, at: round * 50, roundTrip: round % 2 == 0 ? 5 : 15, signals: Array(repeating: .answered, count: machine.limit)))
+        }
+        #expect(machine.limit == 8)
+        // The first 15 ms window, before any spread was seen, is the only decrease.
+        #expect(changes.indices.filter { changes[$0] == .decreasedOnRisingRoundTrip } == [1])
+        #expect(changes.filter { $0 == .increased }.count == 8)
+    }
+
+    @Test(
+        "a host slower for good (10 ms, then 30 ms): the limit falls to one and stays; 10 s after the last 10 ms window the baseline is 30 ms and the limit grows again"
+    )
+    func baselineFollowsTheHost() {
+        var machine = AdaptiveConcurrency(settings: .init(ceiling: 8))
+        // One window a second.
+        for round in 0..<4 { _ = Self.window(&machine, at: round * 1_000, roundTrip: 10, signals: Array(repeating: .answered, count: machine.limit)) }
+        #expect(machine.limit == 5 && machine.baseline == .milliseconds(10))
+        var changes: [AdaptiveConcurrency.Change?] = []
+        for round in 4..<30 {
+            changes.append(Self.window(&machine, at: round * 1_000, roundTrip: 30, signals: Array(repeating: .answered, count: machine.limit)))
+        }
+        #expect(changes.first == .decreasedOnRisingRoundTrip)
+        #expect(changes.prefix(10).allSatisfy { $0 == .decreasedOnRisingRoundTrip || $0 == .held }, "\(changes)")
+        // The last 10 ms window closed at 3.04 s; the one closing at 13.04 s finds its baseline
+        // 10 s old and takes 30 ms; the next grows.
+        #expect(changes.firstIndex(of: .increased) == 10, "\(changes)")
+        #expect(changes[10...].allSatisfy { $0 != .decreasedOnRisingRoundTrip })
+        #expect(machine.limit == 8 && machine.baseline == .milliseconds(30))
+    }
+
+    @Test("a host answering in 200 µs: round trips up to 1 ms above it are near, up to 2 ms above it hold, beyond that (and 4 deviations) halve")
     func slackForFastHosts() {
         var machine = AdaptiveConcurrency(settings: .init(ceiling: 16))
         let window = { (machine: inout AdaptiveConcurrency, at: Int, microseconds: Int) -> AdaptiveConcurrency.Change? in
@@ -91,24 +130,11 @@ struct AdaptiveConcurrencyTests {
         }
         #expect(window(&machine, 0, 200) == .increased)
         #expect(window(&machine, 50, 1_200) == .increased, "1.2 ms is within 1 ms of 0.2 ms")
-        #expect(machine.limit == 3)
-        #expect(window(&machine, 100, 2_100) == .held, "2.1 ms: not near, not 2 ms above")
-        #expect(window(&machine, 150, 2_300) == .decreasedOnRisingRoundTrip)
-        #expect(machine.limit == 1 && machine.baseline == .microseconds(200))
-    }
-
-    @Test("the baseline drops to any faster round trip, and at a limit of one follows a slower host up by a tenth of the gap per window")
-    func baselineFollowsTheHost() {
-        var machine = AdaptiveConcurrency(settings: .init(ceiling: 1))
-        _ = Self.window(&machine, at: 0, roundTrip: 10, signals: [.answered])
-        #expect(machine.baseline == .milliseconds(10))
-        _ = Self.window(&machine, at: 50, roundTrip: 4, signals: [.answered])
-        #expect(machine.baseline == .milliseconds(4))
-        // The host is slower for good (30 ms): the baseline moves 2.6 ms toward it, then 2.34 ms more.
-        _ = Self.window(&machine, at: 100, roundTrip: 30, signals: [.answered])
-        #expect(machine.baseline == .microseconds(6_600))
-        _ = Self.window(&machine, at: 150, roundTrip: 30, signals: [.answered])
-        #expect(machine.baseline == .microseconds(8_940))
+        #expect(machine.limit == 3 && machine.deviation == .microseconds(400))
+        var twin = machine
+        #expect(window(&machine, 100, 2_100) == .held, "2.1 ms: not near, not past 0.2 + max(0.2, 2, 4 × 0.4) ms")
+        #expect(window(&twin, 100, 2_300) == .decreasedOnRisingRoundTrip)
+        #expect(twin.limit == 1 && twin.baseline == .microseconds(200))
     }
 
     @Test("an answer that says nothing of the host's load (not sent) changes nothing and closes no window")
@@ -124,7 +150,12 @@ struct AdaptiveConcurrencyTests {
         var machine = AdaptiveConcurrency(settings: .init(ceiling: 4))
         machine.started(inFlight: 1, now: Self.start)
         #expect(machine.ended(.answered, roundTrip: .milliseconds(20), now: Self.start + .milliseconds(3)) == nil)
-        #expect(machine.ended(.answered, roundTrip: .milliseconds(20), now: Self.start + .milliseconds(19)) == nil)
-        #expect(machine.ended(.answered, roundTrip: .milliseconds(20), now: Self.start + .milliseconds(20)) == .increased)
+        // The first window has no baseline yet: 5 ms.
+        #expect(machine.ended(.answered, roundTrip: .milliseconds(20), now: Self.start + .milliseconds(5)) == .increased)
+        #expect(machine.baseline == .milliseconds(20))
+        let next = Self.start + .milliseconds(10)
+        machine.started(inFlight: 1, now: next)
+        #expect(machine.ended(.answered, roundTrip: .milliseconds(20), now: next + .milliseconds(19)) == nil)
+        #expect(machine.ended(.answered, roundTrip: .milliseconds(20), now: next + .milliseconds(20)) == .held, "the limit (2) was not used in full")
     }
 }

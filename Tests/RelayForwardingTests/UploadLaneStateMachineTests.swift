@@ -27,7 +27,7 @@ struct UploadLaneStateMachineTests {
     static func describe(_ action: UploadLaneStateMachine.Action) -> String {
         switch action {
         case .read(let from): "read \(from)"
-        case .send(let event, let paced): "send \(event.sequence)\(paced ? "" : " unpaced")"
+        case .send(let event): "send \(event.sequence)"
         case .sendBatch(let events): "batch \(events.map { String($0.sequence) }.joined(separator: ","))"
         case .saveCursor(let position): "save \(position)"
         case .awaitCompletion: "await"
@@ -142,10 +142,10 @@ struct UploadLaneStateMachineTests {
         machine.completed(.done(3))
         #expect(Self.step(&machine, log: log, limit: 5) == ["read 5", "await"])
         machine.completed(.done(1))
-        #expect(Self.step(&machine, log: log, limit: 5) == ["send 2 unpaced", "read 5", "save 2", "await"])
+        #expect(Self.step(&machine, log: log, limit: 5) == ["send 2", "read 5", "save 2", "await"])
         machine.completed(.done(2))
         // Saved less than 200 ms ago, with a send under way: the next save waits.
-        #expect(Self.step(&machine, log: log, limit: 5) == ["send 4 unpaced", "read 5", "await"])
+        #expect(Self.step(&machine, log: log, limit: 5) == ["send 4", "read 5", "await"])
         machine.completed(.done(4))
         #expect(Self.step(&machine, log: log, limit: 5) == ["read 5", "save 5", "await events 5"])
     }
@@ -167,7 +167,7 @@ struct UploadLaneStateMachineTests {
         let log = Self.hits(1...7)
         #expect(Self.step(&machine, log: log, limit: 8) == ["read 1", "batch 1,2,3", "await"])
         machine.completed(.batch(done: [1, 3], retry: [Self.hits(2...2)[0]], abandoned: false))
-        #expect(Self.step(&machine, log: log, limit: 8) == ["batch 4,5,6", "send 2 unpaced", "save 2", "await"])
+        #expect(Self.step(&machine, log: log, limit: 8) == ["batch 4,5,6", "send 2", "save 2", "await"])
         machine.completed(.done(2))
         machine.completed(.batch(done: [4, 5, 6], retry: [], abandoned: false))
         // The last hit does not fill a batch: it goes as a partial one once nothing else is in flight.

@@ -54,9 +54,6 @@ struct ReplayCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Last sequence number (inclusive), or RFC 3339 time (exclusive).", valueName: "seq|time"))
     var to: String?
 
-    @Option(name: .long, help: ArgumentHelp("Send at most this many events per second.", valueName: "n"))
-    var maxRate: Double?
-
     @Flag(name: .long, help: "Send nothing: print what would be sent, per host, per delivery and per app.")
     var dryRun = false
 
@@ -94,7 +91,6 @@ struct ReplayCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        if let maxRate, maxRate <= 0 { throw ValidationError("--max-rate must be positive") }
         _ = try Bound(from, option: "--from")
         if let to { _ = try Bound(to, option: "--to") }
         if dryRun, toAggregates != nil { throw ValidationError("--dry-run and --to-aggregates are two ways of not sending: give one") }
@@ -175,7 +171,7 @@ struct ReplayCommand: AsyncParsableCommand {
         // Read first, so the summary can say which tenants' events had no host to go to.
         let counts = try await counting()
         let store = try await ForwardingStore(dataDirectory: common.dataDir, keys: keys)
-        let configuration = try upstream.configuration(maximumRate: maxRate)
+        let configuration = try upstream.configuration()
         // The same lanes as `upload`, tracking hits through the pipeline included; a replay keeps
         // no cursor and resends registrations even when unchanged.
         let uploader = try Uploader(

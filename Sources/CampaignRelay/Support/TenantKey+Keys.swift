@@ -7,7 +7,7 @@ extension TenantKey {
     /// Every key a `[tenant.NAME]` table takes, in the order `config check` shows them and the
     /// docs list them. A new per-tenant key is one more entry here (and the field of
     /// `TenantConfiguration` it sets, which `serve` uses).
-    static let all: [TenantKey] = [trackingHost, marketingHost, caFile, integrationKey, adminToken, logShare]
+    static let all: [TenantKey] = [trackingHost, marketingHost, caFile, maximumRate, integrationKey, adminToken, logShare]
 
     /// `tracking-host`: where the tenant's tracking hits go.
     static let trackingHost = TenantKey(
@@ -36,6 +36,19 @@ extension TenantKey {
         try TenantTable.requireReadable(text, place: place)
         tenant.destinations.trustedCertificateAuthorities = text
         return Shown(text: text, json: .string(text))
+    }
+
+    /// `max-rate`: the tenant's own rate ceiling.
+    static let maximumRate = TenantKey(
+        "max-rate",
+        help:
+            "requests (hits or registrations) started per second to each of its hosts, at most, in place of the relay's `max-rate` (default: the relay's)"
+    ) { value, place, tenant throws(ConfigurationFile.Failure) in
+        guard let rate = value.int, rate >= 1 else {
+            throw ConfigurationFile.Failure(description: "\(place) takes a whole number of requests a second, at least 1")
+        }
+        tenant.destinations.maximumRate = rate
+        return Shown(text: String(rate), json: .integer(Int64(rate)))
     }
 
     /// `integration-key`: the integration keys the tenant's endpoints take.

@@ -21,14 +21,20 @@ struct UpstreamOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Requests in flight at once to each host.", valueName: "n"))
     var concurrency: Int = 8
 
-    // Off by default for now: on a machine short of CPU the relay's own delays read as a host
-    // queueing, and the limit stayed at 1 (BENCHMARKS.md, issue 41).
     @Flag(
-        name: .long,
-        help:
-            "Adapt the requests in flight to each host's answers, up to --concurrency: start at 1, add one while the host's round trip stays near its baseline, halve on 429, 502-504, timeouts or a rising round trip. Without it, --concurrency are kept in flight."
+        inversion: .prefixedNo,
+        help: ArgumentHelp(
+            "Adapt the requests in flight to each host's answers, up to --concurrency: start at 1, add one while the host's round trip stays near its baseline (the fastest of the last 10 s), halve on 429, 502-504, timeouts or a round trip past twice the baseline (and its usual spread). With --no-adaptive-concurrency, --concurrency are kept in flight."
+        )
     )
-    var adaptiveConcurrency = false
+    var adaptiveConcurrency = true
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Requests (hits or registrations) started per second to each host, at most: evenly, within the first 900 ms of each second of the clock; the backlog waits in the log. A [tenant.NAME] max-rate replaces it for that tenant's hosts.",
+            valueName: "n"))
+    var maxRate: Int?
 
     @Option(name: .long, help: ArgumentHelp("Seconds one request may take.", valueName: "seconds"))
     var requestTimeout: Double = 30
@@ -85,6 +91,7 @@ struct UpstreamOptions: ParsableArguments {
         guard backoffBase >= 1, backoffCap > 0 else { throw ValidationError("--backoff-base and --backoff-cap must be positive") }
         guard breakerThreshold >= 1 else { throw ValidationError("--breaker-threshold must be at least 1") }
         guard maxUnsynced >= 1 else { throw ValidationError("--max-unsynced must be at least 1") }
+        if let maxRate, maxRate < 1 { throw ValidationError("--max-rate must be at least 1 (requests a second); leave it out for no ceiling") }
         // The URLs given as options are checked here, so that `config check` refuses what the
         // command would; the environment's are checked when the command reads them.
         for (value, role) in [(trackingHost, "--tracking-host"), (marketingHost, "--marketing-host")] {
@@ -151,12 +158,12 @@ struct UpstreamOptions: ParsableArguments {
         return statuses
     }
 
-    func configuration(maximumRate: Double? = nil) throws -> UploadConfiguration {
+    func configuration() throws -> UploadConfiguration {
         let (age, ttl) = try durations()
         var configuration = UploadConfiguration(
             concurrency: concurrency, requestTimeout: .milliseconds(Int64(requestTimeout * 1000)),
             backoff: Backoff(base: .milliseconds(backoffBase), cap: .milliseconds(Int64(backoffCap * 1000))),
-            breakerThreshold: breakerThreshold, maximumUnsyncedEvents: maxUnsynced, maximumRate: maximumRate, maximumAttempts: maxAttempts,
+            breakerThreshold: breakerThreshold, maximumUnsyncedEvents: maxUnsynced, maximumRate: maxRate, maximumAttempts: maxAttempts,
             maximumEventAge: age, retryStatuses: try retryStatuses(), registrationDeduplicationWindow: ttl, trustedCertificateAuthorities: caFile
         )
         configuration.adaptiveConcurrency = adaptiveConcurrency

@@ -35,15 +35,36 @@ public struct LaneMetrics: Sendable {
     /// 1 while the destination is failing (the circuit breaker is not closed), 0 while it answers;
     /// `nil` when nothing records it.
     public let breakerOpen: Gauge?
-    /// The requests in flight the destination's answers allow now (``ConcurrencyLimiter``), the
-    /// mean round trip of the last window with answers and the host's baseline round trip, in
-    /// seconds; recorded at each window's end. `nil` when nothing records them.
-    public let concurrency: (limit: Gauge, roundTrip: Gauge, baseline: Gauge)?
+    /// What the lane's ``ConcurrencyLimiter`` reports; `nil` when nothing records it.
+    public let concurrency: Concurrency?
+
+    /// The handles of a lane's ``ConcurrencyLimiter``.
+    public struct Concurrency: Sendable {
+        /// The requests in flight the destination's answers allow now; recorded at each window's end.
+        public var limit: Gauge
+        /// The mean round trip of the last window with answers, in seconds.
+        public var roundTrip: Gauge
+        /// The moving average of the windows' means each is compared with, in seconds.
+        public var baseline: Gauge
+        /// The rate ceiling (`max-rate`), 0 without one; recorded once.
+        public var maximumRate: Gauge
+        /// Requests that waited for the rate ceiling before they started.
+        public var paced: Counter
+
+        /// The handles.
+        public init(limit: Gauge, roundTrip: Gauge, baseline: Gauge, maximumRate: Gauge, paced: Counter) {
+            self.limit = limit
+            self.roundTrip = roundTrip
+            self.baseline = baseline
+            self.maximumRate = maximumRate
+            self.paced = paced
+        }
+    }
 
     /// Handles for a lane; `unreachable` only for a lane that reports it (the relay lane).
     public init(
         delivered: Counter, retries: Counter, backlog: Gauge, oldestUnsent: Gauge, unreachable: Gauge? = nil, breakerOpen: Gauge? = nil,
-        concurrency: (limit: Gauge, roundTrip: Gauge, baseline: Gauge)? = nil
+        concurrency: Concurrency? = nil
     ) {
         self.delivered = delivered
         self.retries = retries
@@ -58,6 +79,7 @@ public struct LaneMetrics: Sendable {
     func record(_ snapshot: ConcurrencyLimiter.Snapshot) {
         guard let concurrency else { return }
         concurrency.limit.record(snapshot.limit)
+        concurrency.maximumRate.record(snapshot.maximumRate ?? 0)
         if let roundTrip = snapshot.roundTrip { concurrency.roundTrip.record(roundTrip.seconds) }
         if let baseline = snapshot.baseline { concurrency.baseline.record(baseline.seconds) }
     }

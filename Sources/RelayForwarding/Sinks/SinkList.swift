@@ -16,21 +16,26 @@ public struct SinkList: Sendable {
     /// A PEM file of the certificate authorities its endpoints' certificates are checked against;
     /// `nil`: the relay's own (`--ca-file`, or the system's).
     public var trustedCertificateAuthorities: String?
+    /// Requests started per second to each of its hosts, at most (`[tenant.NAME] max-rate`);
+    /// `nil`: the relay's own `max-rate`.
+    public var maximumRate: Int?
 
     /// The sinks of `tenant` (`nil`: the default tenant's and every tenant's).
-    public init(tenant: TenantName?, sinks: [any Sink], trustedCertificateAuthorities: String? = nil) {
+    public init(tenant: TenantName?, sinks: [any Sink], trustedCertificateAuthorities: String? = nil, maximumRate: Int? = nil) {
         self.tenant = tenant
         self.sinks = sinks
         self.trustedCertificateAuthorities = trustedCertificateAuthorities
+        self.maximumRate = maximumRate
     }
 
     /// The log consumers of its lanes, one per sink.
     public var consumers: [LogConsumerDeclaration] { sinks.map(\.consumer) }
 
-    /// Whether `other` has the same sinks, in the same order, and the same CA file: a reload that
-    /// leaves a tenant's list the same leaves its lanes running.
+    /// Whether `other` has the same sinks, in the same order, the same CA file and rate ceiling: a
+    /// reload that leaves a tenant's list the same leaves its lanes running.
     public func isSame(as other: SinkList) -> Bool {
-        tenant == other.tenant && trustedCertificateAuthorities == other.trustedCertificateAuthorities && sinks.count == other.sinks.count
+        tenant == other.tenant && trustedCertificateAuthorities == other.trustedCertificateAuthorities && maximumRate == other.maximumRate
+            && sinks.count == other.sinks.count
             && zip(sinks, other.sinks).allSatisfy { $0.isSame(as: $1) }
     }
 }

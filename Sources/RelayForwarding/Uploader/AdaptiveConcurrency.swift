@@ -3,57 +3,69 @@
 /// from the lanes that follow them (as ``CircuitBreakerStateMachine`` is apart from the breaker's
 /// driver).
 ///
-/// It starts at one request in flight. Answers are looked at in windows of about one round trip:
+/// It starts at one request in flight. Answers are looked at in windows of about one round trip,
+/// each window's mean round trip compared with the **baseline**, the fastest window mean of the
+/// last ``Settings/baselineHorizon`` (10 s, as BBR keeps its minimum round trip): what the host
+/// takes when it queues nothing of the lane's.
 /// - a window with a sign of overload (a 429 or 503, a timeout, a connection refused or reset) halves
 ///   the limit, once per window however many requests failed in it;
-/// - a window whose mean round trip is more than ``Settings/risingRatio`` times the baseline (and
-///   more than ``Settings/risingSlack`` above it) lowers the limit the same way: the host queues
-///   what it is sent;
-/// - a window whose mean round trip stays within ``Settings/nearRatio`` of the baseline (or within
-///   ``Settings/nearSlack`` of it), and in which the limit was used in full, adds one request, up
-///   to the ceiling (`--concurrency`);
+/// - a window whose mean is more than ``Settings/risingRatio`` times the baseline, more than
+///   ``Settings/risingSlack`` above it, and more than ``Settings/risingDeviations`` average
+///   deviations above it, halves it too: the host queues what it is sent;
+/// - a window whose mean is within ``Settings/nearRatio`` times the baseline, or
+///   ``Settings/nearSlack`` of it, or ``Settings/nearDeviations`` average deviations of it, and in
+///   which the limit was used in full, adds one request, up to the ceiling (`--concurrency`);
 /// - in between, the limit holds.
 ///
 /// The slack is for hosts answering in well under a millisecond (over loopback, on the same
-/// machine): there a round trip twice as long is the scheduler's noise, not the host queueing, and
-/// a ratio alone would hold the limit low for a host with room to spare.
-///
-/// The baseline is the round trip of a host that is not queueing this lane's requests: it drops to
-/// any faster round trip at once, and follows the round trips seen at a limit of one (where the lane
-/// queues nothing) slowly upwards, so a host that became slower for good is not held to a baseline
-/// it can no longer meet.
+/// machine), where a round trip twice as long is the scheduler's noise, not the host queueing. The
+/// deviation (a moving average of how far each window's mean is from the moving average of the
+/// means) is for a relay short of CPU: there its own scheduling adds milliseconds, unevenly, to
+/// every round trip, and the fastest window of the last seconds is far below the usual one; the
+/// thresholds widen with that spread, so the noise does not read as a host queueing and hold the
+/// limit at one. The horizon lets the baseline follow a host that became slower for good.
 public struct AdaptiveConcurrency: Sendable, Hashable {
     /// What it is set to do.
     public struct Settings: Sendable, Hashable {
         /// The most requests in flight (`--concurrency`).
         public var ceiling: Int
-        /// A window's mean round trip within this many times the baseline lets the limit grow.
+        /// A window's mean within this many times the baseline lets the limit grow.
         public var nearRatio: Double
-        /// A window's mean round trip above this many times the baseline lowers the limit.
-        public var risingRatio: Double
-        /// A mean round trip within this of the baseline is near it, whatever the ratio.
+        /// A window's mean within this of the baseline lets the limit grow, whatever the ratio.
         public var nearSlack: Duration
-        /// A mean round trip within this of the baseline is not rising, whatever the ratio.
+        /// A window's mean within this many average deviations of the baseline lets the limit grow.
+        public var nearDeviations: Double
+        /// A window's mean above this many times the baseline may be rising.
+        public var risingRatio: Double
+        /// A window's mean within this of the baseline is not rising, whatever the ratio.
         public var risingSlack: Duration
+        /// A window's mean within this many average deviations of the baseline is not rising.
+        public var risingDeviations: Double
+        /// How long the fastest window mean stays the baseline.
+        public var baselineHorizon: Duration
+        /// The weight of each window in the moving average of the means and in the deviation (0…1).
+        public var smoothing: Double
         /// The shortest window, however fast the host answers.
         public var minimumWindow: Duration
-        /// A window's mean round trip at a limit of one moves the baseline up by the gap divided by this.
-        public var baselineDriftDivisor: Int
 
-        /// Settings with the ceiling `ceiling`: growth within 1.5× the baseline or 1 ms of it,
-        /// decrease beyond 2× and 2 ms, windows of at least 5 ms, a baseline drifting up by a tenth
-        /// of the gap per window.
+        /// Settings with the ceiling `ceiling`: growth within 1.5× the baseline, 1 ms or 2
+        /// deviations of it; decrease beyond 2×, 2 ms and 4 deviations; a baseline kept 10 s;
+        /// windows weigh 0.4 in the averages and last at least 5 ms.
         public init(
-            ceiling: Int, nearRatio: Double = 1.5, risingRatio: Double = 2, nearSlack: Duration = .milliseconds(1),
-            risingSlack: Duration = .milliseconds(2), minimumWindow: Duration = .milliseconds(5), baselineDriftDivisor: Int = 10
+            ceiling: Int, nearRatio: Double = 1.5, nearSlack: Duration = .milliseconds(1), nearDeviations: Double = 2, risingRatio: Double = 2,
+            risingSlack: Duration = .milliseconds(2), risingDeviations: Double = 4, baselineHorizon: Duration = .seconds(10),
+            smoothing: Double = 0.4, minimumWindow: Duration = .milliseconds(5)
         ) {
             self.ceiling = max(1, ceiling)
-            self.nearRatio = nearRatio
-            self.risingRatio = max(nearRatio, risingRatio)
+            self.nearRatio = max(1, nearRatio)
             self.nearSlack = nearSlack
+            self.nearDeviations = max(0, nearDeviations)
+            self.risingRatio = max(self.nearRatio, risingRatio)
             self.risingSlack = max(nearSlack, risingSlack)
+            self.risingDeviations = max(self.nearDeviations, risingDeviations)
+            self.baselineHorizon = baselineHorizon
+            self.smoothing = min(1, max(0.01, smoothing))
             self.minimumWindow = minimumWindow
-            self.baselineDriftDivisor = max(1, baselineDriftDivisor)
         }
     }
 
@@ -73,7 +85,7 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
         case increased
         /// Halved after a sign of overload.
         case decreasedOnOverload
-        /// Halved after the round trip rose past ``Settings/risingRatio`` times the baseline.
+        /// Halved after the round trip rose past ``Settings/risingRatio`` times the baseline (and its slack and spread).
         case decreasedOnRisingRoundTrip
         /// The limit holds.
         case held
@@ -83,8 +95,15 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
     public let settings: Settings
     /// Requests in flight allowed now.
     public private(set) var limit = 1
-    /// The round trip of the host when it queues nothing of this lane's; `nil` before the first answer.
+    /// The fastest window mean of the last ``Settings/baselineHorizon``, which each window is
+    /// compared with; `nil` before the first answer.
     public private(set) var baseline: Duration?
+    /// When ``baseline`` was measured.
+    private var baselineAt: ContinuousClock.Instant?
+    /// The moving average of the windows' means.
+    public private(set) var averageRoundTrip: Duration?
+    /// The moving average of how far the windows' means were from ``averageRoundTrip``.
+    public private(set) var deviation: Duration = .zero
     /// The mean round trip of the last window that had answers; `nil` before the first.
     public private(set) var roundTrip: Duration?
 
@@ -94,9 +113,6 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
     private var windowOverloaded = false
     /// Whether the limit was used in full at some moment of the window.
     private var windowSaturated = false
-    /// The limit the window's requests were sent under: a window that began at a limit of one
-    /// measures a host not queueing this lane's requests.
-    private var windowLimit = 1
 
     /// A limit of one, under `settings`.
     public init(settings: Settings) {
@@ -118,8 +134,6 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
         case .answered:
             windowTotal += duration
             windowAnswers += 1
-            // A faster round trip than the baseline is the baseline at once.
-            if baseline.map({ duration < $0 }) ?? true { baseline = duration }
         case .overloaded:
             windowOverloaded = true
         case .ignored:
@@ -139,7 +153,6 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
         windowAnswers = 0
         windowOverloaded = false
         windowSaturated = false
-        windowLimit = limit
     }
 
     private mutating func closeWindow(now: ContinuousClock.Instant) -> Change {
@@ -148,10 +161,13 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
         let change: Change
         if windowOverloaded {
             change = .decreasedOnOverload
-        } else if let mean, let base = baseline, mean > max(base * settings.risingRatio, base + settings.risingSlack) {
+        } else if let mean, let base = baseline,
+            mean > base + max(base * (settings.risingRatio - 1), settings.risingSlack, deviation * settings.risingDeviations)
+        {
             change = .decreasedOnRisingRoundTrip
-        } else if let mean, let base = baseline, mean <= max(base * settings.nearRatio, base + settings.nearSlack), windowSaturated,
-            limit < settings.ceiling
+        } else if let mean,
+            mean <= (baseline ?? mean) + max((baseline ?? mean) * (settings.nearRatio - 1), settings.nearSlack, deviation * settings.nearDeviations),
+            windowSaturated, limit < settings.ceiling
         {
             change = .increased
         } else {
@@ -162,13 +178,25 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
         case .decreasedOnOverload, .decreasedOnRisingRoundTrip: limit = max(1, limit / 2)
         case .held: break
         }
-        // At a limit of one this lane queues nothing: a slower mean is the host's own, and the
-        // baseline follows it a little (it fell to any faster answer already).
-        if windowLimit == 1, !windowOverloaded, let mean, let base = baseline, mean > base {
-            baseline = base + (mean - base) / settings.baselineDriftDivisor
-        }
+        if let mean { learn(mean, now: now) }
         // The next window begins with its first request or answer.
         windowStart = nil
         return change
+    }
+
+    /// Takes a window's mean into the baseline (a faster one at once; any one once the baseline is
+    /// older than the horizon), the moving average and the deviation.
+    private mutating func learn(_ mean: Duration, now: ContinuousClock.Instant) {
+        // A mean as fast as the baseline confirms it, and keeps it another horizon.
+        let asFast = baseline.map { mean <= $0 } ?? true
+        let expired = baselineAt.map { now - $0 >= settings.baselineHorizon } ?? true
+        if asFast || expired { (baseline, baselineAt) = (mean, now) }
+        guard let average = averageRoundTrip else {
+            averageRoundTrip = mean
+            return
+        }
+        let gap = mean > average ? mean - average : average - mean
+        deviation += (gap - deviation) * settings.smoothing
+        averageRoundTrip = average + (mean - average) * settings.smoothing
     }
 }

@@ -16,13 +16,19 @@ public struct TenantDestinations: Sendable, Hashable {
     /// A PEM file of the certificate authorities its hosts' certificates are checked against;
     /// `nil`: the relay's own (`--ca-file`, or the system's).
     public var trustedCertificateAuthorities: String?
+    /// Requests started per second to each of its hosts, at most; `nil`: the relay's own `max-rate`.
+    public var maximumRate: Int?
 
     /// The destinations of `tenant`.
-    public init(tenant: TenantName, trackingHost: CampaignHost?, marketingHost: CampaignHost?, trustedCertificateAuthorities: String? = nil) {
+    public init(
+        tenant: TenantName, trackingHost: CampaignHost?, marketingHost: CampaignHost?, trustedCertificateAuthorities: String? = nil,
+        maximumRate: Int? = nil
+    ) {
         self.tenant = tenant
         self.trackingHost = trackingHost
         self.marketingHost = marketingHost
         self.trustedCertificateAuthorities = trustedCertificateAuthorities
+        self.maximumRate = maximumRate
     }
 
     /// Its sinks, as the uploader takes them: the tracking host's, then the marketing host's, for
@@ -31,7 +37,7 @@ public struct TenantDestinations: Sendable, Hashable {
         var sinks: [any Sink] = []
         if let trackingHost { sinks.append(TrackingHostSink(host: trackingHost, tenant: tenant)) }
         if let marketingHost { sinks.append(MarketingHostSink(host: marketingHost, tenant: tenant)) }
-        return SinkList(tenant: tenant, sinks: sinks, trustedCertificateAuthorities: trustedCertificateAuthorities)
+        return SinkList(tenant: tenant, sinks: sinks, trustedCertificateAuthorities: trustedCertificateAuthorities, maximumRate: maximumRate)
     }
 
     /// The log consumers of its lanes, one per host it has.

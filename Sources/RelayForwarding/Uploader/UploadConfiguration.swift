@@ -6,8 +6,8 @@ public struct UploadConfiguration: Sendable, Hashable {
     /// Requests in flight at once to each host.
     public var concurrency: Int
     /// Whether the requests in flight to a host adapt to its answers (``AdaptiveConcurrency``), up
-    /// to ``concurrency`` (`--adaptive-concurrency`); `false` (the default): always ``concurrency``.
-    public var adaptiveConcurrency = false
+    /// to ``concurrency`` (the default); `false` (`--no-adaptive-concurrency`): always ``concurrency``.
+    public var adaptiveConcurrency = true
     /// How long one request may take.
     public var requestTimeout: Duration
     /// Retry delays.
@@ -17,8 +17,8 @@ public struct UploadConfiguration: Sendable, Hashable {
     /// The most events sent beyond the durable cursor. After a crash at most this many events of a
     /// lane can be sent a second time: it is the duplicate bound.
     public var maximumUnsyncedEvents: Int
-    /// At most this many events per second (replays); `nil` for no limit.
-    public var maximumRate: Double?
+    /// Requests started per second to each host, at most (`max-rate`, ``RateCeiling``); `nil`: no ceiling.
+    public var maximumRate: Int?
     /// Failed attempts after which an event goes to the dead-letter store with its last answer.
     /// Only failures while the host is otherwise answering count (its circuit breaker stays
     /// closed): an outage never uses up an event's attempts; ``maximumEventAge`` bounds those.
@@ -54,7 +54,7 @@ public struct UploadConfiguration: Sendable, Hashable {
     /// 20 attempts, 7 days, ``DeliveryOutcome/defaultRetryStatuses``, 3 redirections, dedup 7 days.
     public init(
         concurrency: Int = 8, requestTimeout: Duration = .seconds(30), backoff: Backoff = Backoff(), breakerThreshold: Int = 5,
-        maximumUnsyncedEvents: Int = 4096, maximumRate: Double? = nil, maximumAttempts: Int = 20,
+        maximumUnsyncedEvents: Int = 4096, maximumRate: Int? = nil, maximumAttempts: Int = 20,
         maximumEventAge: Duration = .seconds(7 * 86_400), retryStatuses: Set<Int> = DeliveryOutcome.defaultRetryStatuses,
         maximumRedirects: Int = 3, registrationDeduplicationWindow: Duration = .seconds(7 * 86_400), trustedCertificateAuthorities: String? = nil
     ) {

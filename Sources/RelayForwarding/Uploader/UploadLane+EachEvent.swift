@@ -62,11 +62,9 @@ extension UploadLane {
                             machine.readFailed(now: .now)
                         }
                     }
-                case .send(let event, let paced):
-                    if paced { await pace() }
+                case .send(let event):
                     group.addTask { await self.deliver(event, to: sink) }
                 case .sendBatch(let events):
-                    for _ in events { await pace() }
                     if let pipeline { group.addTask { await self.deliverBatch(events, via: pipeline, to: sink) } }
                 case .saveCursor(let position):
                     guard let log else { continue }

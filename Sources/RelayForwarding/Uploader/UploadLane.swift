@@ -81,7 +81,6 @@ public actor UploadLane: BlockingActor, BreakerGate {
     var breaker: CircuitBreakerStateMachine
     var random = SystemRandomNumberGenerator()
     var statistics = LaneStatistics()
-    var nextPermitted: ContinuousClock.Instant = .now
     /// Since when the destination has not answered (wall clock); `nil` while it answers.
     var unreachableSince: EventTime?
 
@@ -138,9 +137,11 @@ public actor UploadLane: BlockingActor, BreakerGate {
         self.deduplicates = deduplicates
         self.logger = logger
         self.breaker = CircuitBreakerStateMachine(threshold: configuration.breakerThreshold, backoff: configuration.backoff)
-        self.concurrency = ConcurrencyLimiter(ceiling: configuration.concurrency, adaptive: configuration.adaptiveConcurrency) { _, snapshot in
-            metrics.record(snapshot)
-        }
+        // Its timer on the pipeline's loop, where most permits are taken and the grants go.
+        self.concurrency = ConcurrencyLimiter(
+            ceiling: configuration.concurrency, adaptive: configuration.adaptiveConcurrency, maximumRate: configuration.maximumRate,
+            timerLoop: pipeline?.eventLoop, onPaced: { metrics.concurrency?.paced.increment(by: $0) },
+            onChange: { _, snapshot in metrics.record(snapshot) })
         metrics.record(concurrency.snapshot)
     }
 
@@ -225,15 +226,6 @@ public actor UploadLane: BlockingActor, BreakerGate {
     func recordGauges() {
         metrics.backlog.record(statistics.backlog)
         metrics.record(oldestUnsent: statistics.oldestUnsentEvent)
-    }
-
-    /// Waits as `--max-rate` asks.
-    func pace() async {
-        guard let rate = configuration.maximumRate, rate > 0 else { return }
-        let now = ContinuousClock.now
-        let interval = Duration.nanoseconds(Int64(1e9 / rate))
-        if nextPermitted > now { try? await Task.sleep(until: nextPermitted, clock: .continuous) }
-        nextPermitted = max(nextPermitted, now) + interval
     }
 
     /// Records a retryable failure of the destination: the retry, when it became unreachable, and

@@ -72,9 +72,8 @@ public struct UploadLaneStateMachine: Sendable {
         /// sequence), and report with ``read(_:limit:)`` or ``readFailed(now:)``.
         case read(from: UInt64)
         /// Send one event until it is done or abandoned, and report with ``completed(_:)``.
-        /// `paced`: a fresh event, which `--max-rate` paces (a retry or a queued registration is not).
-        case send(SequencedEvent, paced: Bool)
-        /// Send fresh tracking hits through the pipeline (each one paced), and report with ``completed(_:)``.
+        case send(SequencedEvent)
+        /// Send fresh tracking hits through the pipeline, and report with ``completed(_:)``.
         case sendBatch([SequencedEvent])
         /// Save the cursor at this position, and report with ``cursorSaved(_:now:)`` (or nothing on failure).
         case saveCursor(UInt64)
@@ -171,14 +170,14 @@ public struct UploadLaneStateMachine: Sendable {
         while true {
             if !startable.isEmpty {
                 let (event, token) = startable.removeFirst()
-                return start(event, token: token, paced: false)
+                return start(event, token: token)
             }
             if let action = fill(now: now) { return action }
             if settings.batchSize != nil, !ready.isEmpty, !batchInFlight, !stopping {
                 return takeBatch()
             }
             while !stopping, singles < settings.concurrency, !retries.isEmpty {
-                if let action = launch(retries.removeFirst(), paced: false) { return action }
+                if let action = launch(retries.removeFirst()) { return action }
             }
             if settings.savesCursor, !saveTried, progress.contiguous > progress.durableCursor {
                 let nearBound = progress.unsynced(saves: true) >= UInt64(settings.maximumUnsyncedEvents / 2)
@@ -229,7 +228,7 @@ public struct UploadLaneStateMachine: Sendable {
                 if ready.count >= batchSize { return takeBatch() }
                 continue
             }
-            if let action = launch(event, paced: true) { return action }
+            if let action = launch(event) { return action }
         }
         return nil
     }
@@ -247,20 +246,20 @@ public struct UploadLaneStateMachine: Sendable {
 
     /// Starts `event`, unless an event of its ordering key (a registration of its token) is in
     /// flight: then it waits its turn.
-    private mutating func launch(_ event: SequencedEvent, paced: Bool) -> Action? {
-        guard let token = settings.orderingKey(event.event) else { return start(event, token: nil, paced: paced) }
+    private mutating func launch(_ event: SequencedEvent) -> Action? {
+        guard let token = settings.orderingKey(event.event) else { return start(event, token: nil) }
         guard waitingByToken[token] == nil else {
             waitingByToken[token, default: []].append(event)
             return nil
         }
         waitingByToken[token] = []
-        return start(event, token: token, paced: paced)
+        return start(event, token: token)
     }
 
-    private mutating func start(_ event: SequencedEvent, token: String?, paced: Bool) -> Action {
+    private mutating func start(_ event: SequencedEvent, token: String?) -> Action {
         if let token { tokenOfSequence[event.sequence] = token }
         singles += 1
-        return .send(event, paced: paced)
+        return .send(event)
     }
 
     private mutating func beginRound() {

@@ -29,6 +29,9 @@ struct UploaderLaneFactory: Sendable {
     /// followed; it needs the open log (a replay has none to hand on).
     func lanes(of list: SinkList, tls: TLSConfiguration, batchTLS: TLSConfiguration?) -> Made {
         var made = Made()
+        // A tenant's own ceiling replaces the relay's for its hosts.
+        var configuration = configuration
+        if let rate = list.maximumRate { configuration.maximumRate = rate }
         var shared: HTTPClientTransport?
         for sink in list.sinks {
             switch sink {

@@ -44,6 +44,7 @@ enum StatusPage {
               td.n { text-align: right; }
               .bad { color: #b42318; font-weight: 600; }
               .ok { color: #067647; font-weight: 600; }
+              .warn { color: #b54708; font-weight: 600; }
               #login { max-width: 360px; margin: 48px auto; background: #fff; padding: 24px; border-radius: 8px; box-shadow: 0 1px 3px rgba(0,0,0,.12); }
               #login input { width: 100%; box-sizing: border-box; padding: 8px; margin: 8px 0 12px; font: inherit; }
               #login button { padding: 8px 16px; font: inherit; }
@@ -73,7 +74,7 @@ enum StatusPage {
               <section><h2>Dead letters</h2><div class="big" id="dead-letters">–</div><div class="muted">events given up on (deadletter list)</div></section>
               <section><h2>Counting</h2><div id="counting" class="muted">–</div></section>
               <section class="wide"><h2>Destinations</h2>
-                <table><thead><tr><th>destination</th><th class="n">backlog</th><th class="n">oldest unsent</th><th>breaker</th><th class="n">delivered/s</th><th class="n">in flight</th><th>last error</th></tr></thead>
+                <table><thead><tr><th>destination</th><th class="n">backlog</th><th class="n">oldest unsent</th><th>breaker</th><th class="n">delivered/s</th><th class="n">in flight</th><th>rate</th><th>last error</th></tr></thead>
                 <tbody id="destinations"></tbody></table>
                 <p id="no-destinations" class="muted" hidden>No destination: events are stored and counted, not forwarded.</p></section>
               <section class="wide"><h2>Deliveries <span class="muted" id="aggregated"></span></h2>
@@ -174,6 +175,7 @@ enum StatusPage {
                 cell(row, limit ? number(limit.inFlight) + " of " + number(limit.limit)
                   + (limit.adaptive ? " (adaptive, at most " + number(limit.ceiling) + (limit.roundTripSeconds !== undefined ? "; round trip " + millis(limit.roundTripSeconds) + ", baseline " + millis(limit.roundTripBaselineSeconds) : "") + ")" : " (fixed)")
                   : "–", "n", "concurrency");
+                cell(row, !limit || limit.maximumRate === undefined ? "–" : (limit.paced ? "paced at " : "at most ") + number(limit.maximumRate) + "/s", limit && limit.paced ? "warn" : "", "rate");
                 cell(row, destination.lastError ? destination.lastError + " (" + destination.lastErrorAt + ")" : "–", destination.lastError ? "bad" : "", "last-error");
                 body.appendChild(row);
               }

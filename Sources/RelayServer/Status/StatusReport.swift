@@ -95,12 +95,16 @@ struct StatusReport: Encodable {
         var limit: Int
         /// The most allowed (`--concurrency`).
         var ceiling: Int
-        /// Whether the limit adapts to the host's answers (`--adaptive-concurrency`).
+        /// Whether the limit adapts to the host's answers (the default; `--no-adaptive-concurrency`: fixed).
         var adaptive: Bool
-        /// The mean round trip of the last window with answers, and the host's round trip when it
-        /// queues nothing of this relay's (adaptive only).
+        /// The mean round trip of the last window with answers, and the baseline it is compared
+        /// with: the fastest window mean of the last 10 s (adaptive only).
         var roundTripSeconds: Double?
         var roundTripBaselineSeconds: Double?
+        /// Requests started per second at most (`max-rate`); absent without a ceiling.
+        var maximumRate: Int?
+        /// Whether the rate ceiling held a request back within the last second.
+        var paced: Bool
 
         init(_ snapshot: ConcurrencyLimiter.Snapshot) {
             inFlight = snapshot.inFlight
@@ -109,6 +113,8 @@ struct StatusReport: Encodable {
             adaptive = snapshot.adaptive
             roundTripSeconds = snapshot.roundTrip.map(\.seconds)
             roundTripBaselineSeconds = snapshot.baseline.map(\.seconds)
+            maximumRate = snapshot.maximumRate
+            paced = snapshot.paced
         }
     }
 
