@@ -25,6 +25,7 @@ BUILD_CONFIGURATION=debug "$here/restart.sh" 0.01 1
 if command -v wrk >/dev/null && command -v openssl >/dev/null; then BUILD_CONFIGURATION=debug "$here/tls-hits.sh" 1 2; fi
 BUILD_CONFIGURATION=debug "$here/poison-lane.sh" 50
 BUILD_CONFIGURATION=debug "$here/drain.sh" 500 2
+BUILD_CONFIGURATION=debug "$here/drain-adaptive-cost.sh" 500 1 2
 if command -v wrk >/dev/null; then
     BUILD_CONFIGURATION=debug RATE=50 LATENCY_SECONDS=4 OUTAGE_SECONDS=2 BATCH_SECONDS=1 BATCH_ROUNDS=1 "$here/tenants.sh"
 fi

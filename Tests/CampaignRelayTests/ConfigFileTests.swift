@@ -172,7 +172,7 @@ struct ConfigFileTests {
             ),
             (
                 "upstream-relay = \"http://127.0.0.1:9\"\n[serve]\nupstream-token = \"relay-token-0123456789\"\n[tenant.brand-a]\ntracking-host = \"https://t.example\"\n",
-                ":5: tracking-host of [tenant.brand-a]: this relay hands every event to its upstream-relay, which forwards each tenant to that tenant's hosts: declare the hosts there, not here\n"
+                ":5: tracking-host of [tenant.brand-a]: this relay hands every event to its upstream-relay, which forwards each tenant to that tenant's hosts: declare the hosts (and their ca-file and max-rate) there, not here\n"
             ),
             (
                 "max-wal-bytes = 1000000\n[tenant.brand-a]\ntracking-host = \"https://t.example\"\nmax-wal-bytes = 2000000\n",

@@ -120,6 +120,18 @@ struct AdaptiveConcurrencyTests {
         #expect(machine.limit == 8 && machine.baseline == .milliseconds(30))
     }
 
+    @Test("once the baseline is 10 s old it becomes the fastest window since it, not the last one")
+    func baselineIsTheFastestOfTheHorizon() {
+        var machine = AdaptiveConcurrency(settings: .init(ceiling: 8))
+        _ = Self.window(&machine, at: 0, roundTrip: 10, signals: [.answered])
+        for (second, roundTrip) in [(2, 30), (4, 20), (6, 30), (8, 30), (9, 30)] {
+            _ = Self.window(&machine, at: second * 1_000, roundTrip: roundTrip, signals: Array(repeating: .answered, count: machine.limit))
+        }
+        #expect(machine.baseline == .milliseconds(10), "younger than 10 s: kept")
+        _ = Self.window(&machine, at: 11_000, roundTrip: 30, signals: Array(repeating: .answered, count: machine.limit))
+        #expect(machine.baseline == .milliseconds(20))
+    }
+
     @Test("a host answering in 200 µs: round trips up to 1 ms above it are near, up to 2 ms above it hold, beyond that (and 4 deviations) halve")
     func slackForFastHosts() {
         var machine = AdaptiveConcurrency(settings: .init(ceiling: 16))

@@ -27,8 +27,8 @@ struct ConfigCheckCommand: AsyncParsableCommand {
             the PostgreSQL URL are shown as (hidden).
 
             Tenants are tables [tenant.NAME] (NAME: 1 to 63 of a-z, 0-9 and -) with
-            tracking-host, marketing-host, ca-file, integration-key and admin-token; they are
-            listed after the options. Where serve forwards the default tenant's hits or
+            tracking-host, marketing-host, ca-file, max-rate, integration-key, admin-token and
+            max-wal-bytes; they are listed after the options. Where serve forwards the default tenant's hits or
             registrations to Campaign, each tenant needs its own host of that kind; a relay with
             upstream-relay names no tenant hosts (its central relay does).
 

@@ -145,7 +145,7 @@ struct TenantTable: Sendable, Hashable {
                 for key in ["tracking-host", "marketing-host", "ca-file", "max-rate"] where tenant.keyLines[key] != nil {
                     throw ConfigurationFile.Failure(
                         description:
-                            "\(path):\(tenant.keyLines[key] ?? tenant.line): \(key) of \(tenant.header): this relay hands every event to its upstream-relay, which forwards each tenant to that tenant's hosts: declare the hosts there, not here"
+                            "\(path):\(tenant.keyLines[key] ?? tenant.line): \(key) of \(tenant.header): this relay hands every event to its upstream-relay, which forwards each tenant to that tenant's hosts: declare the hosts (and their ca-file and max-rate) there, not here"
                     )
                 }
                 continue

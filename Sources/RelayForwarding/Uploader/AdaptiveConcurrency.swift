@@ -4,8 +4,9 @@
 /// driver).
 ///
 /// It starts at one request in flight. Answers are looked at in windows of about one round trip,
-/// each window's mean round trip compared with the **baseline**, the fastest window mean of the
-/// last ``Settings/baselineHorizon`` (10 s, as BBR keeps its minimum round trip): what the host
+/// each window's mean round trip compared with the **baseline**, the fastest window mean seen,
+/// renewed by any window as fast and replaced by the fastest of the windows since once it is
+/// ``Settings/baselineHorizon`` old (10 s, as BBR keeps its minimum round trip): what the host
 /// takes when it queues nothing of the lane's.
 /// - a window with a sign of overload (a 429 or 503, a timeout, a connection refused or reset) halves
 ///   the limit, once per window however many requests failed in it;
@@ -98,8 +99,10 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
     /// The fastest window mean of the last ``Settings/baselineHorizon``, which each window is
     /// compared with; `nil` before the first answer.
     public private(set) var baseline: Duration?
-    /// When ``baseline`` was measured.
+    /// When ``baseline`` was measured (or renewed by a window as fast).
     private var baselineAt: ContinuousClock.Instant?
+    /// The fastest window mean since then: the baseline once the horizon has passed.
+    private var nextBaseline: Duration?
     /// The moving average of the windows' means.
     public private(set) var averageRoundTrip: Duration?
     /// The moving average of how far the windows' means were from ``averageRoundTrip``.
@@ -184,13 +187,20 @@ public struct AdaptiveConcurrency: Sendable, Hashable {
         return change
     }
 
-    /// Takes a window's mean into the baseline (a faster one at once; any one once the baseline is
-    /// older than the horizon), the moving average and the deviation.
+    /// Takes a window's mean into the baseline (a faster one at once; once the baseline is older
+    /// than the horizon, the fastest window since it), the moving average and the deviation.
     private mutating func learn(_ mean: Duration, now: ContinuousClock.Instant) {
-        // A mean as fast as the baseline confirms it, and keeps it another horizon.
-        let asFast = baseline.map { mean <= $0 } ?? true
-        let expired = baselineAt.map { now - $0 >= settings.baselineHorizon } ?? true
-        if asFast || expired { (baseline, baselineAt) = (mean, now) }
+        if baseline.map({ mean <= $0 }) ?? true {
+            // As fast as the baseline: it is confirmed, and kept another horizon.
+            (baseline, baselineAt, nextBaseline) = (mean, now, nil)
+        } else {
+            nextBaseline = min(nextBaseline ?? mean, mean)
+            if let at = baselineAt, now - at >= settings.baselineHorizon {
+                // The fastest window of the last horizon, not the last one: after a host sped up
+                // and slowed again, or a queue came and went, the baseline is what it took at best.
+                (baseline, baselineAt, nextBaseline) = (nextBaseline, now, nil)
+            }
+        }
         guard let average = averageRoundTrip else {
             averageRoundTrip = mean
             return
