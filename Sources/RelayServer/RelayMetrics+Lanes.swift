@@ -8,7 +8,7 @@ extension RelayMetrics {
     /// One lane's handles, and what the server reads back from them.
     struct LaneHandles: Sendable {
         /// What the lane records through.
-        let metrics: LaneMetrics
+        var metrics: LaneMetrics
         /// The lane's share of `relay_upload_delivered_total`; `nil` for the relay lane, which does not count there.
         let delivered: TalliedCounter?
         /// The lane's times, shown as ages when a scrape renders.
@@ -19,23 +19,27 @@ extension RelayMetrics {
     static let oldestUnsentHelp =
         "Age in seconds (by its event time) of the oldest event the destination is still owed: read for it and not delivered, dead-lettered or handed on yet; 0 when none is."
     static let breakerOpenHelp =
-        "1 while the destination is failing (its circuit breaker is open or half-open: sends pause, then probe), 0 while it answers; by lane and tenant."
+        "1 while the destination is failing (no host of it has its circuit breaker closed: sends pause, then probe), 0 while it answers; by lane and tenant."
     static let concurrencyLimitHelp =
-        "Requests in flight the destination's host is allowed now, by lane and tenant: adaptive from 1 up to --concurrency (growing while its round trip stays near the baseline, halving on 429, 502-504, timeouts or a round trip past twice the baseline), or --concurrency with --no-adaptive-concurrency."
+        "Requests in flight the destination's host is allowed now, by lane, tenant and host: adaptive from 1 up to --concurrency (growing while its round trip stays near the baseline, halving on 429, 502-504, timeouts or a round trip past twice the baseline), or --concurrency with --no-adaptive-concurrency."
     static let roundTripHelp =
-        "Mean round trip in seconds of the destination's answers in the last window (about one round trip), by lane and tenant; adaptive concurrency only."
+        "Mean round trip in seconds of the destination's answers in the last window (about one round trip), by lane, tenant and host; adaptive concurrency only."
     static let roundTripBaselineHelp =
-        "The fastest window mean round trip in seconds of the last 10 s, which adaptive concurrency compares each window with; by lane and tenant."
-    static let maximumRateHelp = "Requests started per second to the destination's host at most (max-rate), by lane and tenant; 0 without a ceiling."
+        "The fastest window mean round trip in seconds of the last 10 s, which adaptive concurrency compares each window with; by lane, tenant and host."
+    static let maximumRateHelp =
+        "Requests started per second to the destination's host at most (max-rate), by lane, tenant and host; 0 without a ceiling."
     static let pacedHelp =
-        "Requests to the destination's host that waited for the rate ceiling (max-rate) before they started, by lane and tenant: rising while the ceiling holds the drain back."
+        "Requests to the destination's host that waited for the rate ceiling (max-rate) before they started, by lane, tenant and host: rising while the ceiling holds the drain back."
+    static let hostBreakerOpenHelp =
+        "1 while one host of the destination is failing (its own circuit breaker is open or half-open: it gets only probes, its spares carry its share), 0 while it answers; by lane, tenant and host."
     static let deliveredHelp = "Events Campaign accepted (HTTP 200), by tenant."
     static let retriesHelp = "Retries after retryable failures of forwarding to Campaign, by tenant."
 
     /// The handles the lane of `sink` records through: ``laneMetrics(for:tenant:adoptedStream:)``
     /// of its kind and tenant, for this relay's own log or for the stream it adopted.
     public func laneMetrics(for sink: any Sink, adoptedStream: String? = nil) -> LaneMetrics {
-        laneMetrics(for: sink.kind, tenant: sink.tenant, adoptedStream: adoptedStream)
+        laneMetrics(
+            for: sink.kind, tenant: sink.tenant, adoptedStream: adoptedStream, hosts: (sink as? any EventSink)?.hosts.map(\.description) ?? [])
     }
 
     /// The handles the lane of `kind` (its label is the series' `lane` or `destination`:
@@ -61,11 +65,26 @@ extension RelayMetrics {
     /// have series of their own, the same families with a `stream` label besides: its backlog and
     /// breaker are never written over by this relay's own lanes', and its deliveries are told apart.
     /// A relay lane's `relay_upstream_*` gauges stay this relay's own.
-    public func laneMetrics(for kind: SinkKind, tenant: TenantName? = nil, adoptedStream: String? = nil) -> LaneMetrics {
+    ///
+    /// Each of `hosts` (the URLs of an event sink's first host and spares) has handles of its own,
+    /// its series labelled `host` besides: its limit, round trips, rate ceiling and breaker.
+    public func laneMetrics(for kind: SinkKind, tenant: TenantName? = nil, adoptedStream: String? = nil, hosts: [String] = []) -> LaneMetrics {
+        // One set of handles per lane: two would write the same series (its ages at each scrape).
+        // A destination's hosts get theirs as a lane first names them (a reload may add one).
         let name = kind.laneName(of: tenant) + (adoptedStream.map { "@" + $0 } ?? "")
         return lanes.withLockedValue { lanes in
-            if let made = lanes[name] { return made.metrics }
-            let made = makeLane(kind, tenant: tenant, adoptedStream: adoptedStream)
+            var made = lanes[name] ?? makeLane(kind, tenant: tenant, adoptedStream: adoptedStream)
+            let missing = kind.role == .handsOn ? [] : hosts.filter { made.metrics.hosts[$0] == nil }
+            if !missing.isEmpty {
+                let factory = PrometheusMetricsFactory(registry: registry)
+                let stream = adoptedStream.map { [("stream", $0)] } ?? []
+                made.metrics = made.metrics.adding(
+                    hosts: Dictionary(
+                        missing.map {
+                            ($0, hostHandles(lane: kind.label, tenant: kind.tenantLabel(tenant), host: $0, stream: stream, factory: factory))
+                        },
+                        uniquingKeysWith: { first, _ in first }))
+            }
             lanes[name] = made
             return made.metrics
         }
@@ -155,32 +174,33 @@ extension RelayMetrics {
             },
             breakerOpen: CoreMetrics.Gauge(
                 label: "relay_upload_breaker_open", dimensions: [("lane", kind)], aggregate: false, handler: breakerOpen, factory: factory),
-            concurrency: isRelay ? nil : concurrencyGauges(lane: kind, tenant: tenantLabel, stream: stream, factory: factory)
         )
         return LaneHandles(metrics: metrics, delivered: delivered, ages: [oldestUnsent] + (unreachable.map { [$0] } ?? []))
     }
 
     /// `relay_upload_concurrency_limit`, `relay_upload_round_trip_seconds`,
-    /// `relay_upload_round_trip_baseline_seconds`, `relay_upload_max_rate` and
-    /// `relay_upload_paced_requests_total` of a lane that delivers.
-    private func concurrencyGauges(
-        lane: String, tenant: String, stream: [(String, String)], factory: PrometheusMetricsFactory
-    ) -> LaneMetrics.Concurrency {
-        let labels = [("lane", lane), ("tenant", tenant)] + stream
+    /// `relay_upload_round_trip_baseline_seconds`, `relay_upload_max_rate`,
+    /// `relay_upload_paced_requests_total` and `relay_upload_host_breaker_open` of one host of a
+    /// lane that delivers.
+    private func hostHandles(
+        lane: String, tenant: String, host: String, stream: [(String, String)], factory: PrometheusMetricsFactory
+    ) -> LaneMetrics.Host {
+        let labels = [("lane", lane), ("tenant", tenant), ("host", host)] + stream
         func gauge(_ name: String, _ help: String) -> CoreMetrics.Gauge {
             CoreMetrics.Gauge(
                 label: name, dimensions: [("lane", lane)], aggregate: false,
                 handler: registry.makeGauge(descriptor: .named(name, help), labels: labels), factory: factory)
         }
         let paced = "relay_upload_paced_requests_total"
-        return LaneMetrics.Concurrency(
+        return LaneMetrics.Host(
             limit: gauge("relay_upload_concurrency_limit", Self.concurrencyLimitHelp),
             roundTrip: gauge("relay_upload_round_trip_seconds", Self.roundTripHelp),
             baseline: gauge("relay_upload_round_trip_baseline_seconds", Self.roundTripBaselineHelp),
             maximumRate: gauge("relay_upload_max_rate", Self.maximumRateHelp),
             paced: CoreMetrics.Counter(
                 label: paced, dimensions: [("lane", lane)], handler: registry.makeCounter(descriptor: .named(paced, Self.pacedHelp), labels: labels),
-                factory: factory)
+                factory: factory),
+            breakerOpen: gauge("relay_upload_host_breaker_open", Self.hostBreakerOpenHelp)
         )
     }
 }

@@ -11,8 +11,8 @@ extension RelayServerConfiguration {
     /// line in ``RelayForwarding/TenantDestinations/sinkList`` that puts it in a tenant's).
     public var sinkLists: [SinkList] {
         var sinks: [any Sink] = []
-        if let trackingHost { sinks.append(TrackingHostSink(host: trackingHost)) }
-        if let marketingHost { sinks.append(MarketingHostSink(host: marketingHost)) }
+        if let trackingHost { sinks.append(TrackingHostSink(host: trackingHost, spares: trackingSpareHosts)) }
+        if let marketingHost { sinks.append(MarketingHostSink(host: marketingHost, spares: marketingSpareHosts)) }
         if let upstreamRelay { sinks.append(CentralRelaySink(host: upstreamRelay, token: upstreamToken ?? "")) }
         sinks += additionalSinks
         return [SinkList(tenant: nil, sinks: sinks)] + sinkLists(of: tenants)

@@ -19,6 +19,10 @@ public struct RelayServerConfiguration: Sendable {
     public var trackingHost: CampaignHost?
     /// Where to forward registrations; `nil`: not forwarded.
     public var marketingHost: CampaignHost?
+    /// The tracking host's spares: they share the load, and carry it while a host fails.
+    public var trackingSpareHosts: [CampaignHost] = []
+    /// The marketing host's spares.
+    public var marketingSpareHosts: [CampaignHost] = []
     /// How to forward.
     public var upload = UploadConfiguration()
     /// Integration keys accepted; empty: any.

@@ -114,7 +114,7 @@ struct ConfigurationKeyTableTests {
         max-rate = 300
 
         [tenant.brand-b]
-        tracking-host = "https://brand-b-tracking.example.com"
+        tracking-host = ["https://brand-b-tracking.example.com", "https://brand-b-spare.example.com"]
         integration-key = []
         """.write(toFile: path, atomically: true, encoding: .utf8)
         let text = try await BoundedRun.run(binary, ["config", "check", path], seconds: 30)
@@ -133,7 +133,7 @@ struct ConfigurationKeyTableTests {
                     admin-token = (hidden)
                     max-wal-bytes = 2000000
                   [tenant.brand-b]  # file, line 13
-                    tracking-host = https://brand-b-tracking.example.com
+                    tracking-host = ["https://brand-b-tracking.example.com", "https://brand-b-spare.example.com"]
                     marketing-host = (unset)
                     ca-file = (unset)
                     max-rate = (unset)
@@ -146,7 +146,7 @@ struct ConfigurationKeyTableTests {
         #expect(json.ending == .exited(0), "\(json.stderr)")
         #expect(
             json.stdout.hasSuffix(
-                #"],"tenants":[{"adminToken":"(hidden)","caFile":"\#(path)","integrationKeys":["brand-a-ios-key","brand-a-\"android\"-key"],"line":4,"marketingHost":"http://brand-a-marketing.example.com:8080","maxRate":300,"maxWalBytes":2000000,"name":"brand-a","trackingHost":"https://brand-a-tracking.example.com"},{"integrationKeys":[],"line":13,"name":"brand-b","trackingHost":"https://brand-b-tracking.example.com"}],"valid":true}"#
+                #"],"tenants":[{"adminToken":"(hidden)","caFile":"\#(path)","integrationKeys":["brand-a-ios-key","brand-a-\"android\"-key"],"line":4,"marketingHost":"http://brand-a-marketing.example.com:8080","maxRate":300,"maxWalBytes":2000000,"name":"brand-a","trackingHost":"https://brand-a-tracking.example.com"},{"integrationKeys":[],"line":13,"name":"brand-b","trackingHost":["https://brand-b-tracking.example.com","https://brand-b-spare.example.com"]}],"valid":true}"#
                     + "\n"), "\(json.stdout.suffix(800))")
     }
 

@@ -103,8 +103,8 @@ struct RateCeilingDrainTests {
 
         // The metrics: the ceilings, and requests that waited for them.
         let metrics = try await http.get(url + "/metrics").body
-        #expect(metrics.contains(#"relay_upload_max_rate{lane="tracking",tenant="default"} 500"#), "\(metrics)")
-        #expect(metrics.contains(#"relay_upload_max_rate{lane="tracking",tenant="brand-b"} 200"#))
+        #expect(metrics.contains(#"relay_upload_max_rate{lane="tracking",tenant="default",host="\#(defaultHost.url)"} 500"#), "\(metrics)")
+        #expect(metrics.contains(#"relay_upload_max_rate{lane="tracking",tenant="brand-b",host="\#(brandBHost.url)"} 200"#))
         let pacedLines = metrics.split(separator: "\n").filter { $0.hasPrefix(#"relay_upload_paced_requests_total{lane="tracking""#) }
         #expect(pacedLines.count == 2 && pacedLines.allSatisfy { (Double($0.split(separator: " ").last ?? "") ?? 0) > 0 }, "\(pacedLines)")
         print(

@@ -21,13 +21,14 @@ struct LoopbackRegistrationSink: EventSink {
     var name: String { kind.laneName(of: tenant) }
     var kind: SinkKind { Self.kind }
     var endpoint: String { host.description }
+    var hosts: [CampaignHost] { [host] }
 
     func carries(_ event: Event) -> Bool {
         if case .registration(let registration) = event { return registration.tenant == nil }
         return false
     }
 
-    func request(for event: Event) -> CampaignRequest? { .carrying(event, to: host) }
+    func request(for event: Event, to host: CampaignHost) -> CampaignRequest? { .carrying(event, to: host) }
 }
 
 /// The sink seam, shown end to end: a sink defined in one file and put in the list configuration

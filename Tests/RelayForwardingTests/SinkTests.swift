@@ -18,11 +18,12 @@ struct SinkTests {
         var name: String { "clicks" }
         var kind: SinkKind { SinkKind(label: "clicks", scope: .perTenant, role: .delivers, carriesRegistrations: false, tally: .counted("click")) }
         var endpoint: String { host.description }
+        var hosts: [CampaignHost] { [host] }
         func carries(_ event: Event) -> Bool {
             if case .tracking(let hit) = event { return hit.action == .click }
             return false
         }
-        func request(for event: Event) -> CampaignRequest? {
+        func request(for event: Event, to host: CampaignHost) -> CampaignRequest? {
             guard case .tracking(let hit) = event else { return .tracking(TrackingEvent.placeholder, host: host) }
             return .tracking(hit, host: host)
         }
@@ -112,8 +113,8 @@ struct SinkTests {
         var tenantRegistered = registered
         tenantRegistered.tenant = tenant
         #expect(!tracking.carries(tenantClick) && !marketing.carries(tenantRegistered))
-        #expect(tracking.request(for: click)?.url == "https://track.example/r/?id=hd828,f0190,2")
-        #expect(marketing.request(for: registered)?.pathAndQuery == "/nms/mobile/1/registerAndroid.jssp")
+        #expect(tracking.request(for: click, to: tracking.host)?.url == "https://track.example/r/?id=hd828,f0190,2")
+        #expect(marketing.request(for: registered, to: marketing.host)?.pathAndQuery == "/nms/mobile/1/registerAndroid.jssp")
         #expect([tracking.cursorName, marketing.cursorName] == ["upload-tracking", "upload-marketing"])
         #expect(tracking.destinationName == "tracking host")
         #expect(marketing.destinationName == "marketing host")

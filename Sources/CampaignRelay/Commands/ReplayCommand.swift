@@ -176,7 +176,7 @@ struct ReplayCommand: AsyncParsableCommand {
         // no cursor and resends registrations even when unchanged.
         let uploader = try Uploader(
             source: .range(stored, sequences: sequences, times: times),
-            sinks: UpstreamOptions.sinkLists(tracking: tracking, marketing: marketing, tenants: destinations),
+            sinks: UpstreamOptions.sinkLists(tracking: tracking, marketing: marketing, spares: try upstream.spareHosts(), tenants: destinations),
             store: store, configuration: configuration, deduplicates: false, logger: logger
         )
         let allLanes = uploader.lanes

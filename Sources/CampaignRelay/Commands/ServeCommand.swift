@@ -149,6 +149,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.log = try await log.configuration()
         configuration.trackingHost = tracking
         configuration.marketingHost = marketing
+        (configuration.trackingSpareHosts, configuration.marketingSpareHosts) = try upstream.spareHosts()
         configuration.upload = try upstream.configuration()
         configuration.integrationKeys = Set(integrationKey)
         configuration.adminToken = adminToken ?? UpstreamOptions.environment("CAMPAIGN_RELAY_ADMIN_TOKEN")

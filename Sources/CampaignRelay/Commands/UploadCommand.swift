@@ -51,7 +51,7 @@ struct UploadCommand: AsyncParsableCommand {
         let (tracking, marketing) = try upstream.hosts(requireOne: !destinations.contains { $0.trackingHost != nil || $0.marketingHost != nil })
         try configFile.checkForwarding(tenants, tracking: tracking != nil, marketing: marketing != nil)
         let logger = common.logger("campaign-relay.upload")
-        let sinkLists = UpstreamOptions.sinkLists(tracking: tracking, marketing: marketing, tenants: destinations)
+        let sinkLists = UpstreamOptions.sinkLists(tracking: tracking, marketing: marketing, spares: try upstream.spareHosts(), tenants: destinations)
         let log: WriteAheadLog
         do {
             // Each tenant's lanes keep cursors of their own, the ones serve keeps for them.

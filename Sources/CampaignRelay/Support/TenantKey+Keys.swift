@@ -13,19 +13,27 @@ extension TenantKey {
     static let trackingHost = TenantKey(
         "tracking-host",
         help:
-            "where its tracking hits go: lanes of its own (`upload-tracking_NAME`), with their own breaker, backoff, connections and dead letters"
+            "where its tracking hits go: lanes of its own (`upload-tracking_NAME`), with their own breaker, backoff, connections and dead letters; a list names spare hosts after the first, each with a breaker and limit of its own, sharing the load"
     ) { value, place, tenant throws(ConfigurationFile.Failure) in
-        let host = try campaignHost(value, place: place, role: "tracking-host")
-        tenant.destinations.trackingHost = host
-        return Shown(text: host.description, json: .string(host.description))
+        let hosts = try campaignHosts(value, place: place, role: "tracking-host")
+        (tenant.destinations.trackingHost, tenant.destinations.trackingSpareHosts) = (hosts.first, Array(hosts.dropFirst()))
+        return shown(hosts)
     }
 
     /// `marketing-host`: where the tenant's registrations go.
-    static let marketingHost = TenantKey("marketing-host", help: "where its registrations go (`upload-marketing_NAME`)") {
-        value, place, tenant throws(ConfigurationFile.Failure) in
-        let host = try campaignHost(value, place: place, role: "marketing-host")
-        tenant.destinations.marketingHost = host
-        return Shown(text: host.description, json: .string(host.description))
+    static let marketingHost = TenantKey(
+        "marketing-host", help: "where its registrations go (`upload-marketing_NAME`); a list names spare hosts after the first, as `tracking-host`"
+    ) { value, place, tenant throws(ConfigurationFile.Failure) in
+        let hosts = try campaignHosts(value, place: place, role: "marketing-host")
+        (tenant.destinations.marketingHost, tenant.destinations.marketingSpareHosts) = (hosts.first, Array(hosts.dropFirst()))
+        return shown(hosts)
+    }
+
+    /// A host as `config check` shows it, or a list of them (with spares).
+    private static func shown(_ hosts: [CampaignHost]) -> Shown {
+        let texts = hosts.map(\.description)
+        guard texts.count > 1 else { return Shown(text: texts.first, json: .string(texts.first ?? "")) }
+        return Shown(text: "[" + texts.map { JSONText.quoted($0) }.joined(separator: ", ") + "]", json: .strings(texts))
     }
 
     /// `ca-file`: the CAs the tenant's hosts' certificates are checked against.
@@ -91,15 +99,25 @@ extension TenantKey {
         return Shown(text: String(bytes), json: .integer(Int64(bytes)))
     }
 
-    /// A Campaign host URL, as the options take one.
-    private static func campaignHost(_ value: any TOMLValueConvertible, place: String, role: String) throws(ConfigurationFile.Failure)
-        -> CampaignHost
+    /// A Campaign host URL, or a list of them (the first, then its spares), as the options take them.
+    private static func campaignHosts(_ value: any TOMLValueConvertible, place: String, role: String) throws(ConfigurationFile.Failure)
+        -> [CampaignHost]
     {
-        guard let text = value.string else { throw ConfigurationFile.Failure(description: "\(place) takes a URL string") }
-        do {
-            return try CampaignHost(parsing: text, role: role)
-        } catch {
-            throw ConfigurationFile.Failure(description: "\(place): \(error.description)")
+        let texts = value.array.map { array in array.compactMap(\.string) } ?? value.string.map { [$0] }
+        guard let texts, !texts.isEmpty, texts.count == (value.array?.count ?? 1) else {
+            throw ConfigurationFile.Failure(description: "\(place) takes a URL string, or a list of them (the first host, then its spares)")
         }
+        guard Set(texts).count == texts.count else {
+            throw ConfigurationFile.Failure(description: "\(place) names a host twice: each spare is another host")
+        }
+        var hosts: [CampaignHost] = []
+        for text in texts {
+            do {
+                hosts.append(try CampaignHost(parsing: text, role: role))
+            } catch {
+                throw ConfigurationFile.Failure(description: "\(place): \(error.description)")
+            }
+        }
+        return hosts
     }
 }

@@ -10,12 +10,18 @@ import RelayForwarding
 /// The Campaign hosts to forward to, from options or the environment.
 struct UpstreamOptions: ParsableArguments {
     @Option(
-        name: .long, help: ArgumentHelp("Campaign tracking host URL (https:// unless given; env CAMPAIGN_RELAY_TRACKING_HOST).", valueName: "url"))
-    var trackingHost: String?
+        name: .long,
+        help: ArgumentHelp(
+            "Campaign tracking host URL (https:// unless given; env CAMPAIGN_RELAY_TRACKING_HOST, comma-separated). Repeat it (a list in the file) for spare hosts: each has a breaker and limit of its own, they share the load, and carry it while one fails.",
+            valueName: "url"))
+    var trackingHost: [String] = []
 
     @Option(
-        name: .long, help: ArgumentHelp("Campaign marketing host URL (https:// unless given; env CAMPAIGN_RELAY_MARKETING_HOST).", valueName: "url"))
-    var marketingHost: String?
+        name: .long,
+        help: ArgumentHelp(
+            "Campaign marketing host URL (https:// unless given; env CAMPAIGN_RELAY_MARKETING_HOST, comma-separated). Repeat it (a list in the file) for spare hosts, as --tracking-host.",
+            valueName: "url"))
+    var marketingHost: [String] = []
 
     // With --adaptive-concurrency the limit adapts below it: the flag's help says how.
     @Option(name: .long, help: ArgumentHelp("Requests in flight at once to each host.", valueName: "n"))
@@ -94,42 +100,65 @@ struct UpstreamOptions: ParsableArguments {
         if let maxRate, maxRate < 1 { throw ValidationError("--max-rate must be at least 1 (requests a second); leave it out for no ceiling") }
         // The URLs given as options are checked here, so that `config check` refuses what the
         // command would; the environment's are checked when the command reads them.
-        for (value, role) in [(trackingHost, "--tracking-host"), (marketingHost, "--marketing-host")] {
-            guard let value else { continue }
-            do {
-                _ = try CampaignHost(parsing: value, role: role)
-            } catch {
-                throw ValidationError(error.description)
+        for (values, role) in [(trackingHost, "--tracking-host"), (marketingHost, "--marketing-host")] {
+            for value in values {
+                do {
+                    _ = try CampaignHost(parsing: value, role: role)
+                } catch {
+                    throw ValidationError(error.description)
+                }
             }
+            if Set(values).count < values.count { throw ValidationError("\(role) names a host twice: each spare is another host") }
         }
     }
 
-    /// The hosts, or a validation error naming the setting at fault.
+    /// The first hosts, or a validation error naming the setting at fault.
     func hosts(requireOne: Bool = true) throws -> (tracking: CampaignHost?, marketing: CampaignHost?) {
-        let tracking = trackingHost ?? Self.environment("CAMPAIGN_RELAY_TRACKING_HOST")
-        let marketing = marketingHost ?? Self.environment("CAMPAIGN_RELAY_MARKETING_HOST")
-        do {
-            let parsedTracking = try tracking.map { try CampaignHost(parsing: $0, role: "--tracking-host") }
-            let parsedMarketing = try marketing.map { try CampaignHost(parsing: $0, role: "--marketing-host") }
-            if requireOne, parsedTracking == nil, parsedMarketing == nil {
-                throw RuntimeFailure(
-                    "no Campaign host to send to: give --tracking-host and/or --marketing-host (or CAMPAIGN_RELAY_TRACKING_HOST / CAMPAIGN_RELAY_MARKETING_HOST)"
-                )
-            }
-            return (parsedTracking, parsedMarketing)
-        } catch let error as CampaignHost.ParseError {
-            throw RuntimeFailure(error.description)
+        let all = try hostLists()
+        if requireOne, all.tracking.isEmpty, all.marketing.isEmpty {
+            throw RuntimeFailure(
+                "no Campaign host to send to: give --tracking-host and/or --marketing-host (or CAMPAIGN_RELAY_TRACKING_HOST / CAMPAIGN_RELAY_MARKETING_HOST)"
+            )
         }
+        return (all.tracking.first, all.marketing.first)
+    }
+
+    /// The spare hosts: every host given after the first of each kind.
+    func spareHosts() throws -> (tracking: [CampaignHost], marketing: [CampaignHost]) {
+        let all = try hostLists()
+        return (Array(all.tracking.dropFirst()), Array(all.marketing.dropFirst()))
+    }
+
+    /// Every host of each kind, from the options (the file's lists) or the environment's comma-separated lists.
+    private func hostLists() throws -> (tracking: [CampaignHost], marketing: [CampaignHost]) {
+        func list(_ given: [String], _ environment: String?, role: String) throws -> [CampaignHost] {
+            let texts =
+                given.isEmpty
+                ? (environment?.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } ?? [])
+                : given
+            do {
+                return try texts.map { try CampaignHost(parsing: $0, role: role) }
+            } catch let error as CampaignHost.ParseError {
+                throw RuntimeFailure(error.description)
+            }
+        }
+        return (
+            try list(trackingHost, Self.environment("CAMPAIGN_RELAY_TRACKING_HOST"), role: "--tracking-host"),
+            try list(marketingHost, Self.environment("CAMPAIGN_RELAY_MARKETING_HOST"), role: "--marketing-host")
+        )
     }
 
     /// The sinks `upload` and `replay` forward to, per tenant: the default tenant's Campaign hosts
-    /// (`tracking`, `marketing`, either may be absent), then each of `tenants`' own (the
+    /// (`tracking`, `marketing`, either may be absent, each with its `spares`), then each of `tenants`' own (the
     /// `[tenant.NAME]` sections of `--config`): the one list the uploader, the log's consumers and
     /// the summary come from.
-    static func sinkLists(tracking: CampaignHost?, marketing: CampaignHost?, tenants: [TenantDestinations]) -> [SinkList] {
+    static func sinkLists(
+        tracking: CampaignHost?, marketing: CampaignHost?, spares: (tracking: [CampaignHost], marketing: [CampaignHost]) = ([], []),
+        tenants: [TenantDestinations]
+    ) -> [SinkList] {
         var sinks: [any Sink] = []
-        if let tracking { sinks.append(TrackingHostSink(host: tracking)) }
-        if let marketing { sinks.append(MarketingHostSink(host: marketing)) }
+        if let tracking { sinks.append(TrackingHostSink(host: tracking, spares: spares.tracking)) }
+        if let marketing { sinks.append(MarketingHostSink(host: marketing, spares: spares.marketing)) }
         return [SinkList(tenant: nil, sinks: sinks)] + tenants.map(\.sinkList)
     }
 

@@ -35,11 +35,12 @@ public struct LaneMetrics: Sendable {
     /// 1 while the destination is failing (the circuit breaker is not closed), 0 while it answers;
     /// `nil` when nothing records it.
     public let breakerOpen: Gauge?
-    /// What the lane's ``ConcurrencyLimiter`` reports; `nil` when nothing records it.
-    public let concurrency: Concurrency?
+    /// What each host of the lane's destination reports (its ``ConcurrencyLimiter`` and its
+    /// breaker), by the host's URL; empty when nothing records it.
+    public let hosts: [String: Host]
 
-    /// The handles of a lane's ``ConcurrencyLimiter``.
-    public struct Concurrency: Sendable {
+    /// The handles of one host of a lane's destination.
+    public struct Host: Sendable {
         /// The requests in flight the destination's answers allow now; recorded at each window's end.
         public var limit: Gauge
         /// The mean round trip of the last window with answers, in seconds.
@@ -50,21 +51,32 @@ public struct LaneMetrics: Sendable {
         public var maximumRate: Gauge
         /// Requests that waited for the rate ceiling before they started.
         public var paced: Counter
+        /// 1 while the host's breaker is not closed (it gets only probes), 0 while it is.
+        public var breakerOpen: Gauge
 
         /// The handles.
-        public init(limit: Gauge, roundTrip: Gauge, baseline: Gauge, maximumRate: Gauge, paced: Counter) {
+        public init(limit: Gauge, roundTrip: Gauge, baseline: Gauge, maximumRate: Gauge, paced: Counter, breakerOpen: Gauge) {
             self.limit = limit
             self.roundTrip = roundTrip
             self.baseline = baseline
             self.maximumRate = maximumRate
             self.paced = paced
+            self.breakerOpen = breakerOpen
+        }
+
+        /// Records the limit of `snapshot` and its round trips.
+        func record(_ snapshot: ConcurrencyLimiter.Snapshot) {
+            limit.record(snapshot.limit)
+            maximumRate.record(snapshot.maximumRate ?? 0)
+            if let roundTrip = snapshot.roundTrip { self.roundTrip.record(roundTrip.seconds) }
+            if let baseline = snapshot.baseline { self.baseline.record(baseline.seconds) }
         }
     }
 
     /// Handles for a lane; `unreachable` only for a lane that reports it (the relay lane).
     public init(
         delivered: Counter, retries: Counter, backlog: Gauge, oldestUnsent: Gauge, unreachable: Gauge? = nil, breakerOpen: Gauge? = nil,
-        concurrency: Concurrency? = nil
+        hosts: [String: Host] = [:]
     ) {
         self.delivered = delivered
         self.retries = retries
@@ -72,16 +84,14 @@ public struct LaneMetrics: Sendable {
         self.oldestUnsent = oldestUnsent
         self.unreachable = unreachable
         self.breakerOpen = breakerOpen
-        self.concurrency = concurrency
+        self.hosts = hosts
     }
 
-    /// Records the limit of `snapshot` and its round trips.
-    func record(_ snapshot: ConcurrencyLimiter.Snapshot) {
-        guard let concurrency else { return }
-        concurrency.limit.record(snapshot.limit)
-        concurrency.maximumRate.record(snapshot.maximumRate ?? 0)
-        if let roundTrip = snapshot.roundTrip { concurrency.roundTrip.record(roundTrip.seconds) }
-        if let baseline = snapshot.baseline { concurrency.baseline.record(baseline.seconds) }
+    /// The same handles, with `more` hosts' besides (those it has already are kept).
+    public func adding(hosts more: [String: Host]) -> LaneMetrics {
+        LaneMetrics(
+            delivered: delivered, retries: retries, backlog: backlog, oldestUnsent: oldestUnsent, unreachable: unreachable,
+            breakerOpen: breakerOpen, hosts: hosts.merging(more) { kept, _ in kept })
     }
 
     /// Handles that record nothing: swift-metrics' no-op handler, made once. Recording through them

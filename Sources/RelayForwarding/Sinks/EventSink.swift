@@ -14,12 +14,15 @@ public import RelayCore
 /// - ``orderingKey(of:)``: events of one key go one at a time, in log order;
 /// - ``unchangedRegistration(in:)``: a registration skipped when it equals the last one delivered;
 /// - ``marksSendForErasure(_:)``: a send an erasure beginning meanwhile must wait for;
-/// - ``makePipeline(connections:timeout:retryStatuses:tls:eventLoop:)``: batches of events over a
-///   pipeline of its own while the destination is healthy.
+/// - ``makePipeline(to:connections:timeout:retryStatuses:tls:eventLoop:)``: batches of events over
+///   a pipeline of its own to each healthy host.
 public protocol EventSink: Sink {
-    /// The request that carries `event`, byte for byte as the destination expects it; `nil` for an
-    /// event nothing carries (an erased registration).
-    func request(for event: Event) -> CampaignRequest?
+    /// The hosts it sends to: the first, then its spares (the lane keeps a breaker, a limit and a
+    /// pipeline per host, and sends each request to one of them).
+    var hosts: [CampaignHost] { get }
+    /// The request that carries `event` to `host` (one of ``hosts``), byte for byte as the
+    /// destination expects it; `nil` for an event nothing carries (an erased registration).
+    func request(for event: Event, to host: CampaignHost) -> CampaignRequest?
     /// The key whose events go out one at a time, in log order (a device token, for Campaign's
     /// registrations); `nil`: the event may overtake anything, and anything it.
     func orderingKey(of event: Event) -> String?
@@ -30,12 +33,13 @@ public protocol EventSink: Sink {
     /// Whether a send of `event` is marked on the wire, so that an erasure beginning meanwhile waits
     /// for its answer and learns whether it was delivered.
     func marksSendForErasure(_ event: Event) -> Bool
-    /// A pipeline that sends healthy-host batches of this sink's events in one event-loop hop
-    /// each; `nil` (the default) sends every event on its own.
+    /// A pipeline that sends healthy-host batches of this sink's events to `host` in one event-loop
+    /// hop each; `nil` (the default) sends every event on its own.
     ///
     /// - Throws: when the pipeline's TLS cannot be set up (the lane then sends one at a time).
-    func makePipeline(connections: Int, timeout: Duration, retryStatuses: Set<Int>, tls: TLSConfiguration, eventLoop: any EventLoop) throws
-        -> TrackingHitPipeline?
+    func makePipeline(
+        to host: CampaignHost, connections: Int, timeout: Duration, retryStatuses: Set<Int>, tls: TLSConfiguration, eventLoop: any EventLoop
+    ) throws -> TrackingHitPipeline?
 }
 
 extension EventSink {
@@ -49,9 +53,9 @@ extension EventSink {
         return false
     }
 
-    public func makePipeline(connections: Int, timeout: Duration, retryStatuses: Set<Int>, tls: TLSConfiguration, eventLoop: any EventLoop) throws
-        -> TrackingHitPipeline?
-    { nil }
+    public func makePipeline(
+        to host: CampaignHost, connections: Int, timeout: Duration, retryStatuses: Set<Int>, tls: TLSConfiguration, eventLoop: any EventLoop
+    ) throws -> TrackingHitPipeline? { nil }
 
     /// "tracking host", "tracking host of brand-a".
     public var destinationName: String {

@@ -14,17 +14,23 @@ public struct MarketingHostSink: EventSink {
     public var endpoint: String { host.description }
     /// The host it sends to.
     public let host: CampaignHost
+    /// Its spare hosts: each with a breaker and a limit of its own, they share the load with
+    /// ``host`` and carry it while it fails (``UploadLane``'s routes).
+    public let spares: [CampaignHost]
     public let tenant: TenantName?
 
-    /// The marketing host at `host`, for the events of `tenant` (`nil`: the default tenant's).
-    public init(host: CampaignHost, tenant: TenantName? = nil) {
+    /// The marketing host at `host` with `spares`, for the events of `tenant` (`nil`: the default tenant's).
+    public init(host: CampaignHost, spares: [CampaignHost] = [], tenant: TenantName? = nil) {
         self.host = host
+        self.spares = spares
         self.tenant = tenant
     }
 
+    public var hosts: [CampaignHost] { [host] + spares }
+
     public func carries(_ event: Event) -> Bool { UploadLane.Kind.marketing.carries(event, of: tenant) }
 
-    public func request(for event: Event) -> CampaignRequest? { .carrying(event, to: host) }
+    public func request(for event: Event, to host: CampaignHost) -> CampaignRequest? { .carrying(event, to: host) }
 
     /// Registrations of one device token go out in log order (a token refresh or an opt-out must
     /// not overtake the registration before it).

@@ -17,15 +17,7 @@ extension BreakerGate {
     /// meanwhile, or when the lease changed hands (the lane then starts again from its cursor).
     func waitForPermission() async -> Bool {
         while !Task.isCancelled {
-            if let forwardingPermit {
-                guard let tenure = forwardingPermit.tenure else {
-                    // Another relay forwards this stream now, or the lease ran out while this one
-                    // was cut off: wait until it is ours again (a lease round every lease / 3).
-                    do { try await Task.sleep(for: .milliseconds(100)) } catch { return false }
-                    continue
-                }
-                guard tenure == startedTenure else { return false }
-            }
+            guard await leaseHeld() else { return false }
             switch breaker.permission(now: .now) {
             case .proceed:
                 return true
@@ -34,6 +26,23 @@ extension BreakerGate {
             case .waitForProbe:
                 do { try await Task.sleep(for: .milliseconds(20)) } catch { return false }
             }
+        }
+        return false
+    }
+
+    /// Whether the lane may go on under the stream's lease: at once without one (the file log) or
+    /// while it is held under the tenure the lane started with; waiting while no relay holds it;
+    /// `false` when it changed hands or the task was cancelled.
+    func leaseHeld() async -> Bool {
+        guard let forwardingPermit else { return true }
+        while !Task.isCancelled {
+            guard let tenure = forwardingPermit.tenure else {
+                // Another relay forwards this stream now, or the lease ran out while this one
+                // was cut off: wait until it is ours again (a lease round every lease / 3).
+                do { try await Task.sleep(for: .milliseconds(100)) } catch { return false }
+                continue
+            }
+            return tenure == startedTenure
         }
         return false
     }

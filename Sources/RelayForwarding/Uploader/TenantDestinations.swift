@@ -13,6 +13,10 @@ public struct TenantDestinations: Sendable, Hashable {
     public var trackingHost: CampaignHost?
     /// Where its registrations go; `nil`: not forwarded.
     public var marketingHost: CampaignHost?
+    /// Its tracking host's spares (`[tenant.NAME] tracking-host` as a list: every host after the first).
+    public var trackingSpareHosts: [CampaignHost] = []
+    /// Its marketing host's spares.
+    public var marketingSpareHosts: [CampaignHost] = []
     /// A PEM file of the certificate authorities its hosts' certificates are checked against;
     /// `nil`: the relay's own (`--ca-file`, or the system's).
     public var trustedCertificateAuthorities: String?
@@ -35,8 +39,8 @@ public struct TenantDestinations: Sendable, Hashable {
     /// each host it has.
     public var sinkList: SinkList {
         var sinks: [any Sink] = []
-        if let trackingHost { sinks.append(TrackingHostSink(host: trackingHost, tenant: tenant)) }
-        if let marketingHost { sinks.append(MarketingHostSink(host: marketingHost, tenant: tenant)) }
+        if let trackingHost { sinks.append(TrackingHostSink(host: trackingHost, spares: trackingSpareHosts, tenant: tenant)) }
+        if let marketingHost { sinks.append(MarketingHostSink(host: marketingHost, spares: marketingSpareHosts, tenant: tenant)) }
         return SinkList(tenant: tenant, sinks: sinks, trustedCertificateAuthorities: trustedCertificateAuthorities, maximumRate: maximumRate)
     }
 

@@ -35,7 +35,7 @@ extension UploadLane {
             settings: .init(
                 carries: { sink.carries($0) }, orderingKey: { sink.orderingKey(of: $0) }, times: times, concurrency: configuration.concurrency,
                 maximumUnsyncedEvents: configuration.maximumUnsyncedEvents,
-                batchSize: pipeline == nil ? nil : batchSize, savesCursor: log != nil, end: end
+                batchSize: routes.contains { $0.pipeline != nil } ? batchSize : nil, savesCursor: log != nil, end: end
             ),
             start: start
         )
@@ -65,7 +65,7 @@ extension UploadLane {
                 case .send(let event):
                     group.addTask { await self.deliver(event, to: sink) }
                 case .sendBatch(let events):
-                    if let pipeline { group.addTask { await self.deliverBatch(events, via: pipeline, to: sink) } }
+                    group.addTask { await self.deliverBatch(events, to: sink) }
                 case .saveCursor(let position):
                     guard let log else { continue }
                     do {
@@ -108,16 +108,18 @@ extension UploadLane {
         }
     }
 
-    /// Sends a batch of tracking hits through the pipeline while the host is healthy. Hits that
-    /// fail, that were redirected, or every hit while the breaker is not closed come back to be
-    /// sent one by one (``deliver(_:)``), with their own backoff, attempts and redirections.
-    private func deliverBatch(
-        _ events: [SequencedEvent], via pipeline: TrackingHitPipeline, to sink: any EventSink
-    ) async -> UploadLaneStateMachine.Completion {
-        // Not while the breaker is open, nor without the stream's lease: one by one, each waits.
-        guard case .closed = breaker.state, forwardingPermit.map({ $0.tenure != nil && $0.tenure == startedTenure }) ?? true else {
+    /// Sends a batch of tracking hits through the pipeline of a healthy host (the hosts take turns,
+    /// ``batchRoute()``). Hits that fail, that were redirected, or every hit while no host's breaker
+    /// is closed come back to be sent one by one (``deliver(_:to:)``), with their own backoff,
+    /// attempts and redirections.
+    private func deliverBatch(_ events: [SequencedEvent], to sink: any EventSink) async -> UploadLaneStateMachine.Completion {
+        // Not while every host's breaker is open, nor without the stream's lease: one by one, each waits.
+        guard forwardingPermit.map({ $0.tenure != nil && $0.tenure == startedTenure }) ?? true, let route = batchRoute(),
+            let pipeline = routes[route].pipeline
+        else {
             return .batch(done: [], retry: events, abandoned: Task.isCancelled)
         }
+        let host = routes[route].host
         var done: [UInt64] = []
         var retry: [SequencedEvent] = []
         // A registration erased since it was read is not sent (``erasures``).
@@ -127,9 +129,9 @@ extension UploadLane {
             done.append(event.sequence)
             return true
         }
-        let requests = events.compactMap { sink.request(for: $0.event) }
+        let requests = events.compactMap { sink.request(for: $0.event, to: host) }
         guard requests.count == events.count else { return .batch(done: done + events.map(\.sequence), retry: [], abandoned: false) }
-        let outcomes = await pipeline.send(requests, limiter: concurrency)
+        let outcomes = await pipeline.send(requests, limiter: routes[route].concurrency)
         var answered = false
         var firstFailure: (reason: String, retryAfter: Duration?)?
         for (index, (event, outcome)) in zip(events, outcomes).enumerated() {
@@ -159,12 +161,13 @@ extension UploadLane {
                 retry.append(event)
             }
         }
-        if answered { destinationAnswered() }
+        if answered { destinationAnswered(route: route) }
         if let failure = firstFailure, !answered || failure.retryAfter != nil {
             markUnreachable()
-            if let until = breaker.recordFailure(now: .now, retryAfter: failure.retryAfter, using: &random) {
-                logPause(reason: failure.reason, until: until)
+            if let until = routes[route].breaker.recordFailure(now: .now, retryAfter: failure.retryAfter, using: &random) {
+                logPause(reason: failure.reason, until: until, route: route)
             }
+            recordBreakers()
             statistics.failed(failure.reason)
         }
         return .batch(done: done, retry: retry, abandoned: false)
@@ -185,13 +188,17 @@ extension UploadLane {
             return .done(event.sequence)
         }
         // Erased since it was read (``erasures``), or never carried: nothing goes out.
-        guard !erasures.contains(event.sequence), let request = sink.request(for: event.event) else {
+        guard !erasures.contains(event.sequence), let first = routes.first, sink.request(for: event.event, to: first.host) != nil else {
             statistics.skippedErased += 1
             return .done(event.sequence)
         }
         var retry = EventRetryStateMachine(configuration: configuration)
         while !Task.isCancelled {
-            guard await waitForPermission() else { break }
+            // One host at a time: an attempt goes to the host whose turn it is, a retry after a
+            // failure to the next one that lets it through.
+            guard let route = await waitForRoute() else { break }
+            let (host, concurrency) = (routes[route].host, routes[route].concurrency)
+            guard let request = sink.request(for: event.event, to: host) else { break }
             // A place among the requests in flight to the host, which its answers size.
             let permit = await concurrency.acquire()
             // Erased while it waited for its next attempt: it goes no further, and a probe the
@@ -201,7 +208,7 @@ extension UploadLane {
             let registration: [UInt64] = sink.marksSendForErasure(event.event) ? [event.sequence] : []
             if !erasures.beginSending(registration).isEmpty {
                 concurrency.release(permit, .ignored)
-                breaker.probeNotSent()
+                routes[route].breaker.probeNotSent()
                 statistics.skippedErased += 1
                 return .done(event.sequence)
             }
@@ -216,15 +223,15 @@ extension UploadLane {
             var firstFailure = false
             switch outcome {
             case .delivered, .rejected, .redirected:
-                destinationAnswered()
+                destinationAnswered(route: route)
             case .notSent:
                 break
             case .retryable(let reason, let retryAfter, _, _):
                 // Stopping (Ctrl-C, SIGTERM) cancels requests under way: not a failure of the host.
                 if Task.isCancelled { return .abandoned(event.sequence) }
-                let failed = destinationFailed(reason: reason, retryAfter: retryAfter)
+                let failed = destinationFailed(reason: reason, retryAfter: retryAfter, route: route)
                 if !failed.firstFailure, let until = failed.openedUntil, failed.wasUp || statistics.lastFailure != reason {
-                    logPause(reason: reason, until: until)
+                    logPause(reason: reason, until: until, route: route)
                 }
                 statistics.failed(reason)
                 (breakerOpened, firstFailure) = (failed.openedUntil != nil, failed.firstFailure)

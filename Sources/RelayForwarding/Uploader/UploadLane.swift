@@ -19,7 +19,8 @@ public import RelayLog
 ///   covering the sequence numbers from where the last one ended and never two epochs; the cursor
 ///   moves only when a batch was taken, and a batch whose answer was lost goes again.
 ///
-/// Either way the lane waits behind one circuit breaker per destination, backs off, records its
+/// Either way the lane waits behind a circuit breaker per host (an event sink's spare hosts have
+/// their own and share the load, ``HostRoute``), backs off, records its
 /// metrics as things happen (``LaneMetrics``) and keeps its statistics (``stats``, ``state()``).
 public actor UploadLane: BlockingActor, BreakerGate {
     /// Where a lane reads and how it remembers its place.
@@ -67,11 +68,12 @@ public actor UploadLane: BlockingActor, BreakerGate {
     let configuration: UploadConfiguration
     let logger: Logger
     let deduplicates: Bool
-    /// Sends healthy-host batches of tracking hits in one event-loop hop each (the tracking lane).
-    let pipeline: TrackingHitPipeline?
-    /// The requests in flight to the destination, under the limit its answers set (each attempt
-    /// of an event sink's lane, single or pipelined, holds a permit).
-    public nonisolated let concurrency: ConcurrencyLimiter
+    /// The hosts of an event sink's destination (its first host, then its spares), each with its
+    /// breaker, its limit of requests in flight (each attempt, single or pipelined, holds a permit
+    /// of the host it goes to) and its pipeline; empty for a batch sink's lane.
+    var routes: [HostRoute]
+    /// Where the next request starts looking for a host that lets it through: the hosts take turns.
+    var nextRoute = 0
     /// What the lane records as it happens (deliveries, retries, its backlog and oldest owed event).
     let metrics: LaneMetrics
     /// Whether this relay may forward now (``UploadConfiguration/forwardingPermit``).
@@ -90,12 +92,12 @@ public actor UploadLane: BlockingActor, BreakerGate {
     /// lane records its deliveries, retries and gauges through `metrics` as they happen.
     public init(
         sink: any EventSink, transport: any CampaignTransport, store: ForwardingStore, source: Source, configuration: UploadConfiguration,
-        deduplicates: Bool, logger: Logger, pipeline: TrackingHitPipeline? = nil, metrics: LaneMetrics = .none
+        deduplicates: Bool, logger: Logger, pipelines: [TrackingHitPipeline] = [], metrics: LaneMetrics = .none
     ) {
         self.init(
             destination: .eachEvent(sink), name: sink.name, tenant: sink.tenant, kind: sink.kind, endpoint: sink.endpoint,
             destinationName: sink.destinationName, transport: transport, store: store, source: source, configuration: configuration,
-            deduplicates: deduplicates, logger: logger, pipeline: pipeline, metrics: metrics)
+            deduplicates: deduplicates, logger: logger, hosts: sink.hosts, pipelines: pipelines, metrics: metrics)
     }
 
     /// A lane handing every event of `log` to `sink` in ordered batches, from the lane's cursor
@@ -108,14 +110,14 @@ public actor UploadLane: BlockingActor, BreakerGate {
             destination: .orderedBatches(sink), name: sink.name, tenant: sink.tenant, kind: sink.kind, endpoint: sink.endpoint,
             destinationName: sink.destinationName,
             transport: transport, store: nil, source: .cursor(log), configuration: configuration, deduplicates: false, logger: logger,
-            pipeline: nil, metrics: metrics)
+            hosts: [], pipelines: [], metrics: metrics)
     }
 
     private init(
         destination: Destination, name: String, tenant: TenantName?, kind: SinkKind, endpoint: String, destinationName: String,
         transport: any CampaignTransport,
         store: ForwardingStore?, source: Source, configuration: UploadConfiguration, deduplicates: Bool, logger: Logger,
-        pipeline: TrackingHitPipeline?, metrics: LaneMetrics
+        hosts: [CampaignHost], pipelines: [TrackingHitPipeline], metrics: LaneMetrics
     ) {
         self.destination = destination
         self.name = name
@@ -123,7 +125,6 @@ public actor UploadLane: BlockingActor, BreakerGate {
         self.kind = kind
         self.endpoint = endpoint
         self.destinationName = destinationName
-        self.pipeline = pipeline
         self.metrics = metrics
         self.executor = BlockingExecutor(name: "lane-\(name)", priority: configuration.threadPriority)
         self.transport = transport
@@ -137,12 +138,19 @@ public actor UploadLane: BlockingActor, BreakerGate {
         self.deduplicates = deduplicates
         self.logger = logger
         self.breaker = CircuitBreakerStateMachine(threshold: configuration.breakerThreshold, backoff: configuration.backoff)
-        // Its timer on the pipeline's loop, where most permits are taken and the grants go.
-        self.concurrency = ConcurrencyLimiter(
-            ceiling: configuration.concurrency, adaptive: configuration.adaptiveConcurrency, maximumRate: configuration.maximumRate,
-            timerLoop: pipeline?.eventLoop, onPaced: { metrics.concurrency?.paced.increment(by: $0) },
-            onChange: { _, snapshot in metrics.record(snapshot) })
-        metrics.record(concurrency.snapshot)
+        self.routes = hosts.map { host in
+            let pipeline = pipelines.first { $0.host == host }
+            let handles = metrics.hosts[host.description]
+            // Its timer on the pipeline's loop, where most permits are taken and the grants go.
+            let limiter = ConcurrencyLimiter(
+                ceiling: configuration.concurrency, adaptive: configuration.adaptiveConcurrency, maximumRate: configuration.maximumRate,
+                timerLoop: pipeline?.eventLoop, onPaced: { handles?.paced.increment(by: $0) },
+                onChange: { _, snapshot in handles?.record(snapshot) })
+            handles?.record(limiter.snapshot)
+            return HostRoute(
+                host: host, breaker: CircuitBreakerStateMachine(threshold: configuration.breakerThreshold, backoff: configuration.backoff),
+                concurrency: limiter, pipeline: pipeline)
+        }
     }
 
     /// The lane's log cursor, `upload-<name>`.
@@ -151,13 +159,16 @@ public actor UploadLane: BlockingActor, BreakerGate {
     /// What the lane has done so far.
     public var stats: LaneStatistics {
         var current = statistics
-        current.breaker =
-            switch breaker.state {
-            case .closed: "closed"
-            case .open: "open"
-            case .halfOpen: "half-open"
-            }
+        // An event sink's destination is served while any of its hosts' breakers is closed.
+        let served = routes.first { if case .closed = $0.breaker.state { true } else { false } }
+        current.breaker = (served ?? routes.first)?.breaker.stateName ?? breaker.stateName
         return current
+    }
+
+    /// Each host of an event sink's destination (the first, then the spares): its breaker and its
+    /// limit; empty for a batch sink's lane.
+    public func hostStates() -> [HostState] {
+        routes.map { HostState(url: $0.host.description, breaker: $0.breaker.stateName, concurrency: $0.concurrency.snapshot) }
     }
 
     /// Hits delivered through the pipeline (the rest went one request at a time).
@@ -228,19 +239,40 @@ public actor UploadLane: BlockingActor, BreakerGate {
         metrics.record(oldestUnsent: statistics.oldestUnsentEvent)
     }
 
-    /// Records a retryable failure of the destination: the retry, when it became unreachable, and
-    /// the circuit breaker. Returns until when the breaker is open after it (the destination's
-    /// failure, which does not count against an event), whether it is the first failure since the
-    /// destination last answered, and whether the breaker was closed before it.
-    func destinationFailed(reason: String, retryAfter: Duration?) -> (openedUntil: ContinuousClock.Instant?, firstFailure: Bool, wasUp: Bool) {
+    /// Records a retryable failure of the destination (of its host `route`, an index of
+    /// ``routes``; `nil`: the batch sink's one host): the retry, when it became unreachable, and the
+    /// host's circuit breaker. Returns until when that breaker is open after it (the host's failure,
+    /// which does not count against an event), whether it is the first failure since the
+    /// destination last answered, and whether the host's breaker was closed before it.
+    func destinationFailed(reason: String, retryAfter: Duration?, route: Int? = nil) -> (
+        openedUntil: ContinuousClock.Instant?, firstFailure: Bool, wasUp: Bool
+    ) {
         statistics.retries += 1
         metrics.retries.increment()
         markUnreachable()
-        let wasUp = breaker.failingSince == nil
         let firstFailure = statistics.lastFailure == nil
-        let openedUntil = breaker.recordFailure(now: .now, retryAfter: retryAfter, using: &random)
-        if case .closed = breaker.state {} else { metrics.breakerOpen?.record(1) }
+        guard let route else {
+            let wasUp = breaker.failingSince == nil
+            let openedUntil = breaker.recordFailure(now: .now, retryAfter: retryAfter, using: &random)
+            if case .closed = breaker.state {} else { metrics.breakerOpen?.record(1) }
+            return (openedUntil, firstFailure, wasUp)
+        }
+        let wasUp = routes[route].breaker.failingSince == nil
+        let openedUntil = routes[route].breaker.recordFailure(now: .now, retryAfter: retryAfter, using: &random)
+        recordBreakers()
         return (openedUntil, firstFailure, wasUp)
+    }
+
+    /// The breaker gauges of an event sink's lane: each host's, and the lane's (1 while no host's
+    /// breaker is closed: nothing is sent but probes).
+    func recordBreakers() {
+        var served = false
+        for route in routes {
+            let closed = if case .closed = route.breaker.state { true } else { false }
+            served = served || closed
+            metrics.hosts[route.host.description]?.breakerOpen.record(closed ? 0 : 1)
+        }
+        metrics.breakerOpen?.record(served ? 0 : 1)
     }
 
     /// Notes when the destination stopped answering, unless it already had.
@@ -250,26 +282,40 @@ public actor UploadLane: BlockingActor, BreakerGate {
         metrics.record(unreachableSince: unreachableSince)
     }
 
-    /// Logs that the destination is failing and sends to it pause until `until` (the breaker opened).
-    /// On a busy machine `until` may have passed by the time this runs: the next try is then now.
-    func logPause(reason: String, until: ContinuousClock.Instant) {
+    /// Logs that the destination (its host `route`) is failing and sends to it pause until `until`
+    /// (the breaker opened). On a busy machine `until` may have passed by the time this runs: the
+    /// next try is then now.
+    func logPause(reason: String, until: ContinuousClock.Instant, route: Int? = nil) {
+        let failingSince = route.map { routes[$0].breaker.failingSince } ?? breaker.failingSince
         logger.warning(
             "\(destinationName) is failing; pausing sends to it",
             metadata: [
-                "host": "\(endpoint)", "reason": "\(reason)", "down-since": "\(downSince())", "next-try-in": "\(max(.zero, until - .now).humanText)",
-                "backlog": "\(statistics.backlog)",
+                "host": "\(route.map { routes[$0].host.description } ?? endpoint)", "reason": "\(reason)",
+                "down-since": "\(failingSince.map { "\((ContinuousClock.now - $0).humanText) ago" } ?? "now")",
+                "next-try-in": "\(max(.zero, until - .now).humanText)", "backlog": "\(statistics.backlog)",
+                "hosts": "\(max(1, routes.count))",
             ]
         )
     }
 
-    /// The destination answered (whatever it said): the breaker closes, and its failure ends.
-    func destinationAnswered() {
-        if let since = breaker.failingSince {
+    /// The destination answered (whatever it said), through its host `route` (`nil`: the batch
+    /// sink's one host): that host's breaker closes, and the destination's failure ends.
+    func destinationAnswered(route: Int? = nil) {
+        let failingSince = route.map { routes[$0].breaker.failingSince } ?? breaker.failingSince
+        if let since = failingSince {
             logger.notice(
-                "\(destinationName) answers again", metadata: ["host": "\(endpoint)", "was-down-for": "\((ContinuousClock.now - since).humanText)"])
+                "\(destinationName) answers again",
+                metadata: [
+                    "host": "\(route.map { routes[$0].host.description } ?? endpoint)", "was-down-for": "\((ContinuousClock.now - since).humanText)",
+                ])
         }
-        breaker.recordAnswer()
-        metrics.breakerOpen?.record(0)
+        if let route {
+            routes[route].breaker.recordAnswer()
+            recordBreakers()
+        } else {
+            breaker.recordAnswer()
+            metrics.breakerOpen?.record(0)
+        }
         statistics.lastFailure = nil
         if unreachableSince != nil {
             unreachableSince = nil
@@ -307,8 +353,4 @@ public actor UploadLane: BlockingActor, BreakerGate {
         return true
     }
 
-    private func downSince() -> String {
-        guard let since = breaker.failingSince else { return "now" }
-        return "\((ContinuousClock.now - since).humanText) ago"
-    }
 }

@@ -45,21 +45,27 @@ struct UploaderLaneFactory: Sendable {
                     shared = transport
                     made.transports.append(transport)
                 }
-                var pipeline: TrackingHitPipeline?
-                do {
-                    pipeline = try sink.makePipeline(
-                        connections: configuration.concurrency, timeout: configuration.requestTimeout, retryStatuses: configuration.retryStatuses,
-                        tls: tls, eventLoop: upstream.group.next())
-                } catch {
-                    logger.warning(
-                        "tracking hits go one request at a time: TLS setup failed",
-                        metadata: ["error": "\(error)", "tenant": "\(list.tenant.displayName)"])
+                // A pipeline per host: the first and each spare.
+                var pipelines: [TrackingHitPipeline] = []
+                for host in sink.hosts {
+                    do {
+                        if let pipeline = try sink.makePipeline(
+                            to: host, connections: configuration.concurrency, timeout: configuration.requestTimeout,
+                            retryStatuses: configuration.retryStatuses, tls: tls, eventLoop: upstream.group.next())
+                        {
+                            pipelines.append(pipeline)
+                        }
+                    } catch {
+                        logger.warning(
+                            "tracking hits go one request at a time: TLS setup failed",
+                            metadata: ["error": "\(error)", "tenant": "\(list.tenant.displayName)", "host": "\(host)"])
+                    }
                 }
-                if let pipeline { made.pipelines.append(pipeline) }
+                made.pipelines += pipelines
                 made.lanes.append(
                     UploadLane(
                         sink: sink, transport: transport, store: store, source: source, configuration: configuration, deduplicates: deduplicates,
-                        logger: logger, pipeline: pipeline, metrics: metrics(sink)))
+                        logger: logger, pipelines: pipelines, metrics: metrics(sink)))
             case let sink as any BatchSink:
                 guard let batchTLS, case .cursor(let log) = source else { continue }
                 let transport = HTTPClientTransport(

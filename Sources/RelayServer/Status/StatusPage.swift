@@ -169,7 +169,10 @@ enum StatusPage {
                 cell(row, number(destination.backlog), "n", "backlog");
                 cell(row, age(destination.oldestUnsentSeconds), "n", "oldest-unsent");
                 const healthy = destination.breaker === "closed" || destination.breaker === "reachable";
-                cell(row, destination.breaker, healthy ? "ok" : "bad", "breaker");
+                // With spare hosts, those whose own breaker is not closed too: "closed; http://a open".
+                const hosts = destination.hosts || [];
+                const breakers = hosts.length > 1 ? destination.breaker + "; " + hosts.filter((h) => h.breaker !== "closed").map((h) => h.url + " " + h.breaker).join(", ") : destination.breaker;
+                cell(row, breakers.replace(/; $/, ""), healthy ? (hosts.some((h) => h.breaker !== "closed") ? "warn" : "ok") : "bad", "breaker");
                 cell(row, rate(destination.deliveredPerSecond), "n", "delivered-per-second");
                 const limit = destination.concurrency;
                 cell(row, limit ? number(limit.inFlight) + " of " + number(limit.limit)

@@ -26,13 +26,14 @@ extension StatusReport.Destination {
         switch lane.kind.role {
         case .delivers:
             let stats = await lane.stats
+            let hosts = await lane.hostStates()
             return Self(
                 name: lane.kind.label, tenant: tenant, url: lane.endpoint, backlog: stats.backlog,
                 oldestUnsentEvent: stats.oldestUnsentEvent?.rfc3339,
                 oldestUnsentSeconds: stats.oldestUnsentEvent.map { RelayMetrics.age(of: $0, now: now.nanosecondsSinceEpoch) },
                 breaker: stats.breaker, lastError: stats.lastError, lastErrorAt: stats.lastErrorAt?.rfc3339,
                 deliveredPerSecond: delivered[lane.name], delivered: stats.delivered,
-                concurrency: StatusReport.Concurrency(lane.concurrency.snapshot))
+                concurrency: hosts.first.map { StatusReport.Concurrency($0.concurrency) }, hosts: hosts.map(StatusReport.Host.init))
         case .handsOn:
             let state = await lane.state()
             return Self(
@@ -40,7 +41,7 @@ extension StatusReport.Destination {
                 oldestUnsentEvent: state.oldestWaitingEvent?.rfc3339,
                 oldestUnsentSeconds: state.oldestWaitingEvent.map { RelayMetrics.age(of: $0, now: now.nanosecondsSinceEpoch) },
                 breaker: state.unreachableSince == nil ? "reachable" : "unreachable", lastError: state.lastFailure,
-                lastErrorAt: state.unreachableSince?.rfc3339, deliveredPerSecond: nil, delivered: nil, concurrency: nil)
+                lastErrorAt: state.unreachableSince?.rfc3339, deliveredPerSecond: nil, delivered: nil, concurrency: nil, hosts: nil)
         }
     }
 }

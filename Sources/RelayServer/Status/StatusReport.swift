@@ -75,15 +75,31 @@ struct StatusReport: Encodable {
         /// The event time of the oldest event the destination is owed, and its age in seconds.
         var oldestUnsentEvent: String?
         var oldestUnsentSeconds: Double?
-        /// `closed`, `open` or `half-open`; for a destination that hands events on (the central
-        /// relay) `reachable` or `unreachable`.
+        /// `closed`, `open` or `half-open` (`closed` while any of its hosts' breakers is); for a
+        /// destination that hands events on (the central relay) `reachable` or `unreachable`.
         var breaker: String
         var lastError: String?
         var lastErrorAt: String?
         var deliveredPerSecond: Double?
         var delivered: Int?
-        /// The requests in flight to its host and their limit (a destination that delivers).
+        /// The requests in flight to its first host and their limit (a destination that delivers).
         var concurrency: Concurrency?
+        /// Each of its hosts, the first then the spares (a destination that delivers).
+        var hosts: [Host]?
+    }
+
+    /// One host of a destination: its breaker and its requests in flight.
+    struct Host: Encodable {
+        var url: String
+        /// `closed`, `open` or `half-open`.
+        var breaker: String
+        var concurrency: Concurrency
+
+        init(_ state: HostState) {
+            url = state.url
+            breaker = state.breaker
+            concurrency = Concurrency(state.concurrency)
+        }
     }
 
     /// The requests in flight to a destination's host, under the limit its answers set
