@@ -33,6 +33,8 @@ public final class EmulatorRecorder: Sendable {
         var hitCounts: [Hit: Int] = [:]
         var totalHits = 0
         var registrations: [[String: String]] = []
+        /// When each of ``registrations`` arrived, on this process's monotonic clock.
+        var registrationArrivals: [ContinuousClock.Instant] = []
         var requests: [RawRequest] = []
         var requestCount = 0
         var overloaded = 0
@@ -72,6 +74,7 @@ public final class EmulatorRecorder: Sendable {
     func record(registration fields: [String: String], at time: Double) {
         state.withLockedValue { state in
             state.registrations.append(fields)
+            state.registrationArrivals.append(.now)
             state.acceptedBySecond[Int64(time), default: 0] += 1
         }
     }
@@ -94,6 +97,11 @@ public final class EmulatorRecorder: Sendable {
     public var hits: [Hit: Int] { get async { state.withLockedValue { $0.hitCounts } } }
     /// Registrations accepted, as their decoded form fields.
     public var acceptedRegistrations: [[String: String]] { get async { state.withLockedValue { $0.registrations } } }
+    /// Registrations accepted, each with when it arrived on this process's monotonic clock: two
+    /// emulators in one process can be put in one order of arrival (spare hosts).
+    public var registrationArrivals: [(fields: [String: String], arrived: ContinuousClock.Instant)] {
+        get async { state.withLockedValue { Array(zip($0.registrations, $0.registrationArrivals)) } }
+    }
     /// The last raw requests, oldest first.
     public func lastRequests(_ count: Int) async -> [RawRequest] { state.withLockedValue { Array($0.requests.suffix(count)) } }
     /// Requests received, answered or not.

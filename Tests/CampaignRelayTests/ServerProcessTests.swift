@@ -122,13 +122,15 @@ struct ServerProcessTests {
             load.unexpectedErrors.withLockedValue { $0 }.isEmpty,
             "requests failed while the server was up: \(load.unexpectedErrors.withLockedValue { $0 }.prefix(3))")
         var counted = 0
-        try await waitUntil("the restarted server to count and forward every logged event", seconds: 120) {
+        // Forwarding runs at background priority: beside a burner it may take minutes; the wait
+        // lasts as long as the counts move.
+        _ = try await waitWhileProgressing("the restarted server to count and forward every logged event") {
             let answer = try? await http.get(server.url + "/v1/deliveries/load")
             let object = answer.flatMap { try? JSONSerialization.jsonObject(with: Data($0.body.utf8)) as? [String: Any] }
             counted = object?["impressions"] as? Int ?? 0
             let forwarded = await emulator.emulator.recorder.distinctHits
             let durable = try await http.nextSequence(server.url)
-            return counted == durable - 1 && forwarded >= counted
+            return (counted == durable - 1 && forwarded >= counted, counted + forwarded)
         }
         kill(server.process.processIdentifier, SIGTERM)
         await server.child.exit(within: 30)

@@ -87,4 +87,52 @@ struct SpareHostsTests {
         await server.stop()
         for emulator in [first, spare] { await emulator.stop() }
     }
+
+    @Test(
+        "registrations of one device token keep their log order across two marketing hosts taking turns: put in one order of arrival, each token's come as they were logged"
+    )
+    func registrationOrderAcrossHosts() async throws {
+        let binary = try RelayBinary.path()
+        let directory = temporaryDirectory("spare-marketing")
+        defer { removeTree(directory) }
+        let (first, spare) = (try await RunningEmulator.start(), try await RunningEmulator.start())
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let config = "\(directory)/relay.toml"
+        try """
+        data-dir = "\(directory)/data"
+        marketing-host = ["\(first.url)", "\(spare.url)"]
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let server = try ChildProcess(binary, ["serve", "--config", config, "--bind", "127.0.0.1:0"])
+        defer { server.stopWithoutWaiting() }
+        let url = "http://127.0.0.1:\(try await server.await(#"address=127\.0\.0\.1:(\d+)"#))"
+        let http = TestHTTPClient()
+        // Three devices, twelve registrations each (a user key per step), interleaved in the log.
+        let (tokens, steps) = (3, 12)
+        let lines = (1...steps).flatMap { step in
+            (1...tokens).map { token in
+                #"{"kind":"register","platform":"android","integrationKey":"app","registrationToken":"token-\#(token)","userKey":"key-\#(token)-\#(step)"}"#
+            }
+        }
+        let answer = try await http.post(url + "/v1/events", lines.joined(separator: "\n"), headers: [("Content-Type", "application/x-ndjson")])
+        #expect(answer.status == 200, "\(answer.body)")
+        try await waitUntil("the two hosts to hold the \(tokens * steps) registrations between them", seconds: 60) {
+            let (a, b) = (await first.emulator.recorder.registrationArrivals.count, await spare.emulator.recorder.registrationArrivals.count)
+            return a + b >= tokens * steps
+        }
+        let (fromFirst, fromSpare) = (await first.emulator.recorder.registrationArrivals, await spare.emulator.recorder.registrationArrivals)
+        #expect(fromFirst.count + fromSpare.count == tokens * steps, "each registration once")
+        #expect(!fromFirst.isEmpty && !fromSpare.isEmpty, "both hosts took some: \(fromFirst.count) and \(fromSpare.count)")
+        let arrived = (fromFirst + fromSpare).sorted { $0.arrived < $1.arrived }
+        for token in 1...tokens {
+            let keys = arrived.filter { $0.fields["registrationToken"] == "token-\(token)" }.compactMap { $0.fields["userKey"] }
+            #expect(keys == (1...steps).map { "key-\(token)-\($0)" }, "token-\(token) arrived as \(keys)")
+        }
+        let hosts = Set(fromFirst.compactMap { $0.fields["registrationToken"] }).intersection(fromSpare.compactMap { $0.fields["registrationToken"] })
+        print(
+            "spare marketing hosts: \(fromFirst.count) and \(fromSpare.count) of \(tokens * steps) registrations; tokens on both hosts: \(hosts.sorted())"
+        )
+        await http.shutdown()
+        await server.stop()
+        for emulator in [first, spare] { await emulator.stop() }
+    }
 }

@@ -33,3 +33,29 @@ package struct WaitedTooLong: Error {
 
     package init(what: String) { self.what = what }
 }
+
+/// Checks `condition` every 20 ms until it says done, for as long as its progress moves: records
+/// what was awaited and returns false only when the progress stood still for `stalled` seconds (or
+/// the test's time limit ran out, ``TestBudget``).
+///
+/// For a drain whose speed is the machine's: a backlog forwarded at background priority beside a
+/// CPU burner and a whole tier of suites can take minutes, and a fixed deadline would fail a drain
+/// that is getting there; one that stops moving is what is wrong.
+package func waitWhileProgressing(
+    _ what: String, stalled seconds: Double = 60, _ condition: () async throws -> (done: Bool, progress: Int)
+) async throws -> Bool {
+    let budget = TestBudget.seconds(3_600)
+    let deadline = Date().addingTimeInterval(budget)
+    var last: Int?
+    var movedAt = Date()
+    while true {
+        let (done, progress) = try await condition()
+        if done { return true }
+        if progress != last { (last, movedAt) = (progress, Date()) }
+        if Date().timeIntervalSince(movedAt) >= seconds || Date() >= deadline { break }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    let why = Date() >= deadline ? "the test's time limit ran out" : "no progress for \(seconds) s"
+    Issue.record("gave up waiting for \(what): \(why) (progress stood at \(last.map(String.init) ?? "nothing"))")
+    return false
+}

@@ -7,6 +7,8 @@ extension UploadLane {
     /// healthy hosts share the load, and a failing host's share goes to the others once its breaker
     /// opens (it then gets only its probes).
     func waitForRoute() async -> Int? {
+        // A sink naming no host has nowhere to send (``EventSink/hosts`` holds at least its first).
+        guard !routes.isEmpty else { return nil }
         while !Task.isCancelled {
             guard await leaseHeld() else { return nil }
             var soonest: ContinuousClock.Instant?
