@@ -10,6 +10,11 @@ import Testing
 /// flags and environment variables over it, and mistakes refused with their line.
 @Suite("Configuration files", .timeLimit(.minutes(10)), .tier(.fast))
 struct ConfigFileTests {
+    /// How long a command may run before it counts as hung: a guard, not a pace. `config check`
+    /// runs every value through the parsers of each command taking it (about 1 s of CPU in a debug
+    /// build); beside a CPU burner and a whole tier of suites one took more than 30 s.
+    static let hangGuard = 120.0
+
     /// Writes `text` to a new file and returns its path.
     static func file(_ text: String, in directory: String) throws -> String {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -24,7 +29,7 @@ struct ConfigFileTests {
     {
         let run = try await BoundedRun.run(
             "/usr/bin/env", environment.map { "\($0.key)=\($0.value)" } + [binary, "config", "check", path, "--command", command, "--json"],
-            seconds: 30)
+            seconds: Self.hangGuard)
         #expect(run.ending == .exited(0), "\(run.stderr)")
         let report = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
         let options = report?["options"] as? [[String: Any]] ?? []
@@ -189,7 +194,7 @@ struct ConfigFileTests {
         defer { removeTree(directory) }
         let path = try Self.file(text, in: directory)
         for arguments in [["config", "check", path], ["serve", "--config", path, "--data-dir", "\(directory)/data"]] {
-            let run = try await BoundedRun.run(binary, arguments, seconds: 30)
+            let run = try await BoundedRun.run(binary, arguments, seconds: Self.hangGuard)
             #expect(run.ending == .exited(1), "\(arguments): \(run.ending) \(run.stderr)")
             #expect(run.stderr.hasPrefix("Error: \(path)\(message)"), "\(arguments): \(run.stderr)")
         }
@@ -227,10 +232,10 @@ struct ConfigFileTests {
         let directory = temporaryDirectory("config-values")
         defer { removeTree(directory) }
         let path = try Self.file(text, in: directory)
-        let check = try await BoundedRun.run(binary, ["config", "check", path], seconds: 30)
+        let check = try await BoundedRun.run(binary, ["config", "check", path], seconds: Self.hangGuard)
         #expect(check.ending == .exited(1), "\(check.ending) \(check.stderr)")
         #expect(check.stderr == "Error: \(path) is not valid: 1 value the commands refuse:\n\(path)\(message)\n", "\(check.stderr)")
-        let serve = try await BoundedRun.run(binary, ["serve", "--config", path, "--data-dir", "\(directory)/data"], seconds: 30)
+        let serve = try await BoundedRun.run(binary, ["serve", "--config", path, "--data-dir", "\(directory)/data"], seconds: Self.hangGuard)
         #expect(serve.ending == .exited(1), "\(serve.ending) \(serve.stderr)")
         #expect(serve.stderr == "Error: \(path)\(message) (campaign-relay config check \(path) lists every such value)\n", "\(serve.stderr)")
         #expect(!FileManager.default.fileExists(atPath: "\(directory)/data"), "serve stopped before touching anything")
@@ -244,7 +249,7 @@ struct ConfigFileTests {
         let path = try Self.file(
             "data-dir = \"\(directory)/data\"\nbind = \"localhost\"\nconcurrency = \"eight\"\n[serve]\nretain = \"a day\"\n[upload]\nmax-attempts = 0\n",
             in: directory)
-        let check = try await BoundedRun.run(binary, ["config", "check", path], seconds: 30)
+        let check = try await BoundedRun.run(binary, ["config", "check", path], seconds: Self.hangGuard)
         #expect(check.ending == .exited(1), "\(check.ending) \(check.stderr)")
         #expect(
             check.stderr == """
@@ -267,7 +272,7 @@ struct ConfigFileTests {
         let off = try await Self.effective(binary, try Self.file("log-level = \"info\"\nno-preallocate = true\n", in: directory))
         #expect(off["no-preallocate"] == nil)
         #expect(off["preallocate"]?["value"] as? String == "false" && off["preallocate"]?["line"] as? Int == 2, "\(off["preallocate"] ?? [:])")
-        let text = try await BoundedRun.run(binary, ["config", "check", try Self.file("", in: directory)], seconds: 30)
+        let text = try await BoundedRun.run(binary, ["config", "check", try Self.file("", in: directory)], seconds: Self.hangGuard)
         #expect(text.stdout.split(separator: "\n").filter { $0.contains("preallocate") }.count == 1, "\(text.stdout)")
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let docs = try String(contentsOf: root.appendingPathComponent("docs/configuration.md"), encoding: .utf8).split(separator: "\n")
@@ -278,21 +283,21 @@ struct ConfigFileTests {
     @Test("--config on a command that does not take it, and a missing file: exit 1 saying so")
     func wrongPlaces() async throws {
         let binary = try RelayBinary.path()
-        let emulate = try await BoundedRun.run(binary, ["emulate", "--config", "/nonexistent.toml"], seconds: 30)
+        let emulate = try await BoundedRun.run(binary, ["emulate", "--config", "/nonexistent.toml"], seconds: Self.hangGuard)
         #expect(emulate.ending == .exited(1), "\(emulate.stderr)")
         #expect(
             emulate.stderr
                 == "Error: --config is read by aggregate, ingest, replay, serve, stats, upload, erase, wal verify, wal dump, wal archive, wal rekey, deadletter list, deadletter retry: emulate does not take it: give its options on the command line\n",
             "\(emulate.stderr)")
-        let wal = try await BoundedRun.run(binary, ["wal", "verify", "--config", "/nonexistent.toml"], seconds: 30)
+        let wal = try await BoundedRun.run(binary, ["wal", "verify", "--config", "/nonexistent.toml"], seconds: Self.hangGuard)
         #expect(wal.ending == .exited(1) && wal.stderr == "Error: no configuration file at /nonexistent.toml\n", "wal verify reads it: \(wal.stderr)")
-        let before = try await BoundedRun.run(binary, ["wal", "--config", "/nonexistent.toml", "verify"], seconds: 30)
+        let before = try await BoundedRun.run(binary, ["wal", "--config", "/nonexistent.toml", "verify"], seconds: Self.hangGuard)
         #expect(
             before.ending == .exited(1)
                 && before.stderr
                     == "Error: --config of wal goes after its subcommand's name (verify, dump, archive, rekey), as in campaign-relay wal verify --config /nonexistent.toml\n",
             "\(before.stderr)")
-        let missing = try await BoundedRun.run(binary, ["serve", "--config", "/nonexistent.toml"], seconds: 30)
+        let missing = try await BoundedRun.run(binary, ["serve", "--config", "/nonexistent.toml"], seconds: Self.hangGuard)
         #expect(missing.ending == .exited(1) && missing.stderr == "Error: no configuration file at /nonexistent.toml\n", "\(missing.stderr)")
     }
 
