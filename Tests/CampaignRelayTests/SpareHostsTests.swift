@@ -25,24 +25,25 @@ struct SpareHostsTests {
         return found
     }
 
+    /// A real `serve` on `directory`, its configuration file the data directory and `keys`;
+    /// the process and its URL.
+    static func serve(in directory: String, _ keys: String) async throws -> (ChildProcess, String) {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let config = "\(directory)/relay.toml"
+        try "data-dir = \"\(directory)/data\"\n\(keys)\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let server = try ChildProcess(try RelayBinary.path(), ["serve", "--config", config, "--bind", "127.0.0.1:0"])
+        return (server, "http://127.0.0.1:\(try await server.await(#"address=127\.0\.0\.1:(\d+)"#))")
+    }
+
     @Test(
         "two tracking hosts share the hits, each once; then the first answers 503 to everything: its breaker opens, the spare carries the whole load, and every hit arrives once"
     )
     func spareCarriesTheLoad() async throws {
-        let binary = try RelayBinary.path()
         let directory = temporaryDirectory("spare-hosts")
         defer { removeTree(directory) }
         let (first, spare) = (try await RunningEmulator.start(), try await RunningEmulator.start())
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let config = "\(directory)/relay.toml"
-        try """
-        data-dir = "\(directory)/data"
-        tracking-host = ["\(first.url)", "\(spare.url)"]
-        backoff-cap = 1
-        """.write(toFile: config, atomically: true, encoding: .utf8)
-        let server = try ChildProcess(binary, ["serve", "--config", config, "--bind", "127.0.0.1:0"])
+        let (server, url) = try await Self.serve(in: directory, "tracking-host = [\"\(first.url)\", \"\(spare.url)\"]\nbackoff-cap = 1")
         defer { server.stopWithoutWaiting() }
-        let url = "http://127.0.0.1:\(try await server.await(#"address=127\.0\.0\.1:(\d+)"#))"
         let http = TestHTTPClient()
         let ndjson = [("Content-Type", "application/x-ndjson")]
         let (firstURL, spareURL) = (first.url, spare.url)
@@ -92,19 +93,11 @@ struct SpareHostsTests {
         "registrations of one device token keep their log order across two marketing hosts taking turns: put in one order of arrival, each token's come as they were logged"
     )
     func registrationOrderAcrossHosts() async throws {
-        let binary = try RelayBinary.path()
         let directory = temporaryDirectory("spare-marketing")
         defer { removeTree(directory) }
         let (first, spare) = (try await RunningEmulator.start(), try await RunningEmulator.start())
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let config = "\(directory)/relay.toml"
-        try """
-        data-dir = "\(directory)/data"
-        marketing-host = ["\(first.url)", "\(spare.url)"]
-        """.write(toFile: config, atomically: true, encoding: .utf8)
-        let server = try ChildProcess(binary, ["serve", "--config", config, "--bind", "127.0.0.1:0"])
+        let (server, url) = try await Self.serve(in: directory, "marketing-host = [\"\(first.url)\", \"\(spare.url)\"]")
         defer { server.stopWithoutWaiting() }
-        let url = "http://127.0.0.1:\(try await server.await(#"address=127\.0\.0\.1:(\d+)"#))"
         let http = TestHTTPClient()
         // Three devices, twelve registrations each (a user key per step), interleaved in the log.
         let (tokens, steps) = (3, 12)
