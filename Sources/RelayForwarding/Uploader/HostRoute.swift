@@ -25,6 +25,11 @@ public struct HostState: Sendable, Hashable {
 }
 
 extension CircuitBreakerStateMachine {
+    /// Whether requests go through (neither open nor probing).
+    var isClosed: Bool {
+        if case .closed = state { true } else { false }
+    }
+
     /// `closed`, `open` or `half-open`, as the status shows it.
     var stateName: String {
         switch state {

@@ -38,7 +38,7 @@ extension UploadLane {
     func batchRoute() -> Int? {
         for offset in 0..<routes.count {
             let index = (nextRoute + offset) % routes.count
-            guard case .closed = routes[index].breaker.state, routes[index].pipeline != nil else { continue }
+            guard routes[index].breaker.isClosed, routes[index].pipeline != nil else { continue }
             nextRoute = (index + 1) % routes.count
             return index
         }

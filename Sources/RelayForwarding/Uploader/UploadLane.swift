@@ -160,7 +160,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
     public var stats: LaneStatistics {
         var current = statistics
         // An event sink's destination is served while any of its hosts' breakers is closed.
-        let served = routes.first { if case .closed = $0.breaker.state { true } else { false } }
+        let served = routes.first { $0.breaker.isClosed }
         current.breaker = (served ?? routes.first)?.breaker.stateName ?? breaker.stateName
         return current
     }
@@ -254,7 +254,7 @@ public actor UploadLane: BlockingActor, BreakerGate {
         guard let route else {
             let wasUp = breaker.failingSince == nil
             let openedUntil = breaker.recordFailure(now: .now, retryAfter: retryAfter, using: &random)
-            if case .closed = breaker.state {} else { metrics.breakerOpen?.record(1) }
+            if !breaker.isClosed { metrics.breakerOpen?.record(1) }
             return (openedUntil, firstFailure, wasUp)
         }
         let wasUp = routes[route].breaker.failingSince == nil
@@ -268,9 +268,8 @@ public actor UploadLane: BlockingActor, BreakerGate {
     func recordBreakers() {
         var served = false
         for route in routes {
-            let closed = if case .closed = route.breaker.state { true } else { false }
-            served = served || closed
-            metrics.hosts[route.host.description]?.breakerOpen.record(closed ? 0 : 1)
+            served = served || route.breaker.isClosed
+            metrics.hosts[route.host.description]?.breakerOpen.record(route.breaker.isClosed ? 0 : 1)
         }
         metrics.breakerOpen?.record(served ? 0 : 1)
     }
