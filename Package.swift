@@ -317,7 +317,7 @@ let package = Package(
         .target(
             name: "RelayTestSupport",
             dependencies: [
-                "RelayLog", "RelayIO", "CampaignEmulator", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                "RelayCore", "RelayLog", "RelayIO", "CampaignEmulator", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/RelayTestSupport",

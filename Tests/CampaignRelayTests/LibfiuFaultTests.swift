@@ -461,7 +461,7 @@ struct LibfiuFaultTests {
                 event: .tracking(
                     TrackingEvent(
                         action: .open, messageId: MessageID(decimal: Int64(sequence)), deliveryId: "edge",
-                        time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000))))
+                        time: recentEventTime)))
         }
         let headers = [
             ("Relay-Id", edgeId), ("Relay-Epoch", "1"), ("Relay-Sequences", "\(sequences.lowerBound)-\(sequences.upperBound)"),

@@ -179,7 +179,8 @@ struct UploadLaneStateMachineTests {
 
     @Test("events of the other lane and outside a replay's time range are passed over, and the cursor moves past them")
     func passedOver() {
-        let times = Int64(1_795_255_200_000_000_000)..<Int64(1_795_255_200_000_000_001)
+        // The time range of `hit`'s events.
+        let times = recentEventTime.nanosecondsSinceEpoch..<(recentEventTime.nanosecondsSinceEpoch + 1)
         var machine = UploadLaneStateMachine(settings: Self.settings(kind: .tracking, times: times), start: 1)
         var late = TrackingEvent(action: .open, messageId: MessageID(decimal: 9), deliveryId: "d", time: EventTime(nanosecondsSinceEpoch: 0))
         late.time = EventTime(nanosecondsSinceEpoch: times.upperBound)

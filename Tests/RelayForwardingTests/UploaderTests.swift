@@ -17,7 +17,7 @@ func hit(_ id: Int, delivery: String = "f0190", action: TrackingAction = .impres
     .tracking(
         TrackingEvent(
             action: action, messageId: MessageID(decimal: Int64(id)), deliveryId: delivery,
-            time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)))
+            time: recentEventTime))
 }
 
 func registration(

@@ -60,13 +60,13 @@ struct LaneMetricsTests {
             .tracking(
                 TrackingEvent(
                     action: .open, messageId: MessageID(decimal: Int64(id)), deliveryId: "d",
-                    time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)))
+                    time: recentEventTime))
         }
         let registrations: [Event] = (1...20).map { id in
             .registration(
                 Registration(
                     platform: .android, integrationKey: "app", registrationToken: "t\(id)", userKey: "u", additionalParams: nil,
-                    time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)))
+                    time: recentEventTime))
         }
         _ = try await log.append(hits + registrations)
         let store = try await ForwardingStore(dataDirectory: directory)
@@ -104,7 +104,7 @@ struct LaneMetricsTests {
             .tracking(
                 TrackingEvent(
                     action: .open, messageId: MessageID(decimal: Int64(id)), deliveryId: "d",
-                    time: EventTime(nanosecondsSinceEpoch: 1_795_255_200_000_000_000)))
+                    time: recentEventTime))
         }
         _ = try await log.append(hits)
         await log.close()
