@@ -66,4 +66,7 @@ public struct ErasureReport: Sendable, Hashable, Codable {
     /// The relays that handed some of these registrations on to this one (relay chains): erase
     /// the same selector there too.
     public var originRelays: [String]
+    /// On the log in PostgreSQL, the erasures of the streams this relay forwards for relays that
+    /// stopped (adopted streams), one report each, named by ``rewrites``; `nil` elsewhere.
+    public var adoptedStreams: [ErasureReport]?
 }

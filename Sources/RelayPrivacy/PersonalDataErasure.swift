@@ -31,12 +31,14 @@ public actor PersonalDataErasure {
     /// The open log: the server's own, or one `erase` opened (then no server runs).
     let log: WriteAheadLog
     let dataDirectory: String
-    /// Where plans are kept: `<data-dir>/wal` (beside the segments, under their rewrite lock), or
-    /// the stream's ``PostgresLogErasure/planDirectory``.
+    /// The log's directory (`<data-dir>/wal`), whose segments a file log's erasure rewrites.
     let walDirectory: String
+    /// Where plans are kept: beside the segments (``RelayLog/ErasurePlanFiles``, under their
+    /// rewrite lock), or beside the stream in PostgreSQL (``RelayPostgres/PostgresErasurePlans``).
+    let plans: any ErasurePlanStore
     let archiveDirectories: [String]
     /// The log's stream in PostgreSQL, when the log is kept there (`--log-postgres-url`): its rows
-    /// are found and rewritten instead of segment files (the plan stays in `walDirectory`).
+    /// are found and rewritten instead of segment files, and the plans are kept beside them.
     let stream: PostgresLogErasure?
     let store: ForwardingStore
     /// The server's running aggregator; `nil` when none runs (the database, if any, is changed directly).
@@ -75,6 +77,8 @@ public actor PersonalDataErasure {
     /// One erasure (or finishing of unfinished ones) at a time: the actor lets another request in
     /// at each `await`, and two erasures must not interleave their steps.
     private let turns = TurnQueue()
+    /// Set by ``close()``: the log is no longer this erasure's to change.
+    private var closed = false
 
     /// An erasure of the registrations in `log` (of `dataDirectory`), the archives, `store`'s dead
     /// letters and deduplication state, and the aggregates: through the running `aggregator`, or
@@ -94,7 +98,8 @@ public actor PersonalDataErasure {
         self.fileSystem = fileSystem
         self.log = log
         self.dataDirectory = dataDirectory
-        self.walDirectory = stream?.planDirectory ?? LogLayout(dataDirectory: dataDirectory).walDirectory
+        self.walDirectory = LogLayout(dataDirectory: dataDirectory).walDirectory
+        self.plans = stream?.plans ?? ErasurePlanFiles(directory: walDirectory, fileSystem: fileSystem)
         self.archiveDirectories = archiveDirectories
         self.stream = stream
         self.store = store
@@ -110,6 +115,7 @@ public actor PersonalDataErasure {
     public func erase(_ selector: ErasureSelector, dryRun: Bool) async throws(ErasureError) -> ErasureReport {
         await turns.take()
         defer { turns.end() }
+        try refuseWhenClosed()
         _ = try await finishPlans()
         let requested = EventTime.now()
         // A dry run only reads: it looks at what is durable now, and leaves the segments as they are.
@@ -127,11 +133,6 @@ public actor PersonalDataErasure {
                     let found = try stream.find(selector, below: boundary, keys: keys)
                     var counted = LogErasure.Rewrite(directory: stream.place)
                     counted.entriesErased = found.count
-                    if !dryRun {
-                        do throws(FileSystemError) { try fileSystem.createDirectory(walDirectory) } catch {
-                            throw .fileSystem(error, context: "creating \(walDirectory) for the erasure's plan")
-                        }
-                    }
                     return (found, [counted])
                 } catch {
                     throw .log(error)
@@ -195,9 +196,9 @@ public actor PersonalDataErasure {
             return Self.report(
                 plan, rewrites: perDirectory, deadLetters: plan.deadLetterIDs.count, deduplicationRecords: 0, aggregates: nil, dryRun: true)
         }
-        let planned = plan
+        let (planned, plans) = (plan, plans)
         try await io.run { () throws(ErasureError) in
-            do throws(LogError) { try planned.store(walDirectory: walDirectory, fileSystem: fileSystem) } catch { throw .log(error) }
+            do throws(LogError) { try plans.store(planned) } catch { throw .log(error) }
         }
         logger.notice(
             "erasing a person's registrations",
@@ -212,18 +213,30 @@ public actor PersonalDataErasure {
     public func finishPending() async throws(ErasureError) -> [ErasureReport] {
         await turns.take()
         defer { turns.end() }
+        try refuseWhenClosed()
         return try await finishPlans()
+    }
+
+    /// Waits for the erasure under way, if any, and refuses every later one: the log is closing,
+    /// or (an adopted stream) is being handed back to its relay, whose reads mask what is left.
+    public func close() async {
+        await turns.take()
+        closed = true
+        turns.end()
+    }
+
+    private func refuseWhenClosed() throws(ErasureError) {
+        if closed { throw .log(.storeUnavailable("the log of this erasure was closed (a stream handed back to its relay): erase there")) }
     }
 
     /// ``finishPending()`` within a turn already taken.
     private func finishPlans() async throws(ErasureError) -> [ErasureReport] {
-        let walDirectory = walDirectory
-        let fileSystem = fileSystem
-        let plans = try await io.run { () throws(ErasureError) -> [ErasurePlan] in
-            do throws(LogError) { return try ErasurePlan.pending(walDirectory: walDirectory, fileSystem: fileSystem) } catch { throw .log(error) }
+        let store = plans
+        let pending = try await io.run { () throws(ErasureError) -> [ErasurePlan] in
+            do throws(LogError) { return try store.pending(skippingUnreadable: false) } catch { throw .log(error) }
         }
         var reports: [ErasureReport] = []
-        for plan in plans {
+        for plan in pending {
             logger.notice("finishing an erasure a stop cut short", metadata: ["erasure": "\(plan.id)"])
             reports.append(try await finish(plan))
         }
@@ -352,10 +365,10 @@ public actor PersonalDataErasure {
             dryRun: false)
         report.fleet = fleetResult
         report.completedAt = EventTime.now().rfc3339
-        let finished = report
+        let (finished, plans) = (report, plans)
         try await io.run { () throws(ErasureError) in
             try ErasureAuditLog.append(finished, dataDirectory: dataDirectory, fileSystem: fileSystem)
-            do throws(LogError) { try plan.remove(walDirectory: walDirectory, fileSystem: fileSystem) } catch { throw .log(error) }
+            do throws(LogError) { try plans.remove(plan) } catch { throw .log(error) }
         }
         logger.notice(
             "erased a person's registrations",

@@ -82,6 +82,7 @@ struct ArchitectureTests {
         "Sources/RelayLog/Rewrite/SegmentRewriteLock.swift": "usleep between tries for the lock, on the log's or wal rekey's thread",
         "Sources/RelayForwarding/Uploader/TransportErrorText.swift": "strerror",
         "Sources/RelayLog/Erasure/ErasurePlan.swift": "JSONEncoder and JSONDecoder of the plan (its file goes through the FileSystem layer)",
+        "Sources/RelayPostgres/Log/PostgresErasurePlans.swift": "JSONEncoder and JSONDecoder of the plan kept in a row",
         "Sources/RelayPrivacy/ErasureAuditLog.swift":
             "JSONEncoder and JSONDecoder of the records (erasures.jsonl goes through the FileSystem layer, on the erasure's executor and the erasure-audit one)",
         "Sources/CampaignRelay/Commands/EraseCommand.swift": "JSON of the request handed to a running server and of its answer",

@@ -34,13 +34,17 @@ actor PostgresLink {
     }
 
     /// Runs `body` on the connection (connecting first when there is none, within the connect
-    /// deadline), within the deadline.
+    /// deadline), within the link's deadline or `callDeadline` when given (a call no request
+    /// waits on, such as opening the stream, may wait longer than an append).
     ///
     /// - Throws: ``FleetError/database(_:)`` when no host will do, the deadline passes, or `body`
     ///   fails; the connection is dropped in each case.
     @discardableResult
-    func run<Value: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> Value) async throws -> Value {
-        let (logger, deadline, connectDeadline, location) = (self.logger, self.deadline, self.connectDeadline, self.location)
+    func run<Value: Sendable>(
+        deadline callDeadline: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> Value
+    ) async throws -> Value {
+        let (logger, connectDeadline, location) = (self.logger, self.connectDeadline, self.location)
+        let deadline = callDeadline ?? self.deadline
         let current: PostgresConnection
         if let connection, !connection.isClosed {
             current = connection

@@ -22,6 +22,10 @@ public enum PostgresLog {
         public var writer: Int64
     }
 
+    /// How long opening a stream (making the tables when missing, reading the stream's extent)
+    /// may wait for the database; an append waits 5 s at most.
+    static let openDeadline: Duration = .seconds(30)
+
     /// Opens stream `stream` of the log database at `location` (making its tables and its row
     /// when missing) with `consumers` declared.
     ///
@@ -31,8 +35,9 @@ public enum PostgresLog {
     ///   - fence: the leases this process holds.
     ///   - readOnly: a stream adopted for forwarding: appends are refused.
     ///   - walDirectory: where the log's files would be; nothing durable is kept there.
-    ///   - erasurePlans: where this relay keeps its unfinished erasures' plans
-    ///     (``PostgresLogErasure/planDirectory``): their registrations are masked until finished.
+    ///   - erasurePlans: where earlier builds kept this relay's unfinished erasures' plans
+    ///     (``PostgresLogErasure/planDirectory(dataDirectory:)``): they are moved beside the stream,
+    ///     whose plans are masked until finished.
     /// - Throws: ``LogError/storeNotOpened(_:)`` when the database cannot be reached or read.
     public static func open(
         location: PostgresLocation, stream: String, newRelayID: String, configuration: LogConfiguration, consumers: [LogConsumerDeclaration],
@@ -45,7 +50,9 @@ public enum PostgresLog {
         let link = PostgresLink(location: location, deadline: .seconds(5), connectDeadline: .seconds(5), logger: location.quietLogger)
         let found: PostgresStreamExtent
         do {
-            found = try await link.run { connection, logger in
+            // No request waits on the open: a server busy or just started (a loaded machine took
+            // more than 5 s to create the schema on a fresh cluster) is given longer.
+            found = try await link.run(deadline: Self.openDeadline) { connection, logger in
                 try await PostgresLogSchema.create(on: connection, logger: logger)
                 return try await PostgresStreamExtent.load(stream, newRelayID: newRelayID, readOnly: readOnly, on: connection, logger: logger)
             }
@@ -54,11 +61,23 @@ public enum PostgresLog {
             throw .storeNotOpened("opening stream \(stream): \(error)")
         }
         let decoder = SharedFrameDecoder(capacity: 0, logger: logger)
-        // The registrations of an erasure a stop cut short (its plan is in this data directory)
-        // stay masked in every reader of the stream here until it is finished. An adopted stream's
-        // plans are its own relay's: none here.
-        var erasures = ErasureMask()
-        if let erasurePlans { erasures = await BlockingExecutor(name: "erasure-plans").run { ErasureMask.pending(walDirectory: erasurePlans) } }
+        // The registrations of an erasure not finished (its plan is beside the stream: this
+        // relay's own, cut short by a stop, or the erasure of a relay that stopped for good, whose
+        // stream is adopted here) stay masked in every reader of the stream here until it is
+        // finished. Plans an earlier build left in the data directory are moved there first.
+        let plans = PostgresErasurePlans(location: location, stream: stream, fence: nil)
+        let pending = await BlockingExecutor(name: "erasure-plans").run { () -> Result<[ErasurePlan], LogError> in
+            if let erasurePlans { movePlans(from: erasurePlans, to: plans, logger: logger) }
+            do throws(LogError) { return .success(try plans.pending(skippingUnreadable: true)) } catch { return .failure(error) }
+        }
+        // Opening without the plans would hand their registrations out again.
+        let erasures: ErasureMask
+        switch pending {
+        case .success(let found): erasures = ErasureMask(found.flatMap { $0.targets.map(\.sequence) })
+        case .failure(let error):
+            await link.close()
+            throw .storeNotOpened("opening stream \(stream): its unfinished erasures could not be read: \(error)")
+        }
         let store = PostgresFrameStore(
             stream: stream, location: location, link: link, configuration: configuration, opened: found, readOnly: readOnly,
             erasureMask: erasures, logger: logger, wallClock: wallClock)
@@ -78,6 +97,23 @@ public enum PostgresLog {
             opened, walDirectory: walDirectory, configuration: configuration, consumers: consumers, logger: logger, wallClock: wallClock)
         return Opened(
             log: log, storedEvents: found.durableEnd - (found.spans.first?.span.firstSequence ?? found.durableEnd), writer: found.writer)
+    }
+
+    /// Moves the plans of `directory` (where earlier builds kept them) beside the stream; a plan
+    /// that cannot be moved stays where it is and is tried again at the next open.
+    private static func movePlans(from directory: String, to plans: PostgresErasurePlans, logger: Logger) {
+        let files = ErasurePlanFiles(directory: directory)
+        guard let found = try? files.pending(skippingUnreadable: true), !found.isEmpty else { return }
+        for plan in found {
+            do throws(LogError) {
+                try plans.store(plan)
+                try files.remove(plan)
+                logger.notice("moved an unfinished erasure's plan beside the stream", metadata: ["erasure": "\(plan.id)", "from": "\(directory)"])
+            } catch {
+                logger.warning(
+                    "could not move an unfinished erasure's plan beside the stream", metadata: ["erasure": "\(plan.id)", "error": "\(error)"])
+            }
+        }
     }
 }
 

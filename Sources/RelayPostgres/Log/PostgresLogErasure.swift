@@ -13,26 +13,34 @@ public import RelayLog
 /// retention pass that drops one of them waits for the transaction, and a failure rolls every
 /// row back, so that running it again (from the erasure's plan) finishes it.
 ///
+/// The stream is erased by the relay that holds its lease (`fence`): its own, or one it adopted.
+/// The plan is stored, and the rows rewritten, only under that lease (checked in the same
+/// transaction), since the lanes of whichever relay holds the lease are the ones that mask the
+/// registrations meanwhile.
+///
 /// Its calls block on a connection of their own: run them on a thread made for blocking calls.
 public struct PostgresLogErasure: Sendable {
-    /// The stream (the relay's name).
+    /// The stream (the relay's name, or the name of the stream adopted).
     public let stream: String
-    /// Where the plans of this relay's unfinished erasures are kept (no personal data):
-    /// ``planDirectory(dataDirectory:)``. Not `wal/`, whose presence says a log is kept in files.
-    public let planDirectory: String
+    /// Where the plans of the stream's unfinished erasures are kept (no personal data): beside
+    /// the stream, so that whoever opens it next masks and finishes them.
+    public let plans: PostgresErasurePlans
     let location: PostgresLocation
+    let fence: StreamLeaseFence?
     /// Frames read per query while finding.
     private static let framesPerQuery: Int64 = 256
 
-    /// The erasure part of stream `stream` of the log database at `location`, for the relay of
-    /// `dataDirectory`.
-    public init(stream: String, location: PostgresLocation, dataDirectory: String) {
+    /// The erasure part of stream `stream` of the log database at `location`, under `fence`'s
+    /// lease of the stream (`nil`: a command that holds none).
+    public init(stream: String, location: PostgresLocation, fence: StreamLeaseFence?) {
         self.stream = stream
         self.location = location
-        self.planDirectory = Self.planDirectory(dataDirectory: dataDirectory)
+        self.fence = fence
+        self.plans = PostgresErasurePlans(location: location, stream: stream, fence: fence)
     }
 
-    /// `<data-dir>/erasure-plans`: where a relay on the log in PostgreSQL keeps its erasures' plans.
+    /// `<data-dir>/erasure-plans`: where earlier builds kept the plans of a relay on the log in
+    /// PostgreSQL; ``PostgresLog/open`` moves any found there beside the stream.
     public static func planDirectory(dataDirectory: String) -> String { dataDirectory + "/erasure-plans" }
 
     /// How reports name the place rewritten.
@@ -88,6 +96,8 @@ public struct PostgresLogErasure: Sendable {
         let link = PostgresLink(location: location, deadline: .seconds(60), logger: location.quietLogger)
         defer { Task { await link.close() } }
         let (stream, place) = (self.stream, self.place)
+        let lease = fence.map { $0.current(for: stream) }
+        if case .some(nil) = lease { throw Self.notHeld(stream) }
         let wanted = sequences.sorted().map { Int64(bitPattern: $0) }
         let (low, high) = (Int64(bitPattern: lowest), Int64(bitPattern: highest))
         // The rewrite is decided inside the transaction (rows locked), so the bytes replaced are
@@ -97,6 +107,23 @@ public struct PostgresLogErasure: Sendable {
             outcome = try BlockingPostgres.wait {
                 try await link.run { connection, logger in
                     _ = try await connection.query("BEGIN", logger: logger)
+                    if case .some(let lease?) = lease {
+                        // The lease row is held (FOR SHARE) until COMMIT: no other relay takes the
+                        // stream while its rows are rewritten.
+                        var held = false
+                        for try await _ in try await connection.query(
+                            """
+                            SELECT 1 FROM relay_log_leases
+                            WHERE stream = \(stream) AND holder = \(lease.holder) AND token = \(lease.token) AND expires_at > now() FOR SHARE
+                            """, logger: logger)
+                        {
+                            held = true
+                        }
+                        guard held else {
+                            _ = try await connection.query("ROLLBACK", logger: logger)
+                            return .failure(Self.notHeld(stream))
+                        }
+                    }
                     let records = try await FrameRecord.records(
                         connection.query(
                             """
@@ -139,5 +166,11 @@ public struct PostgresLogErasure: Sendable {
         report.segmentsRewritten = done.rows
         report.entriesErased = done.erased
         return report
+    }
+
+    private static func notHeld(_ stream: String) -> LogError {
+        .storeUnavailable(
+            "stream \(stream) is forwarded by another relay now (this relay does not hold its lease); its rows were not rewritten, "
+                + "and the relay that holds it finishes the erasure from its plan")
     }
 }

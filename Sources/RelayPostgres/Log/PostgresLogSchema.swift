@@ -2,7 +2,7 @@ import Logging
 import PostgresNIO
 
 /// The tables of the log kept in PostgreSQL (docs/postgres-log.md): streams, frames, cursors and
-/// forwarding leases and dead letters, beside the fleet's tables in the same database.
+/// forwarding leases, dead letters and unfinished erasures' plans, beside the fleet's tables in the same database.
 enum PostgresLogSchema {
     /// Created once per database, under an advisory lock so that relays starting together do not
     /// race on `CREATE TABLE IF NOT EXISTS` (which is not safe against itself).
@@ -61,6 +61,15 @@ enum PostgresLogSchema {
         )
         """,
         "CREATE INDEX IF NOT EXISTS relay_dead_letters_stream ON relay_dead_letters (stream, id)",
+        """
+        CREATE TABLE IF NOT EXISTS relay_erasure_plans (
+            stream text NOT NULL,
+            id text NOT NULL,
+            requested_at text NOT NULL,
+            plan text NOT NULL,
+            PRIMARY KEY (stream, id)
+        )
+        """,
     ]
 
     /// The advisory lock key that serialises creating the tables ("crlog" in ASCII).

@@ -25,11 +25,23 @@ public actor StreamLeases {
         public var adopt: @Sendable (String) async -> Bool
         /// Stops forwarding `stream` and returns once no request of its lanes is in flight.
         public var handBack: @Sendable (String) async -> Void
+        /// Called when this relay takes its own stream's lease again after another relay held it
+        /// (it had adopted the stream) or it was lost, before any lane may send: masks what that
+        /// holder's erasures left unfinished. `false` when that could not be read (the lease is
+        /// then not used this round).
+        public var reclaiming: @Sendable () async -> Bool
+        /// Called once the lease is in force again (after ``reclaiming``): finishes those erasures.
+        public var reclaimed: @Sendable () async -> Void
 
         /// Hooks from their parts.
-        public init(adopt: @escaping @Sendable (String) async -> Bool, handBack: @escaping @Sendable (String) async -> Void) {
+        public init(
+            adopt: @escaping @Sendable (String) async -> Bool, handBack: @escaping @Sendable (String) async -> Void,
+            reclaiming: @escaping @Sendable () async -> Bool = { true }, reclaimed: @escaping @Sendable () async -> Void = {}
+        ) {
             self.adopt = adopt
             self.handBack = handBack
+            self.reclaiming = reclaiming
+            self.reclaimed = reclaimed
         }
     }
 
@@ -54,6 +66,8 @@ public actor StreamLeases {
     /// and the lanes' last cursors are saved under it; the lease is released once they stopped.
     private var handingBack: [String: Task<Void, Never>] = [:]
     private var ownHeld = false
+    /// Whether a round has run: the lease taken in a later one reclaims the stream.
+    private var pastFirstRound = false
     /// When a round last failed: for a lease after it, this relay adopts nothing, so that after an
     /// outage longer than the lease each relay takes its own stream back before any adopts another's.
     private var lastFailure: ContinuousClock.Instant?
@@ -103,6 +117,7 @@ public actor StreamLeases {
 
     /// One round (see the type's description).
     public func round() async {
+        defer { pastFirstRound = true }
         let sent = ContinuousClock.now
         let (stream, holder, seconds, writer) = (self.stream, self.holder, Double(lease.components.seconds), self.writer)
         do {
@@ -127,9 +142,19 @@ public actor StreamLeases {
             }
             durability.update { current in current = reading }
             if let token {
+                // Taken after the first round (which follows the log's open, where the plans were
+                // read): a holder meanwhile may have left erasures of this stream unfinished.
+                let reclaims = !ownHeld && pastFirstRound
+                if reclaims, let adoption, await !adoption.reclaiming() {
+                    logger.warning(
+                        "could not read this stream's unfinished erasures; forwarding waits for the next lease round",
+                        metadata: ["stream": "\(stream)"])
+                    return
+                }
                 if !ownHeld { logger.notice("forwarding this relay's stream: its lease is ours", metadata: ["stream": "\(stream)"]) }
                 fence.granted(stream, holder: holder, token: token, sentAt: sent, lease: lease)
                 ownHeld = true
+                if reclaims, let adoption { Task { await adoption.reclaimed() } }
             } else {
                 if ownHeld {
                     logger.warning(

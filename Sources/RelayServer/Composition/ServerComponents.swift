@@ -101,9 +101,9 @@ struct ServerComponents {
         // The fleet's PostgreSQL: its own consumer of the log, with its position in the database.
         let fleet = configuration.postgres.map { (location: $0, status: FleetStatus()) }
         let archives = configuration.log.archiveDirectory.map { [$0] } ?? []
-        // On the log in PostgreSQL, an erasure rewrites this relay's stream's rows.
+        // On the log in PostgreSQL, an erasure rewrites this relay's stream's rows, under its lease.
         let logStream = configuration.logPostgres.flatMap { settings in
-            opened.leases.map { PostgresLogErasure(stream: $0.stream, location: settings.location, dataDirectory: configuration.dataDirectory) }
+            opened.leases.map { PostgresLogErasure(stream: $0.stream, location: settings.location, fence: $0.fence) }
         }
         // An erasure a stop cut short is finished before anything reads the log or serves (no
         // counter runs yet: the fleet's counts are changed in a session of its own). Should that
@@ -139,8 +139,7 @@ struct ServerComponents {
                 configuration.logPostgres.map { settings in
                     (
                         leases,
-                        AdoptedStreams(
-                            configuration: configuration, settings: settings, store: store, metrics: metrics, fence: leases.fence, logger: logger)
+                        AdoptedStreams(configuration: configuration, settings: settings, metrics: metrics, fence: leases.fence, logger: logger)
                     )
                 }
             },
@@ -180,7 +179,8 @@ struct ServerComponents {
                 aggregateMetrics: configuration.aggregateMetrics),
             HealthRoutes(ingestor: ingestor, upstream: relayLane, fleet: fleet?.status),
             PrivacyRoutes(
-                erasure: erasure, dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants),
+                erasure: erasure, adoptions: leases?.adoptions, dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken,
+                tenants: tenants),
             LogSealRoute(log: log, keyId: configuration.log.encryption?.newest.id, adminToken: configuration.adminToken, tenants: tenants),
             StatusRoutes(
                 dataDirectory: configuration.dataDirectory, adminToken: configuration.adminToken, tenants: tenants, log: log, store: store,
@@ -198,7 +198,13 @@ struct ServerComponents {
     func services(application: any Service, certificates: (any Service)?) -> [any Service] {
         var services: [any Service] = [LogService(log: log)]
         // Before the uploader: it stops after it, so the lease goes once no lane sends.
-        if let leases { services.append(StreamLeasesService(leases: leases.leases, adoptions: leases.adoptions)) }
+        if let leases, let settings = configuration.logPostgres {
+            services.append(
+                StreamLeasesService(
+                    leases: leases.leases, adoptions: leases.adoptions,
+                    plans: PostgresErasurePlans(location: settings.location, stream: leases.leases.stream, fence: nil), log: log, erasure: erasure,
+                    logger: logger))
+        }
         if let aggregator { services.append(AggregatorService(aggregator: aggregator, logger: logger)) }
         if let uploader { services.append(UploaderService(uploader: uploader, logger: logger)) }
         if let fleet {

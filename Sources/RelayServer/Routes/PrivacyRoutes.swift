@@ -7,8 +7,13 @@ import RelayPrivacy
 /// `POST /v1/privacy/erasures` (erase a person's registrations, see ``PersonalDataErasure``) and
 /// `GET /v1/privacy/erasures` (the audit log, ``ErasureAuditLog``), behind the relay's own admin
 /// token: an erasure reaches every tenant's data, so no tenant's token opens them.
+///
+/// On the log in PostgreSQL, an erasure also erases each stream this relay adopted (their reports
+/// in ``RelayPrivacy/ErasureReport/adoptedStreams``): the relay that holds a stream's lease is the
+/// one whose lanes can mask it.
 struct PrivacyRoutes: RouteGroup, Sendable {
     let erasure: PersonalDataErasure
+    let adoptions: AdoptedStreams?
     let dataDirectory: String
     let adminToken: String?
     let tenants: TenantDirectory
@@ -31,7 +36,21 @@ struct PrivacyRoutes: RouteGroup, Sendable {
             case .failure(let problem): return Responses.error(.badRequest, problem.message)
             }
             do {
-                let report = try await erasure.erase(parsed.0, dryRun: parsed.1)
+                var report = try await erasure.erase(parsed.0, dryRun: parsed.1)
+                if let adoptions {
+                    var adopted: [ErasureReport] = []
+                    for (stream, streamErasure) in await adoptions.erasures {
+                        do {
+                            adopted.append(try await streamErasure.erase(parsed.0, dryRun: parsed.1))
+                        } catch {
+                            return Responses.error(
+                                .serviceUnavailable,
+                                "this relay's own stream is erased (erasure \(report.id)), but the erasure of adopted stream \(stream) failed partway: \(error). What was done stays done; send the erasure again"
+                            )
+                        }
+                    }
+                    report.adoptedStreams = adopted
+                }
                 return Responses.json(.ok, APIJSON.text(report))
             } catch {
                 return Responses.error(

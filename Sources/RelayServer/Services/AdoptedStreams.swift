@@ -3,36 +3,39 @@ import NIOConcurrencyHelpers
 import RelayAggregator
 import RelayCore
 import RelayForwarding
+import RelayIO
 import RelayLog
 import RelayPostgres
+import RelayPrivacy
 
 /// The streams this relay forwards for relays that stopped (``RelayPostgres/StreamLeases``):
-/// each has its log (read only), an uploader with the same sinks, breaker, dead letters and
-/// erasure masks as this relay's own, and its counting into the fleet's tables.
+/// each has its log (read only), an uploader with the same sinks and breaker as this relay's own,
+/// its dead letters (kept under the adopted stream), its erasures (``PersonalDataErasure`` over
+/// the stream: the plans its relay did not finish are masked from the first read and finished
+/// here, and an erasure sent to this relay erases the stream too), and its counting into the
+/// fleet's tables.
 ///
 /// Relays sharing a log database are expected to share their forwarding configuration (hosts,
 /// tenants): an adopted stream is forwarded as this relay forwards its own.
 actor AdoptedStreams {
     private struct Running {
         var log: WriteAheadLog
+        var erasure: PersonalDataErasure
         var task: Task<Void, Never>
     }
 
     private let configuration: RelayServerConfiguration
     private let settings: PostgresLogSettings
-    private let store: ForwardingStore
     private let metrics: RelayMetrics
     private let fence: StreamLeaseFence
     private let logger: Logger
     private var running: [String: Running] = [:]
 
     init(
-        configuration: RelayServerConfiguration, settings: PostgresLogSettings, store: ForwardingStore, metrics: RelayMetrics,
-        fence: StreamLeaseFence, logger: Logger
+        configuration: RelayServerConfiguration, settings: PostgresLogSettings, metrics: RelayMetrics, fence: StreamLeaseFence, logger: Logger
     ) {
         self.configuration = configuration
         self.settings = settings
-        self.store = store
         self.metrics = metrics
         self.fence = fence
         self.logger = logger
@@ -40,6 +43,15 @@ actor AdoptedStreams {
 
     /// The streams forwarded here now.
     var streams: [String] { running.keys.sorted() }
+
+    /// The erasures of the streams forwarded here now, by stream name.
+    var erasures: [(stream: String, erasure: PersonalDataErasure)] {
+        running.keys.sorted().compactMap { name in running[name].map { (name, $0.erasure) } }
+    }
+
+    /// Where an adopted stream's local files go (caches, and its erasures' audit log): nothing
+    /// there is needed to forward it.
+    private func directory(of stream: String) -> String { "\(configuration.dataDirectory)/adopted/\(stream)" }
 
     /// Starts forwarding and counting `stream` (its lease is this relay's); `false` when it could
     /// not be opened (the next lease round tries again).
@@ -55,10 +67,23 @@ actor AdoptedStreams {
         do {
             opened = try await PostgresLog.open(
                 location: settings.location, stream: stream, newRelayID: stream, configuration: configuration.log, consumers: consumers,
-                fenced: Set(sinks.consumers.map(\.name)), fence: fence, readOnly: true,
-                walDirectory: "\(configuration.dataDirectory)/adopted/\(stream)", logger: logger)
+                fenced: Set(sinks.consumers.map(\.name)), fence: fence, readOnly: true, walDirectory: directory(of: stream), logger: logger)
         } catch {
             logger.error("could not open an adopted stream; the next lease round tries again", metadata: ["error": "\(error)"])
+            return false
+        }
+        // The stream's dead letters stay under its name, and what its lanes delivered is
+        // remembered apart from this relay's own.
+        let store: ForwardingStore
+        do {
+            let local = directory(of: stream)
+            try await BlockingExecutor(name: "adopted-directory").run { () throws(FileSystemError) in try PosixFileSystem().createDirectory(local) }
+            store = try await ForwardingStore(
+                dataDirectory: local, keys: configuration.log.encryption,
+                table: PostgresDeadLetters(location: settings.location, stream: stream, fence: fence))
+        } catch {
+            logger.error("could not open an adopted stream's forwarding store; the next lease round tries again", metadata: ["error": "\(error)"])
+            await opened.log.close()
             return false
         }
         var upload = configuration.upload
@@ -80,9 +105,30 @@ actor AdoptedStreams {
                 location: $0, log: opened.log, status: FleetStatus(), metrics: metrics, logger: logger,
                 aggregateMetrics: configuration.aggregateMetrics)
         }
+        let erasure = PersonalDataErasure(
+            log: opened.log, dataDirectory: directory(of: stream), archiveDirectories: [],
+            stream: PostgresLogErasure(stream: stream, location: settings.location, fence: fence), store: store, aggregator: nil,
+            fleet: configuration.postgres.map {
+                PersonalDataErasure.directFleetStep(
+                    location: $0, relayID: opened.log.identity.relayID, table: configuration.aggregateMetrics, logger: logger)
+            },
+            sinkKinds: configuration.sinkKinds, metrics: configuration.aggregateMetrics, logger: logger)
         logger.notice("forwarding an adopted stream", metadata: ["events-stored": "\(opened.storedEvents)"])
         let task = Task {
             await withTaskGroup(of: Void.self) { group in
+                // The erasures its relay did not finish (masked since the open) are finished here.
+                group.addTask {
+                    do {
+                        let finished = try await erasure.finishPending()
+                        if !finished.isEmpty {
+                            logger.notice("finished the erasures the adopted stream's relay left", metadata: ["erasures": "\(finished.count)"])
+                        }
+                    } catch {
+                        logger.error(
+                            "an adopted stream's unfinished erasure cannot be finished now; its registrations stay masked, and the next erasure finishes it",
+                            metadata: ["error": "\(error)"])
+                    }
+                }
                 group.addTask {
                     do {
                         try await uploader.run(until: nil)
@@ -93,7 +139,7 @@ actor AdoptedStreams {
                 if let fleet { group.addTask { try? await fleet.run() } }
             }
         }
-        running[stream] = Running(log: opened.log, task: task)
+        running[stream] = Running(log: opened.log, erasure: erasure, task: task)
         return true
     }
 
@@ -131,6 +177,10 @@ actor AdoptedStreams {
                 "an adopted stream's lanes did not stop within \(Self.handBackWait); going on without them",
                 metadata: ["adopted-stream": "\(stream)"])
         }
+        // An erasure of the stream under way ends (its rewrite is under the lease, which is still
+        // this relay's); none starts after. A plan left unfinished is masked by whoever takes the
+        // stream next, from its first read.
+        await adopted.erasure.close()
         await adopted.log.close()
         logger.notice("stopped forwarding an adopted stream", metadata: ["adopted-stream": "\(stream)"])
     }
