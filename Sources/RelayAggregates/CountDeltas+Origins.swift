@@ -1,4 +1,4 @@
-package import RelayCore
+import RelayCore
 
 extension CountDeltas {
     /// A first origin and the relay that handed its events to this one (`""` when they came

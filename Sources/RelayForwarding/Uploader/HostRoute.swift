@@ -1,4 +1,4 @@
-public import CampaignProtocol
+import CampaignProtocol
 
 /// One host of an event sink's destination, as its lane sends to it: the first host or a spare,
 /// each with a circuit breaker, a limit of requests in flight (and rate ceiling) and, for tracking

@@ -80,7 +80,7 @@ public final class TrackingHitPipeline: Sendable {
         let bound = NIOLoopBound((run, body, otherwise), eventLoop: eventLoop)
         let loop = eventLoop
         limiter.acquire { permit in
-            let go = {
+            let go: @Sendable () -> Void = {
                 let (run, body, otherwise) = bound.value
                 guard run.next < run.requests.count, !run.halted else {
                     limiter.release(permit, .ignored)

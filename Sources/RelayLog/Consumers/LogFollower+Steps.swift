@@ -1,4 +1,4 @@
-package import Logging
+import Logging
 import RelayCore
 
 extension LogFollower {

@@ -1,4 +1,4 @@
-public import Crypto
+import Crypto
 import NIOConcurrencyHelpers
 
 /// The keys that encrypt the log at rest (`--encryption-key-file`): every key by its id, and the

@@ -1,4 +1,4 @@
-public import RelayCore
+import RelayCore
 
 /// What a frame store hands its log for reading (``FrameStore/readFrames(from:archiveDirectory:)``):
 /// the stored events from a sequence number on, in sequence order, each once, in batches.

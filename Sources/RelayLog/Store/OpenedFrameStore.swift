@@ -1,4 +1,4 @@
-package import RelayCore
+import RelayCore
 
 /// What opening a ``FrameStore`` found, which the ``WriteAheadLog`` starts from: the store, the
 /// cursors and where they keep, the durable end and any damage, the relay identity, the erasures

@@ -1,4 +1,4 @@
-public import RelayCore
+import RelayCore
 
 /// How many bytes of each tenant's events its own destinations have not taken yet: what a
 /// tenant's share of the log (`max-wal-bytes` of `[tenant.NAME]`) limits.
