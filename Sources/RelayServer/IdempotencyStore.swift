@@ -9,6 +9,9 @@ public import RelaySQLite
 /// from and the time given to events without one. After the append it becomes *completed* with
 /// the answer. A retry that finds a pending record (the relay crashed in between) looks in the log
 /// from that position for the request's events: those found are not appended again.
+///
+/// The records are in `<data-dir>/idempotency.sqlite`, or, with a ``RelayCore/IdempotencyTable``
+/// (the log kept in PostgreSQL), in that table only.
 public actor IdempotencyStore: BlockingActor {
     /// What the store knows about a key.
     public enum Entry: Sendable, Hashable {
@@ -20,10 +23,9 @@ public actor IdempotencyStore: BlockingActor {
 
     /// The thread every SQLite call of the store runs on.
     public nonisolated let executor: BlockingExecutor
-    private let connection: SQLiteConnection
-    private let find: SQLiteStatement
-    private let insertPending: SQLiteStatement
-    private let complete: SQLiteStatement
+    /// The SQLite file's statements; `nil` with a table.
+    private let file: Opened?
+    private let table: (any IdempotencyTable)?
     /// How long keys are remembered.
     public let window: Duration
     private var inFlight = Set<String>()
@@ -40,17 +42,20 @@ public actor IdempotencyStore: BlockingActor {
     }
 
     /// Opens (creating) the store of `dataDirectory` on a thread of its own, forgetting keys older
-    /// than `window`.
-    public init(dataDirectory: String, window: Duration) async throws(SQLiteError) {
+    /// than `window`. With a `table`, the keys are kept there and no file is made; keys older than
+    /// `window` are forgotten there now (or at a later start, should the database not answer).
+    public init(dataDirectory: String, window: Duration, table: (any IdempotencyTable)? = nil) async throws(SQLiteError) {
         let executor = BlockingExecutor(name: "sqlite-idempot")
-        let path = Self.path(dataDirectory: dataDirectory)
-        let opened = try await executor.run { () throws(SQLiteError) -> Opened in try Self.open(path: path, window: window) }
         self.executor = executor
         self.window = window
-        connection = opened.connection
-        find = opened.find
-        insertPending = opened.insertPending
-        complete = opened.complete
+        self.table = table
+        if let table {
+            file = nil
+            try? await table.forget(olderThanSeconds: window.components.seconds)
+        } else {
+            let path = Self.path(dataDirectory: dataDirectory)
+            file = try await executor.run { () throws(SQLiteError) -> Opened in try Self.open(path: path, window: window) }
+        }
     }
 
     private static func open(path: String, window: Duration) throws(SQLiteError) -> Opened {
@@ -85,7 +90,15 @@ public actor IdempotencyStore: BlockingActor {
     public func release(_ key: String) { inFlight.remove(key) }
 
     /// What is known of `key`.
-    public func entry(_ key: String) throws(SQLiteError) -> Entry? {
+    ///
+    /// - Throws: ``RelaySQLite/SQLiteError``, or the table's error.
+    public func entry(_ key: String) async throws -> Entry? {
+        guard let file else {
+            guard let record = try await table?.record(of: key) else { return nil }
+            if let status = record.status, let body = record.body { return .completed(digest: record.digest, status: status, body: body) }
+            return .pending(digest: record.digest, startSequence: record.startSequence, defaultTimeNanoseconds: record.defaultTimeNanoseconds)
+        }
+        let find = file.find
         find.reset()
         defer { find.reset() }
         try find.bind(1, key)
@@ -98,7 +111,15 @@ public actor IdempotencyStore: BlockingActor {
     }
 
     /// Durably records that a request with `key` is about to append from `startSequence`.
-    public func recordPending(_ key: String, digest: UInt64, startSequence: UInt64, defaultTime: EventTime) throws(SQLiteError) {
+    ///
+    /// - Throws: ``RelaySQLite/SQLiteError``, or the table's error.
+    public func recordPending(_ key: String, digest: UInt64, startSequence: UInt64, defaultTime: EventTime) async throws {
+        guard let file else {
+            try await table?.recordPending(
+                key, digest: digest, startSequence: startSequence, defaultTimeNanoseconds: defaultTime.nanosecondsSinceEpoch)
+            return
+        }
+        let insertPending = file.insertPending
         insertPending.reset()
         try insertPending.bind(1, key)
         try insertPending.bind(2, Int64(bitPattern: digest))
@@ -109,7 +130,14 @@ public actor IdempotencyStore: BlockingActor {
     }
 
     /// Durably records the answer given to the request with `key`.
-    public func recordCompleted(_ key: String, status: Int, body: String) throws(SQLiteError) {
+    ///
+    /// - Throws: ``RelaySQLite/SQLiteError``, or the table's error.
+    public func recordCompleted(_ key: String, status: Int, body: String) async throws {
+        guard let file else {
+            try await table?.recordCompleted(key, status: status, body: body)
+            return
+        }
+        let complete = file.complete
         complete.reset()
         try complete.bind(1, Int64(status))
         try complete.bind(2, body)

@@ -128,6 +128,10 @@ struct EraseCommand: AsyncParsableCommand {
             if !report.originRelays.isEmpty {
                 output.line("  handed on by the relays \(report.originRelays.joined(separator: ", ")): run the same erase there")
             }
+            // On the log in PostgreSQL, the streams the server forwards for relays that stopped.
+            for adopted in report.adoptedStreams ?? [] {
+                output.line("  adopted \(adopted.rewrites.first?.directory ?? "stream"): " + Self.summary(adopted))
+            }
         }
     }
 

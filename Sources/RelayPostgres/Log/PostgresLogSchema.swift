@@ -2,7 +2,7 @@ import Logging
 import PostgresNIO
 
 /// The tables of the log kept in PostgreSQL (docs/postgres-log.md): streams, frames, cursors and
-/// forwarding leases, dead letters and unfinished erasures' plans, beside the fleet's tables in the same database.
+/// forwarding leases, dead letters, unfinished erasures' plans and `Idempotency-Key`s, beside the fleet's tables in the same database.
 enum PostgresLogSchema {
     /// Created once per database, under an advisory lock so that relays starting together do not
     /// race on `CREATE TABLE IF NOT EXISTS` (which is not safe against itself).
@@ -68,6 +68,19 @@ enum PostgresLogSchema {
             requested_at text NOT NULL,
             plan text NOT NULL,
             PRIMARY KEY (stream, id)
+        )
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS relay_idempotency_keys (
+            stream text NOT NULL,
+            key text NOT NULL,
+            digest bigint NOT NULL,
+            start_sequence bigint NOT NULL,
+            default_time_ns bigint NOT NULL,
+            status integer,
+            body text,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (stream, key)
         )
         """,
     ]

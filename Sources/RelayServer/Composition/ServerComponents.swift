@@ -74,7 +74,13 @@ struct ServerComponents {
         }
         let store = try await ForwardingStore(
             dataDirectory: configuration.dataDirectory, keys: configuration.log.encryption, table: deadLetterTable)
-        let idempotency = try await IdempotencyStore(dataDirectory: configuration.dataDirectory, window: configuration.idempotencyWindow)
+        // On the log in PostgreSQL, the Idempotency-Keys are kept beside it too, under this
+        // relay's stream: a lost disk loses none.
+        let idempotencyTable = configuration.logPostgres.flatMap { settings in
+            opened.leases.map { PostgresIdempotencyKeys(location: settings.location, stream: $0.stream) }
+        }
+        let idempotency = try await IdempotencyStore(
+            dataDirectory: configuration.dataDirectory, window: configuration.idempotencyWindow, table: idempotencyTable)
         // Counting and forwarding yield a busy core to request handling.
         var upload = configuration.upload
         upload.threadPriority = .background

@@ -21,6 +21,7 @@ actor AdoptedStreams {
     private struct Running {
         var log: WriteAheadLog
         var erasure: PersonalDataErasure
+        var letters: PostgresDeadLetters
         var task: Task<Void, Never>
     }
 
@@ -75,12 +76,11 @@ actor AdoptedStreams {
         // The stream's dead letters stay under its name, and what its lanes delivered is
         // remembered apart from this relay's own.
         let store: ForwardingStore
+        let letters = PostgresDeadLetters(location: settings.location, stream: stream, fence: fence)
         do {
             let local = directory(of: stream)
             try await BlockingExecutor(name: "adopted-directory").run { () throws(FileSystemError) in try PosixFileSystem().createDirectory(local) }
-            store = try await ForwardingStore(
-                dataDirectory: local, keys: configuration.log.encryption,
-                table: PostgresDeadLetters(location: settings.location, stream: stream, fence: fence))
+            store = try await ForwardingStore(dataDirectory: local, keys: configuration.log.encryption, table: letters)
         } catch {
             logger.error("could not open an adopted stream's forwarding store; the next lease round tries again", metadata: ["error": "\(error)"])
             await opened.log.close()
@@ -139,7 +139,7 @@ actor AdoptedStreams {
                 if let fleet { group.addTask { try? await fleet.run() } }
             }
         }
-        running[stream] = Running(log: opened.log, erasure: erasure, task: task)
+        running[stream] = Running(log: opened.log, erasure: erasure, letters: letters, task: task)
         return true
     }
 
@@ -181,6 +181,7 @@ actor AdoptedStreams {
         // this relay's); none starts after. A plan left unfinished is masked by whoever takes the
         // stream next, from its first read.
         await adopted.erasure.close()
+        await adopted.letters.close()
         await adopted.log.close()
         logger.notice("stopped forwarding an adopted stream", metadata: ["adopted-stream": "\(stream)"])
     }
