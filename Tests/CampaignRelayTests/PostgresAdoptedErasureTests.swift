@@ -107,6 +107,8 @@ struct PostgresAdoptedErasureTests {
         #expect(
             rewrites.first?["directory"] as? String == "stream edge-a in PostgreSQL" && rewrites.first?["entriesErased"] as? Int == 10, "\(bob.body)")
         #expect((adopted.first?["forwarded"] as? [String: Any])?["toCampaign"] as? Int == 10, "\(bob.body)")
+        let hashes = [report, adopted.first ?? [:]].map { ($0["selector"] as? [String: Any])?["hash"] as? String }
+        #expect(hashes[0] != nil && hashes[0] == hashes[1], "one keyed hash of him in both reports: \(hashes)")
         #expect(try await holding("bob") == 0, "no byte of his stays in edge-a's rows")
         #expect(try await holding("ada") == 0, "nor of hers")
         #expect(try await sql("SELECT count(*) FROM relay_erasure_plans") == "0")

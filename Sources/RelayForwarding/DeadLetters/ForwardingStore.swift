@@ -22,6 +22,8 @@ public actor ForwardingStore: BlockingActor {
     public nonisolated let executor: BlockingExecutor
     let connection: SQLiteConnection
     private let dataDirectory: String
+    /// Where `pseudonym.key` is (the relay's data directory, also for an adopted stream's store).
+    private let pseudonymDirectory: String
     /// The data directory's pseudonymizer, read or made on first use.
     private var loadedPseudonymizer: Pseudonymizer?
     private let insertDeadLetter: SQLiteStatement
@@ -46,7 +48,11 @@ public actor ForwardingStore: BlockingActor {
     /// Opens (creating) the store of `dataDirectory`, on a thread of its own; dead letters are
     /// sealed with the newest of `keys`, and sealed ones opened with any of them. With a `table`,
     /// the dead letters are kept there, and the file keeps only the delivered registrations.
-    public init(dataDirectory: String, keys: LogKeyRing? = nil, table: (any DeadLetterTable)? = nil) async throws(SQLiteError) {
+    /// `pseudonymDirectory` holds the pseudonym key (by default `dataDirectory`): a store kept in a
+    /// subdirectory names a person by the same keyed hash as the relay.
+    public init(
+        dataDirectory: String, keys: LogKeyRing? = nil, table: (any DeadLetterTable)? = nil, pseudonymDirectory: String? = nil
+    ) async throws(SQLiteError) {
         self.keys = keys
         self.table = table
         let executor = BlockingExecutor(name: "sqlite-forward")
@@ -54,6 +60,7 @@ public actor ForwardingStore: BlockingActor {
         let opened = try await executor.run { () throws(SQLiteError) -> Opened in try Self.open(path: path) }
         self.executor = executor
         self.dataDirectory = dataDirectory
+        self.pseudonymDirectory = pseudonymDirectory ?? dataDirectory
         connection = opened.connection
         insertDeadLetter = opened.insertDeadLetter
         findDelivered = opened.findDelivered
@@ -345,7 +352,7 @@ public actor ForwardingStore: BlockingActor {
     /// - Throws: ``Pseudonymizer/KeyFileError`` when the key file cannot be read or written.
     public func pseudonymizer() throws(Pseudonymizer.KeyFileError) -> Pseudonymizer {
         if let loadedPseudonymizer { return loadedPseudonymizer }
-        let loaded = try Pseudonymizer.load(dataDirectory: dataDirectory)
+        let loaded = try Pseudonymizer.load(dataDirectory: pseudonymDirectory)
         loadedPseudonymizer = loaded
         return loaded
     }

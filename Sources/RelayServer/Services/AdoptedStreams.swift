@@ -80,7 +80,8 @@ actor AdoptedStreams {
         do {
             let local = directory(of: stream)
             try await BlockingExecutor(name: "adopted-directory").run { () throws(FileSystemError) in try PosixFileSystem().createDirectory(local) }
-            store = try await ForwardingStore(dataDirectory: local, keys: configuration.log.encryption, table: letters)
+            store = try await ForwardingStore(
+                dataDirectory: local, keys: configuration.log.encryption, table: letters, pseudonymDirectory: configuration.dataDirectory)
         } catch {
             logger.error("could not open an adopted stream's forwarding store; the next lease round tries again", metadata: ["error": "\(error)"])
             await opened.log.close()
