@@ -43,9 +43,10 @@ struct PrivacyRoutes: RouteGroup, Sendable {
                         do {
                             adopted.append(try await streamErasure.erase(parsed.0, dryRun: parsed.1))
                         } catch {
+                            let own = parsed.1 ? "looked at (a dry run)" : "erased"
                             return Responses.error(
                                 .serviceUnavailable,
-                                "this relay's own stream is erased (erasure \(report.id)), but the erasure of adopted stream \(stream) failed partway: \(error). What was done stays done; send the erasure again"
+                                "this relay's own stream is \(own) (erasure \(report.id)), but the erasure of adopted stream \(stream) failed partway: \(error). What was done stays done; send the erasure again"
                             )
                         }
                     }
