@@ -50,7 +50,14 @@ public final class ErasureMask: Sendable {
     public static func pending(walDirectory: String, fileSystem: any FileSystem = PosixFileSystem()) -> ErasureMask {
         // One plan that cannot be read must not unmask the others.
         let plans = (try? ErasurePlan.pending(walDirectory: walDirectory, fileSystem: fileSystem, skippingUnreadable: true)) ?? []
-        return ErasureMask(plans.flatMap { $0.targets.map(\.sequence) })
+        let mask = ErasureMask()
+        mask.insert(plans: plans)
+        return mask
+    }
+
+    /// Masks the registrations of `plans` (erasures not finished) from now on.
+    public func insert(plans: [ErasurePlan]) {
+        insert(plans.flatMap { $0.targets.map(\.sequence) })
     }
 
     /// Whether nothing is masked.

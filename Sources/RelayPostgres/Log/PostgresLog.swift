@@ -66,15 +66,15 @@ public enum PostgresLog {
         // stream is adopted here) stay masked in every reader of the stream here until it is
         // finished. Plans an earlier build left in the data directory are moved there first.
         let plans = PostgresErasurePlans(location: location, stream: stream, fence: nil)
-        let pending = await BlockingExecutor(name: "erasure-plans").run { () -> Result<[ErasurePlan], LogError> in
-            if let erasurePlans { movePlans(from: erasurePlans, to: plans, logger: logger) }
-            do throws(LogError) { return .success(try plans.pending(skippingUnreadable: true)) } catch { return .failure(error) }
-        }
-        // Opening without the plans would hand their registrations out again.
-        let erasures: ErasureMask
-        switch pending {
-        case .success(let found): erasures = ErasureMask(found.flatMap { $0.targets.map(\.sequence) })
-        case .failure(let error):
+        let erasures = ErasureMask()
+        do {
+            erasures.insert(
+                plans: try await BlockingExecutor(name: "erasure-plans").run { () throws(LogError) -> [ErasurePlan] in
+                    if let erasurePlans { movePlans(from: erasurePlans, to: plans, logger: logger) }
+                    return try plans.pending(skippingUnreadable: true)
+                })
+        } catch {
+            // Opening without the plans would hand their registrations out again.
             await link.close()
             throw .storeNotOpened("opening stream \(stream): its unfinished erasures could not be read: \(error)")
         }

@@ -29,14 +29,13 @@ struct StreamLeasesService: Service {
             StreamLeases.Adoption(
                 adopt: { [adoptions] in await adoptions.adopt($0) }, handBack: { [adoptions] in await adoptions.handBack($0) },
                 reclaiming: {
-                    let read = await BlockingExecutor(name: "erasure-plans").run { () -> Result<[ErasurePlan], LogError> in
-                        do throws(LogError) { return .success(try plans.pending(skippingUnreadable: true)) } catch { return .failure(error) }
-                    }
-                    switch read {
-                    case .success(let pending):
-                        log.erasureMask.insert(pending.flatMap { $0.targets.map(\.sequence) })
+                    do {
+                        log.erasureMask.insert(
+                            plans: try await BlockingExecutor(name: "erasure-plans").run { () throws(LogError) in
+                                try plans.pending(skippingUnreadable: true)
+                            })
                         return true
-                    case .failure(let error):
+                    } catch {
                         logger.warning("could not read this stream's unfinished erasures", metadata: ["error": "\(error)"])
                         return false
                     }
